@@ -1,0 +1,32 @@
+# Corpus construction: flat documents, paragraph table, gold sections, queries and qrels.
+
+
+rule build_qasper:
+    message:
+        "QASPER corpus {wildcards.corpus}: flatten, verify, map evidence"
+    input:
+        sources=lambda w: [s["path"] for s in config["corpora"][w.corpus]["sources"]
+                           if Path(s["path"]).exists()],
+    output:
+        documents=f"{R}/{{corpus}}/documents.parquet",
+        paragraphs=f"{R}/{{corpus}}/paragraphs.parquet",
+        sections=f"{R}/{{corpus}}/sections_gold.parquet",
+        queries=f"{R}/{{corpus}}/queries.parquet",
+        qrels=f"{R}/{{corpus}}/qrels.parquet",
+        funnel=report(
+            f"{R}/{{corpus}}/funnel.json",
+            category="Corpora",
+            subcategory="{corpus}",
+            caption="../resources/report/funnel.rst",
+        ),
+    params:
+        sources=lambda w: config["corpora"][w.corpus]["sources"],
+        fuzzy_min_ratio=lambda w: config["corpora"][w.corpus]["fuzzy_min_ratio"],
+        keep_papers=lambda w: config["corpora"][w.corpus]["keep_papers_without_questions"],
+    wildcard_constraints:
+        corpus=_alternatives(corpora_of_type("qasper")),
+    log:
+        "logs/{corpus}/build_qasper.log",
+    localrule: True
+    script:
+        "../workflow_scripts/build_qasper.py"

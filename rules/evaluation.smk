@@ -1,0 +1,65 @@
+# Evaluation: per-query scores for every cell and condition, and per-cell summaries.
+
+
+rule score:
+    message:
+        "score {wildcards.corpus}/{wildcards.embedder}/{wildcards.reranker}/{wildcards.condition}"
+    input:
+        run=f"{R}/{{corpus}}/{{embedder}}/{{reranker}}/runs/{{condition}}.parquet",
+        chunks=lambda w: f"{R}/{w.corpus}/chunks/{chunkset_of(w)}.parquet",
+        queries=f"{R}/{{corpus}}/queries.parquet",
+        qrels=f"{R}/{{corpus}}/qrels.parquet",
+    output:
+        scores=f"{R}/{{corpus}}/{{embedder}}/{{reranker}}/scores/{{condition}}.parquet",
+    params:
+        measures=config["metrics"]["measures"],
+    log:
+        "logs/{corpus}/{embedder}/{reranker}/score_{condition}.log",
+    script:
+        "../workflow_scripts/score.py"
+
+
+rule summarize_cell:
+    message:
+        "summarize {wildcards.corpus}/{wildcards.embedder}/{wildcards.reranker}"
+    input:
+        scores=expand(
+            f"{R}/{{{{corpus}}}}/{{{{embedder}}}}/{{{{reranker}}}}/scores/{{condition}}.parquet",
+            condition=CONDITIONS,
+        ),
+    output:
+        summary=report(
+            f"{R}/{{corpus}}/{{embedder}}/{{reranker}}/summary.parquet",
+            category="Per-condition means",
+            subcategory="{corpus} / {embedder} / {reranker}",
+            caption="../resources/report/summary.rst",
+        ),
+    params:
+        conditions=CONDITIONS,
+    log:
+        "logs/{corpus}/{embedder}/{reranker}/summarize.log",
+    localrule: True
+    script:
+        "../workflow_scripts/summarize_cell.py"
+
+
+rule summary_markdown:
+    message:
+        "write the Markdown summary of all cells"
+    input:
+        summaries=[
+            f"{R}/{corpus}/{embedder}/{reranker}/summary.parquet"
+            for corpus in config["corpora"]
+            for embedder in EMBEDDERS
+            for reranker in rerankers_for(embedder)
+        ],
+    output:
+        markdown=f"{R}/summary.md",
+    params:
+        rerankers=config["rerankers"],
+        embedders=config["embedders"],
+    log:
+        "logs/summary_markdown.log",
+    localrule: True
+    script:
+        "../workflow_scripts/summary_markdown.py"

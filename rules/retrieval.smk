@@ -1,0 +1,20 @@
+# Retrieval: top-k chunks per query for every condition (flat or two-stage), no reranker.
+
+
+rule retrieve:
+    message:
+        "retrieve {wildcards.corpus}/{wildcards.embedder}/{wildcards.condition}"
+    input:
+        chunks=lambda w: f"{R}/{w.corpus}/chunks/{chunkset_of(w)}.parquet",
+        vectors=lambda w: f"{R}/{w.corpus}/{w.embedder}/embeddings/{chunkset_of(w)}.npy",
+        queries=f"{R}/{{corpus}}/queries.parquet",
+        query_vectors=f"{R}/{{corpus}}/{{embedder}}/embeddings/queries.npy",
+    output:
+        run=f"{R}/{{corpus}}/{{embedder}}/none/runs/{{condition}}.parquet",
+    params:
+        retrieval=retrieval_params,
+        condition=lambda w: w.condition,
+    log:
+        "logs/{corpus}/{embedder}/retrieve_{condition}.log",
+    script:
+        "../workflow_scripts/retrieve.py"

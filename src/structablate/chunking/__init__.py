@@ -1,0 +1,1 @@
+"""Chunkers: structural chunks from a sections table, size-matched fixed windows, prefixes."""

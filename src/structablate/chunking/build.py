@@ -1,0 +1,171 @@
+"""Build a condition's chunk table from the corpus tables.
+
+This is the one entry point the workflow calls for chunking: it plans boundaries
+(:mod:`structural` or :mod:`fixed`), renders prefixes (:mod:`prefix`), and counts content and
+prefix tokens with the embedder's tokenizer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import polars as pl
+from tqdm import tqdm
+
+from structablate.chunking.fixed import fixed_windows
+from structablate.chunking.prefix import DEFAULT_SEPARATOR, render_breadcrumb
+from structablate.chunking.sentences import document_sentence_spans
+from structablate.chunking.structural import ChunkSpan, structural_chunks, top_sections
+from structablate.chunking.tokens import TokenCounter
+from structablate.conditions import Condition
+from structablate.corpus.flatten import (
+    Paragraph,
+    Section,
+    paragraphs_from_frame,
+    sections_from_frame,
+)
+from structablate.tables import frame
+
+
+@dataclass(frozen=True)
+class ChunkingParams:
+    """Chunking configuration (paper Appendix J defaults)."""
+
+    t_max: int = 350
+    t_min: int = 60
+    fixed_snap_tokens: int = 15
+    separator: str = DEFAULT_SEPARATOR
+    include_title: bool = True
+
+    @classmethod
+    def from_config(cls, cfg: Mapping) -> ChunkingParams:
+        return cls(
+            t_max=int(cfg.get("t_max", 350)),
+            t_min=int(cfg.get("t_min", 60)),
+            fixed_snap_tokens=int(cfg.get("fixed_snap_tokens", 15)),
+            separator=str(cfg.get("breadcrumb_separator", DEFAULT_SEPARATOR)),
+            include_title=bool(cfg.get("breadcrumb_include_title", True)),
+        )
+
+
+def plan_structural(
+    text: str,
+    paragraphs: list[Paragraph],
+    sections: list[Section],
+    counter: TokenCounter,
+    params: ChunkingParams,
+) -> list[ChunkSpan]:
+    """Structural chunk spans of one document."""
+    return structural_chunks(
+        text, paragraphs, sections, counter.token_starts(text), t_max=params.t_max,
+        t_min=params.t_min,
+    )
+
+
+def build_chunks(
+    cond: Condition,
+    documents: pl.DataFrame,
+    paragraphs: pl.DataFrame,
+    sections: pl.DataFrame,
+    counter: TokenCounter,
+    params: ChunkingParams,
+    *,
+    size_reference: pl.DataFrame | None = None,
+    placebo_paths: Mapping[tuple[str, tuple[str, ...]], tuple[str, ...]] | None = None,
+    progress: bool = True,
+) -> pl.DataFrame:
+    """The chunk table of ``cond``'s chunkset.
+
+    ``sections`` is the structure the boundaries follow (gold or induced) for structural
+    conditions; for fixed windows it only labels each window with a section. ``size_reference``
+    is the sections table whose structural chunks set each document's fixed-window target
+    (required for fixed windows). ``placebo_paths`` maps ``(doc_id, real path)`` to the
+    assigned path for the placebo condition. A document without paragraphs is an error.
+    Rows are ordered by document (as in ``documents``) and position; an extra column
+    ``size_target`` holds the fixed-window target (null for structural chunks).
+    """
+    paras = paragraphs_from_frame(paragraphs)
+    secs = sections_from_frame(sections)
+    ref = sections_from_frame(size_reference) if size_reference is not None else None
+    if cond.boundaries == "fixed" and ref is None:
+        raise ValueError(f"{cond.name}: fixed windows need a size_reference sections table")
+    rows: dict[str, list] = {k: [] for k in (
+        "chunk_id", "doc_id", "start", "end", "section_idx", "top_section", "prefix",
+        "size_target")}
+    docs = documents.select("doc_id", "title", "text").iter_rows()
+    for doc_id, title, text in tqdm(
+        docs, total=documents.height, desc=f"chunk {cond.chunkset}", disable=not progress,
+        unit="doc",
+    ):
+        if doc_id not in paras or doc_id not in secs:
+            raise ValueError(f"{cond.name}: document {doc_id!r} has no paragraphs or sections")
+        p, s = paras[doc_id], secs[doc_id]
+        starts = counter.token_starts(text)
+        target = None
+        if cond.boundaries == "structural":
+            spans = structural_chunks(text, p, s, starts, t_max=params.t_max, t_min=params.t_min)
+        else:
+            if doc_id not in ref:
+                raise ValueError(f"{cond.name}: document {doc_id!r} missing from size reference")
+            ref_spans = structural_chunks(
+                text, p, ref[doc_id], starts, t_max=params.t_max, t_min=params.t_min
+            )
+            target = sum(c.tokens for c in ref_spans) / len(ref_spans)
+            tops = top_sections(s)
+            bounds = [(x.start, x.end, x.section_idx, t) for x, t in zip(s, tops, strict=True)]
+            sents = document_sentence_spans(text, [(q.start, q.end) for q in p])
+            spans = fixed_windows(
+                text, sents, starts, target, snap_tokens=params.fixed_snap_tokens,
+                section_bounds=bounds,
+            )
+        for k, c in enumerate(spans):
+            rows["chunk_id"].append(f"{cond.chunkset}:{doc_id}:{k}")
+            rows["doc_id"].append(doc_id)
+            rows["start"].append(c.start)
+            rows["end"].append(c.end)
+            rows["section_idx"].append(c.section_idx)
+            rows["top_section"].append(c.top_section)
+            rows["prefix"].append(_prefix(cond, doc_id, title, s[c.section_idx], params,
+                                          placebo_paths))
+            rows["size_target"].append(target)
+    texts_by_doc = dict(documents.select("doc_id", "text").iter_rows())
+    contents = [texts_by_doc[d][a:b] for d, a, b in zip(
+        rows["doc_id"], rows["start"], rows["end"], strict=True)]
+    rows["content_tokens"] = counter.count(contents)
+    unique_prefixes = sorted(set(rows["prefix"]))
+    prefix_counts = dict(zip(unique_prefixes, counter.count(unique_prefixes), strict=True))
+    rows["prefix_tokens"] = [prefix_counts[x] if x else 0 for x in rows["prefix"]]
+    size_target = rows.pop("size_target")
+    df = frame("chunks", rows)
+    return df.with_columns(pl.Series("size_target", size_target, dtype=pl.Float64))
+
+
+def _prefix(
+    cond: Condition,
+    doc_id: str,
+    title: str,
+    section: Section,
+    params: ChunkingParams,
+    placebo_paths: Mapping | None,
+) -> str:
+    if cond.prefix == "none" or cond.prefix == "context":
+        # contexts are added later by the LLM stage; until then the prefix is empty
+        return ""
+    path = tuple(section.path[: cond.depth])
+    if cond.prefix == "placebo":
+        if placebo_paths is None:
+            raise ValueError(f"{cond.name}: placebo condition needs placebo path assignments")
+        path = tuple(placebo_paths[(doc_id, path)])
+    return render_breadcrumb(
+        title, path, cond.depth, separator=params.separator, include_title=params.include_title
+    )
+
+
+def chunk_texts(chunks: pl.DataFrame, documents: pl.DataFrame) -> list[str]:
+    """The embedded text of every chunk: ``prefix + text[start:end]``, in table order."""
+    texts = dict(documents.select("doc_id", "text").iter_rows())
+    return [
+        (prefix or "") + texts[d][a:b]
+        for d, a, b, prefix in chunks.select("doc_id", "start", "end", "prefix").iter_rows()
+    ]

@@ -1,0 +1,138 @@
+"""Structural chunks: one per section, split when over ``t_max``, merged when under ``t_min``.
+
+Works on any sections table (gold or induced, same contract), so the G family and the A
+family differ only in which sections they read.
+
+Rules (content tokens of the embedder's tokenizer):
+
+1. Each section's sentences form one piece. A piece over ``t_max`` tokens is split at sentence
+   boundaries into the fewest near-equal parts of at most ``t_max`` tokens (a single sentence
+   over ``t_max`` is first cut at word starts).
+2. A piece under ``t_min`` tokens is merged into a neighbouring piece: a neighbour in the same
+   top-level section is preferred, then the neighbour whose merge stays within ``t_max``, then
+   the smaller neighbour, then the following one. Merging repeats until no piece is under
+   ``t_min`` or the document is one piece.
+
+So every chunk has at least ``t_min`` tokens (unless its whole document has fewer) and at most
+``t_max + t_min - 1`` (a merge can push a piece past ``t_max`` when both neighbours are large;
+splitting again would undo the merge). A merged chunk belongs to the section that contributes
+most of its tokens (ties: the earlier section).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from structablate.chunking.sentences import sentence_spans
+from structablate.chunking.spans import Unit, balanced_groups, make_units
+from structablate.corpus.flatten import Paragraph, Section
+
+
+@dataclass(frozen=True)
+class ChunkSpan:
+    """A planned chunk: trimmed ``[start, end)`` plus its section and planning token count."""
+
+    start: int
+    end: int
+    section_idx: int
+    top_section: int
+    tokens: int
+
+
+def top_sections(sections: Sequence[Section]) -> list[int]:
+    """For every section, the ``section_idx`` of the top-level section it sits in.
+
+    A new top-level group starts at every level-1 section and wherever the first heading of the
+    path changes (a gold parent heading without paragraphs of its own has no row, so its
+    children open the group).
+    """
+    out: list[int] = []
+    current = -1
+    prev_root: str | None = None
+    for s in sections:
+        root = s.path[0] if s.path else s.title
+        if s.level == 1 or current < 0 or root != prev_root:
+            current = s.section_idx
+        prev_root = root
+        out.append(current)
+    return out
+
+
+@dataclass
+class _Piece:
+    units: list[Unit]
+    owners: dict[int, int]  # section_idx -> tokens contributed
+    top: int
+
+    @property
+    def tokens(self) -> int:
+        return sum(u.tokens for u in self.units)
+
+
+def structural_chunks(
+    text: str,
+    paragraphs: Sequence[Paragraph],
+    sections: Sequence[Section],
+    token_starts: np.ndarray,
+    *,
+    t_max: int = 350,
+    t_min: int = 60,
+) -> list[ChunkSpan]:
+    """Plan the structural chunks of one document (see module docstring for the rules)."""
+    if t_min < 0 or t_max <= 0 or t_min > t_max:
+        raise ValueError(f"need 0 <= t_min <= t_max and t_max > 0 (got {t_min}, {t_max})")
+    tops = top_sections(sections)
+    pieces: list[_Piece] = []
+    for s, top in zip(sections, tops, strict=True):
+        spans: list[tuple[int, int]] = []
+        for p in paragraphs[s.para_start : s.para_end]:
+            spans.extend(sentence_spans(text, p.start, p.end))
+        units = make_units(text, spans, token_starts, t_max)
+        for group in balanced_groups([u.tokens for u in units], t_max):
+            us = [units[i] for i in group]
+            pieces.append(_Piece(us, {s.section_idx: sum(u.tokens for u in us)}, top))
+    _merge_small(pieces, t_max, t_min)
+    out = []
+    for p in pieces:
+        owner = max(sorted(p.owners), key=lambda k: p.owners[k])
+        out.append(
+            ChunkSpan(
+                start=p.units[0].start,
+                end=p.units[-1].end,
+                section_idx=owner,
+                top_section=tops[owner] if owner < len(tops) else p.top,
+                tokens=p.tokens,
+            )
+        )
+    return out
+
+
+def _merge_small(pieces: list[_Piece], t_max: int, t_min: int) -> None:
+    while len(pieces) > 1:
+        small = next((i for i, p in enumerate(pieces) if p.tokens < t_min), None)
+        if small is None:
+            return
+        cand = [j for j in (small - 1, small + 1) if 0 <= j < len(pieces)]
+        size = pieces[small].tokens
+
+        def key(j: int, small: int = small, size: int = size) -> tuple:
+            nb = pieces[j]
+            return (
+                nb.top != pieces[small].top,
+                nb.tokens + size > t_max,
+                nb.tokens,
+                j < small,
+            )
+
+        j = min(cand, key=key)
+        a, b = (j, small) if j < small else (small, j)
+        merged_owners = dict(pieces[a].owners)
+        for k, v in pieces[b].owners.items():
+            merged_owners[k] = merged_owners.get(k, 0) + v
+        owner = max(sorted(merged_owners), key=lambda k: merged_owners[k])
+        top = pieces[a].top if owner in pieces[a].owners else pieces[b].top
+        pieces[a] = _Piece(pieces[a].units + pieces[b].units, merged_owners, top)
+        del pieces[b]

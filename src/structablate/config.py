@@ -1,0 +1,94 @@
+"""Configuration: schema validation with defaults filled in, and cross-key checks.
+
+The schema is ``resources/schemas/config.schema.yaml``. :func:`check_config` fills every
+default (also inside per-corpus / per-embedder entries), then checks what a schema cannot say
+(condition dependencies, reranker/embedder references), and raises :class:`ConfigError` whose
+message names the offending key path.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from structablate.conditions import CONDITIONS
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "resources" / "schemas" / "config.schema.yaml"
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing, unknown or inconsistent; the message names the key."""
+
+
+def _with_defaults(validator_class):
+    validate_props = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for prop, sub in properties.items():
+                if "default" in sub and prop not in instance:
+                    instance[prop] = copy.deepcopy(sub["default"])
+        yield from validate_props(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+
+
+_Validator = _with_defaults(jsonschema.Draft202012Validator)
+
+
+def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
+    with open(path, encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def _key_path(err: jsonschema.ValidationError) -> str:
+    parts = [str(p) for p in err.absolute_path]
+    return ".".join(parts) if parts else "<top level>"
+
+
+def check_config(config: Mapping[str, Any], source: str = "config") -> dict[str, Any]:
+    """A validated copy of ``config`` with defaults filled in; :class:`ConfigError` if not."""
+    cfg = copy.deepcopy(dict(config))
+    validator = _Validator(load_schema())
+    errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = [f"{_key_path(e)}: {e.message}" for e in errors[:10]]
+        raise ConfigError(f"{source}: invalid configuration:\n  " + "\n  ".join(lines))
+    # fill per-entry defaults of mappings keyed by user names (the schema's
+    # additionalProperties), which the properties hook above does not reach on empty dicts
+    for section in ("corpora", "embedders", "rerankers"):
+        sub_schema = load_schema()["properties"][section]["additionalProperties"]
+        for name, entry in cfg[section].items():
+            validator = _Validator(sub_schema)
+            for err in validator.iter_errors(entry):
+                raise ConfigError(f"{source}: {section}.{name}.{_key_path(err)}: {err.message}")
+    _cross_checks(cfg, source)
+    return cfg
+
+
+def _cross_checks(cfg: dict[str, Any], source: str) -> None:
+    for name, corpus in cfg["corpora"].items():
+        if corpus["type"] == "qasper" and not corpus.get("sources"):
+            raise ConfigError(f"{source}: corpora.{name}.sources: a qasper corpus needs sources")
+        for i, src in enumerate(corpus.get("sources", [])):
+            p = Path(src["path"])
+            if src.get("format", "v0.3") == "v0.3" and not p.exists():
+                raise ConfigError(f"{source}: corpora.{name}.sources[{i}].path: no file {p}")
+    conds = cfg["conditions"]
+    for c in conds:
+        if c not in CONDITIONS:
+            raise ConfigError(f"{source}: conditions: unknown condition {c!r}")
+    for rname, rr in cfg["rerankers"].items():
+        if rname != "none" and "model" not in rr:
+            raise ConfigError(f"{source}: rerankers.{rname}.model: a reranker needs a model")
+        for e in rr.get("embedders", []):
+            if e not in cfg["embedders"]:
+                raise ConfigError(
+                    f"{source}: rerankers.{rname}.embedders: unknown embedder {e!r}")
+    if cfg["chunking"]["t_min"] > cfg["chunking"]["t_max"]:
+        raise ConfigError(f"{source}: chunking.t_min: must not exceed chunking.t_max")

@@ -1,0 +1,1 @@
+"""Retrieval: flat exact / HNSW search, two-stage routing, reranking."""

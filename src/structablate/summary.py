@@ -1,0 +1,63 @@
+"""Per-condition means of a cell and the Markdown summary of all cells."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import polars as pl
+
+ID_COLUMNS = ("qid", "doc_id", "qtype")
+
+
+def summarize_cell(scores: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
+    """Long table: condition, measure, mean, n_queries, n_docs (conditions in given order)."""
+    rows: dict[str, list] = {k: [] for k in ("condition", "measure", "mean", "n_queries",
+                                             "n_docs")}
+    for cond, df in scores.items():
+        for m in [c for c in df.columns if c not in ID_COLUMNS]:
+            rows["condition"].append(cond)
+            rows["measure"].append(m)
+            rows["mean"].append(float(df[m].mean()) if df.height else float("nan"))
+            rows["n_queries"].append(df.height)
+            rows["n_docs"].append(df["doc_id"].n_unique())
+    return pl.DataFrame(rows, schema={"condition": pl.String, "measure": pl.String,
+                                      "mean": pl.Float64, "n_queries": pl.Int64,
+                                      "n_docs": pl.Int64})
+
+
+def summary_markdown(
+    cells: Mapping[tuple[str, str, str], pl.DataFrame],
+    embedders: Mapping[str, Mapping],
+    rerankers: Mapping[str, Mapping],
+) -> str:
+    """A Markdown page: one table (conditions x measures) per cell, with model provenance."""
+    lines = ["# structablate summary", ""]
+    lines.append("Per-condition means of per-query scores. Every cell outside the pre-registered "
+                 "primary cell (cov-nDCG@10, strong embedder, no reranker) is exploratory.")
+    lines.append("")
+    for (corpus, embedder, reranker), df in sorted(cells.items()):
+        model = embedders.get(embedder, {}).get("model", "?")
+        lines.append(f"## {corpus} / {embedder} / {reranker}")
+        lines.append("")
+        lines.append(f"- embedder `{embedder}`: `{model}`")
+        if reranker == "none":
+            lines.append("- reranker: none")
+        else:
+            rr = rerankers.get(reranker, {})
+            trained = rr.get("trained", True)
+            note = "" if trained else " — NOT a trained reranker; these scores are not results"
+            lines.append(f"- reranker `{reranker}`: `{rr.get('model', '?')}`{note}")
+        measures = list(dict.fromkeys(df["measure"].to_list()))
+        conds = list(dict.fromkeys(df["condition"].to_list()))
+        n = df["n_queries"].max() if df.height else 0
+        nd = df["n_docs"].max() if df.height else 0
+        lines.append(f"- {n} queries over {nd} documents")
+        lines.append("")
+        lines.append("| condition | " + " | ".join(measures) + " |")
+        lines.append("| --- | " + " | ".join("---:" for _ in measures) + " |")
+        for c in conds:
+            sub = df.filter(pl.col("condition") == c)
+            vals = {r["measure"]: r["mean"] for r in sub.iter_rows(named=True)}
+            lines.append(f"| {c} | " + " | ".join(f"{vals[m]:.4f}" for m in measures) + " |")
+        lines.append("")
+    return "\n".join(lines)

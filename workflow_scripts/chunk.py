@@ -1,0 +1,25 @@
+"""Glue: corpus tables -> the chunk table of one chunkset."""
+
+from structablate.chunking.build import ChunkingParams, build_chunks
+from structablate.chunking.tokens import TokenCounter
+from structablate.conditions import condition
+from structablate.io import read_parquet, write_parquet
+from structablate.workflow import setup
+
+log = setup(snakemake)  # noqa: F821
+smk = snakemake  # noqa: F821
+cond = condition(smk.wildcards.chunkset)
+params = ChunkingParams.from_config(smk.params.chunking)
+size_ref = read_parquet(smk.input.size_reference) if smk.input.size_reference else None
+chunks = build_chunks(
+    cond,
+    read_parquet(smk.input.documents),
+    read_parquet(smk.input.paragraphs),
+    read_parquet(smk.input.sections),
+    TokenCounter.from_model(smk.params.chunking["tokenizer"]),
+    params,
+    size_reference=size_ref,
+)
+log.info("%s: %d chunks, mean %.1f content tokens", cond.chunkset, chunks.height,
+         chunks["content_tokens"].mean())
+write_parquet(chunks, smk.output.chunks)
