@@ -30,3 +30,28 @@ rule build_qasper:
     localrule: True
     script:
         "../workflow_scripts/build_qasper.py"
+
+
+rule build_wikipedia:
+    message:
+        "Wikipedia corpus {wildcards.corpus}: fetch or read, normalise, verify, select"
+    output:
+        documents=f"{R}/{{corpus}}/documents.parquet",
+        paragraphs=f"{R}/{{corpus}}/paragraphs.parquet",
+        sections=f"{R}/{{corpus}}/sections_gold.parquet",
+        report=report(
+            f"{R}/{{corpus}}/corpus_report.json",
+            category="Corpora",
+            subcategory="{corpus}",
+            caption="../resources/report/wikipedia_corpus.rst",
+        ),
+    params:
+        source=lambda w: config["corpora"][w.corpus]["source"],
+        selection=lambda w: config["corpora"][w.corpus].get("selection", {}),
+        cache_dir=lambda w: f"{R}/cache/wikipedia/{w.corpus}",
+    wildcard_constraints:
+        corpus=_alternatives(corpora_of_type("wikipedia")),
+    log:
+        "logs/{corpus}/build_wikipedia.log",
+    script:
+        "../workflow_scripts/build_wikipedia.py"

@@ -1,4 +1,5 @@
 # Retrieval: top-k chunks per query for every condition (flat or two-stage), no reranker.
+# qrels feed only the two-stage section-recall diagnostic, never the ranking.
 
 
 rule retrieve:
@@ -9,6 +10,7 @@ rule retrieve:
         vectors=lambda w: f"{R}/{w.corpus}/{w.embedder}/embeddings/{chunkset_of(w)}.npy",
         queries=f"{R}/{{corpus}}/queries.parquet",
         query_vectors=f"{R}/{{corpus}}/{{embedder}}/embeddings/queries.npy",
+        qrels=f"{R}/{{corpus}}/qrels.parquet",
     output:
         run=f"{R}/{{corpus}}/{{embedder}}/none/runs/{{condition}}.parquet",
     params:

@@ -16,6 +16,7 @@ run = retrieve_run(
     read_parquet(smk.input.chunks),
     np.load(smk.input.vectors),
     smk.params.retrieval,
+    qrels=read_parquet(smk.input.qrels),
 )
 log.info("%d rows for %d queries", run.height, run["qid"].n_unique())
 write_parquet(run, smk.output.run)

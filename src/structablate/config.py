@@ -75,6 +75,17 @@ def _cross_checks(cfg: dict[str, Any], source: str) -> None:
     for name, corpus in cfg["corpora"].items():
         if corpus["type"] == "qasper" and not corpus.get("sources"):
             raise ConfigError(f"{source}: corpora.{name}.sources: a qasper corpus needs sources")
+        if corpus["type"] == "wikipedia":
+            if "source" not in corpus:
+                raise ConfigError(
+                    f"{source}: corpora.{name}.source: a wikipedia corpus needs a source "
+                    "(mode: xml with a path, or mode: api)")
+            if not corpus.get("queries"):
+                raise ConfigError(
+                    f"{source}: corpora.{name}.queries: a wikipedia corpus needs queries; "
+                    "synthetic query generation is not part of this release yet, so "
+                    "build its documents alone with `snakemake "
+                    f"results/{name}/documents.parquet` and leave it out of the grid")
         for i, src in enumerate(corpus.get("sources", [])):
             p = Path(src["path"])
             if src.get("format", "v0.3") == "v0.3" and not p.exists():

@@ -159,7 +159,8 @@ class EmbeddingCache:
         keys = list(keys)
         for k in range(0, len(keys), 500):
             part = keys[k : k + 500]
-            q = "SELECT key, dim, data FROM vectors WHERE key IN (%s)" % ",".join("?" * len(part))
+            marks = ",".join("?" * len(part))
+            q = f"SELECT key, dim, data FROM vectors WHERE key IN ({marks})"
             for key, dim, data in self._db.execute(q, part):
                 out[key] = np.frombuffer(data, dtype=np.float32, count=dim)
         return out

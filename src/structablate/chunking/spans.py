@@ -40,7 +40,8 @@ def make_units(
             units.append(Unit(a, b, n))
             continue
         starts = word_starts(text, a, b)
-        counts = [tokens_in(token_starts, s, e) for s, e in zip(starts, starts[1:] + [b])]
+        counts = [tokens_in(token_starts, s, e)
+                  for s, e in zip(starts, starts[1:] + [b], strict=True)]
         words = [Unit(s, e, c) for s, e, c in zip(starts, starts[1:] + [b], counts, strict=True)]
         for group in balanced_groups([w.tokens for w in words], max_tokens):
             first, last = words[group[0]], words[group[-1]]

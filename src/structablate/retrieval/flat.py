@@ -4,7 +4,8 @@ Both searchers return ``(idx, scores)``: ``idx[q]`` holds the row indices (into 
 table) of the top ``k`` chunks for query ``q`` by inner product, best first; ties in score are
 broken by ascending row index, so the ranking is a pure function of the vectors.
 
-* ``exact``: float32 inner products with numpy/BLAS, queries in blocks.
+* ``exact``: inner products with numpy/BLAS accumulated in float64 and rounded to float32
+  (block-size independent), queries in blocks.
 * ``hnsw``: an hnswlib index (inner-product space) built single-threaded with a fixed
   ``random_seed``, so the graph and the results are reproducible; ``ef_search`` is raised to at
   least ``k``. Its scores are recomputed exactly so both searchers report the same score for the
@@ -18,39 +19,58 @@ from collections.abc import Mapping
 import numpy as np
 
 
-def _topk_sorted(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Top ``k`` columns of each row of ``scores``: score descending, index ascending."""
-    n = scores.shape[1]
-    k = min(k, n)
-    if k < n:
-        part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-        # include every column tied with the k-th score so ties resolve by index
-        kth = np.take_along_axis(scores, part, axis=1).min(axis=1, keepdims=True)
-        idx_rows = []
-        for r in range(scores.shape[0]):
-            cand = np.flatnonzero(scores[r] >= kth[r, 0])
-            order = np.lexsort((cand, -scores[r, cand]))[:k]
-            idx_rows.append(cand[order])
-        idx = np.stack(idx_rows) if idx_rows else np.zeros((0, k), dtype=np.int64)
-    else:
-        idx = np.lexsort((np.broadcast_to(np.arange(n), scores.shape), -scores), axis=1)
-    return idx.astype(np.int64), np.take_along_axis(scores, idx, axis=1)
+def topk_desc(scores: np.ndarray, k: int) -> np.ndarray:
+    """Row-wise top-``k`` column indices, score descending then index ascending.
+
+    Exact under ties: rows where the k-th score ties with an excluded column fall back to a
+    stable full sort. Returns ``[n, min(k, m)]`` int64.
+    """
+    scores = np.asarray(scores)
+    n, m = scores.shape
+    k = min(k, m)
+    if k <= 0:
+        return np.empty((n, 0), dtype=np.int64)
+    if k == m:
+        return np.argsort(-scores, axis=1, kind="stable").astype(np.int64)
+    part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+    part_scores = np.take_along_axis(scores, part, axis=1)
+    order = np.lexsort((part, -part_scores), axis=1)
+    top = np.take_along_axis(part, order, axis=1).astype(np.int64)
+    # tie check: every column scoring exactly the k-th score must be inside the selection
+    kth = np.take_along_axis(scores, top[:, -1:], axis=1)
+    n_eq_all = (scores == kth).sum(axis=1)
+    n_eq_sel = (np.take_along_axis(scores, top, axis=1) == kth).sum(axis=1)
+    tied = np.flatnonzero(n_eq_all != n_eq_sel)
+    if tied.size:
+        top[tied] = np.argsort(-scores[tied], axis=1, kind="stable")[:, :k]
+    return top
+
+
+def score_matrix(query_vecs: np.ndarray, chunk_vecs: np.ndarray) -> np.ndarray:
+    """``[nq, n]`` float32 inner products, accumulated in float64 (block-size independent)."""
+    q = np.asarray(query_vecs, dtype=np.float64)
+    x = np.asarray(chunk_vecs, dtype=np.float64)
+    return (q @ x.T).astype(np.float32)
 
 
 def exact_search(
     queries: np.ndarray, chunks: np.ndarray, k: int, block: int = 256
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Exact inner-product top-``k`` (see module docstring for the tie rule)."""
-    queries = np.ascontiguousarray(queries, dtype=np.float32)
-    chunks = np.ascontiguousarray(chunks, dtype=np.float32)
-    k = min(k, chunks.shape[0])
-    idx_out = np.zeros((queries.shape[0], k), dtype=np.int64)
-    sc_out = np.zeros((queries.shape[0], k), dtype=np.float32)
-    for s in range(0, queries.shape[0], block):
-        scores = queries[s : s + block] @ chunks.T
-        idx, sc = _topk_sorted(scores, k)
-        idx_out[s : s + block] = idx
-        sc_out[s : s + block] = sc
+    """Exact inner-product top-``k`` (see module docstring for the tie rule).
+
+    Returns ``min(k, n_chunks)`` columns.
+    """
+    x = np.asarray(chunks, dtype=np.float32).astype(np.float64)
+    queries = np.asarray(queries, dtype=np.float32)
+    nq = queries.shape[0]
+    k = min(k, x.shape[0])
+    idx_out = np.zeros((nq, k), dtype=np.int64)
+    sc_out = np.zeros((nq, k), dtype=np.float32)
+    for s in range(0, nq, block):
+        scores = score_matrix(queries[s : s + block], x)
+        top = topk_desc(scores, k)
+        idx_out[s : s + block] = top
+        sc_out[s : s + block] = np.take_along_axis(scores, top, axis=1)
     return idx_out, sc_out
 
 

@@ -27,28 +27,48 @@ def retrieve_run(
     chunks: pl.DataFrame,
     chunk_vectors: np.ndarray,
     params: Mapping,
+    qrels: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Rank the chunks for every query; ``rank`` is 1-based, ``stage`` says how a row got in.
 
-    Flat conditions: ``stage = "flat"``. Two-stage conditions (A4, G4): rows kept by routing
-    are ``"routed"``, rows filled from the global ranking are ``"backfill"``.
+    Flat conditions: ``stage = "flat"``. Two-stage conditions (A4, G4) route over sections
+    (document + top-level section, centroid = renormalised mean of the same chunk vectors),
+    rank the kept sections' chunks, and backfill from this flat ranking: rows kept by routing
+    are ``"routed"``, backfilled rows ``"backfill"``. Two-stage runs carry per-query
+    diagnostics repeated on every row of the query: ``n_backfill`` and, when ``qrels`` is given,
+    ``section_recall`` (stage 1 kept a section overlapping gold evidence). Flat runs carry the
+    same columns as nulls, so every run table has one schema.
     """
     _check_aligned("queries", queries, query_vectors)
     _check_aligned("chunks", chunks, chunk_vectors)
-    k = int(params["top_k"])
+    k = min(int(params["top_k"]), chunks.height)
     idx, scores = search(query_vectors, chunk_vectors, k, params.get("method", "exact"),
                          params.get("hnsw"))
+    nq = idx.shape[0]
     stage = np.full(idx.shape, "flat", dtype=object)
+    n_backfill: list[int | None] = [None] * nq
+    recall: list[bool | None] = [None] * nq
     if cond.retrieval == "two_stage":
-        from structablate.retrieval.two_stage import route_run
+        from structablate.retrieval import two_stage as ts
 
-        idx, scores, stage = route_run(
-            query_vectors, chunks, chunk_vectors, idx, k, int(params["hier_top_sections"])
+        keys, centroids, sec_index = ts.section_centroids(
+            chunk_vectors, chunks["doc_id"].to_list(), chunks["top_section"].to_list()
         )
-    nq, kk = idx.shape
+        idx, scores, codes, kept = ts.two_stage_search(
+            query_vectors, chunk_vectors, sec_index, centroids, k,
+            int(params["hier_top_sections"]), global_idx=idx,
+        )
+        stage = ts.stage_labels(codes)
+        n_backfill = ts.backfill_counts(codes).tolist()
+        if qrels is not None:
+            spans = ts.section_spans(keys, chunks)
+            recall = ts.section_recall(
+                kept, keys, spans, queries["qid"].to_list(), qrels
+            ).tolist()
+    kk = idx.shape[1]
     chunk_ids = np.asarray(chunks["chunk_id"].to_list(), dtype=object)
     qids = np.repeat(np.asarray(queries["qid"].to_list(), dtype=object), kk)
-    return frame(
+    run = frame(
         "runs",
         {
             "qid": qids.tolist(),
@@ -57,4 +77,10 @@ def retrieve_run(
             "score": scores.reshape(-1).astype(np.float32).tolist(),
             "stage": stage.reshape(-1).tolist(),
         },
+    )
+    return run.with_columns(
+        pl.Series("n_backfill", np.repeat(np.asarray(n_backfill, dtype=object), kk).tolist(),
+                  dtype=pl.Int32),
+        pl.Series("section_recall", np.repeat(np.asarray(recall, dtype=object), kk).tolist(),
+                  dtype=pl.Boolean),
     )
