@@ -13,6 +13,8 @@ rule chunk:
         chunks=f"{R}/{{corpus}}/chunks/{{chunkset}}.parquet",
     params:
         chunking=chunking_params,
+    conda:
+        "../envs/cpu.yaml"
     log:
         "logs/{corpus}/chunk_{chunkset}.log",
     script:

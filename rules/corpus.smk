@@ -25,6 +25,8 @@ rule build_qasper:
         keep_papers=lambda w: config["corpora"][w.corpus]["keep_papers_without_questions"],
     wildcard_constraints:
         corpus=_alternatives(corpora_of_type("qasper")),
+    conda:
+        "../envs/cpu.yaml"
     log:
         "logs/{corpus}/build_qasper.log",
     localrule: True
@@ -51,6 +53,8 @@ rule build_wikipedia:
         cache_dir=lambda w: f"{R}/cache/wikipedia/{w.corpus}",
     wildcard_constraints:
         corpus=_alternatives(corpora_of_type("wikipedia")),
+    conda:
+        "../envs/cpu.yaml"
     log:
         "logs/{corpus}/build_wikipedia.log",
     script:

@@ -17,6 +17,8 @@ rule embed_chunks:
     threads: 2
     resources:
         gpu=1,
+    conda:
+        "../envs/gpu.yaml"
     log:
         "logs/{corpus}/{embedder}/embed_{chunkset}.log",
     script:
@@ -37,6 +39,8 @@ rule embed_queries:
     threads: 2
     resources:
         gpu=1,
+    conda:
+        "../envs/gpu.yaml"
     log:
         "logs/{corpus}/{embedder}/embed_queries.log",
     script:

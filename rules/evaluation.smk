@@ -13,6 +13,8 @@ rule score:
         scores=f"{R}/{{corpus}}/{{embedder}}/{{reranker}}/scores/{{condition}}.parquet",
     params:
         measures=config["metrics"]["measures"],
+    conda:
+        "../envs/cpu.yaml"
     log:
         "logs/{corpus}/{embedder}/{reranker}/score_{condition}.log",
     script:
@@ -36,6 +38,8 @@ rule summarize_cell:
         ),
     params:
         conditions=CONDITIONS,
+    conda:
+        "../envs/cpu.yaml"
     log:
         "logs/{corpus}/{embedder}/{reranker}/summarize.log",
     localrule: True
@@ -58,6 +62,8 @@ rule summary_markdown:
     params:
         rerankers=config["rerankers"],
         embedders=config["embedders"],
+    conda:
+        "../envs/cpu.yaml"
     log:
         "logs/summary_markdown.log",
     localrule: True

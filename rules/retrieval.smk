@@ -16,6 +16,8 @@ rule retrieve:
     params:
         retrieval=retrieval_params,
         condition=lambda w: w.condition,
+    conda:
+        "../envs/cpu.yaml"
     log:
         "logs/{corpus}/{embedder}/retrieve_{condition}.log",
     script:

@@ -67,7 +67,7 @@ class Embedder:
 
     def token_lengths(self, texts: Sequence[str]) -> list[int]:
         """Token counts including the model's special tokens, without truncation."""
-        enc = self.tokenizer(list(texts), add_special_tokens=True, truncation=False)
+        enc = self.tokenizer(list(texts), add_special_tokens=True, truncation=False, verbose=False)
         return [len(ids) for ids in enc["input_ids"]]
 
     def encode(self, texts: Sequence[str], progress: bool = False, desc: str = "embed"

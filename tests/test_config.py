@@ -1,0 +1,55 @@
+"""Config validation: defaults filled, bad keys and values named by their path."""
+
+import copy
+
+import pytest
+import yaml
+from conftest import REPO
+
+from structablate.config import ConfigError, check_config
+
+BASE = yaml.safe_load((REPO / "config.yaml").read_text())
+
+
+def _cfg(**patch):
+    cfg = copy.deepcopy(BASE)
+    for dotted, value in patch.items():
+        node = cfg
+        *head, last = dotted.split("__")
+        for h in head:
+            node = node[h]
+        node[last] = value
+    return cfg
+
+
+def test_default_config_is_valid_and_filled(monkeypatch):
+    monkeypatch.chdir(REPO)
+    cfg = check_config(BASE)
+    assert cfg["retrieval"]["hnsw"]["M"] == 32
+    assert cfg["embedders"]["minilm"]["max_seq_length"] is None
+    assert cfg["chunking"]["tokenizer"] is None
+
+
+@pytest.mark.parametrize(
+    "patch, message",
+    [
+        ({"chunking__t_max": 0}, "chunking.t_max: 0 is less than the minimum of 8"),
+        ({"chunking__typo": 1}, "chunking: Additional properties are not allowed ('typo'"),
+        ({"conditions": ["A0", "Z9"]}, "conditions.1: 'Z9' is not one of"),
+        ({"embedders__minilm__batch_size": "8"}, "embedders.minilm.batch_size: '8' is not of type"),
+        ({"retrieval__method": "faiss"}, "retrieval.method: 'faiss' is not one of"),
+        ({"chunking__t_min": 400}, "chunking.t_min: must not exceed chunking.t_max"),
+        ({"rerankers": {"none": {}, "ce": {"top_n": 5}}}, "rerankers.ce.model"),
+    ],
+)
+def test_bad_values_name_their_key(monkeypatch, patch, message):
+    monkeypatch.chdir(REPO)
+    with pytest.raises(ConfigError) as err:
+        check_config(_cfg(**patch), source="config.yaml")
+    assert message in str(err.value) and "config.yaml" in str(err.value)
+
+
+def test_missing_corpus_file_is_named(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=r"corpora.qasper.sources\[0\].path: no file"):
+        check_config(BASE)

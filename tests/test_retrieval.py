@@ -1,0 +1,74 @@
+"""Flat retrieval: exact top-k against brute force, tie rule, HNSW determinism and recall."""
+
+import numpy as np
+import polars as pl
+import pytest
+
+from structablate.conditions import condition
+from structablate.retrieval.flat import exact_search, hnsw_search, search
+from structablate.retrieval.runs import retrieve_run
+
+
+def _unit(rng, n, d=32):
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_exact_matches_brute_force():
+    rng = np.random.default_rng(1)
+    c, q = _unit(rng, 500), _unit(rng, 40)
+    idx, sc = exact_search(q, c, 25, block=7)
+    full = (q.astype(np.float64) @ c.T.astype(np.float64))
+    expect = np.argsort(-full, axis=1, kind="stable")[:, :25]
+    assert np.array_equal(idx, expect)
+    assert np.allclose(sc, np.take_along_axis(full, expect, axis=1), atol=1e-6)
+    # block size does not change a single bit
+    idx2, sc2 = exact_search(q, c, 25, block=40)
+    assert np.array_equal(idx, idx2) and np.array_equal(sc, sc2)
+
+
+def test_ties_break_by_row_index():
+    c = np.repeat(np.eye(4, dtype=np.float32), 3, axis=0)  # rows 0-2, 3-5, ... identical
+    q = np.array([[0, 1, 0, 0]], dtype=np.float32)
+    idx, sc = exact_search(q, c, 4)
+    assert idx[0].tolist() == [3, 4, 5, 0] and sc[0, :3].tolist() == [1.0, 1.0, 1.0]
+
+
+def test_k_larger_than_corpus():
+    rng = np.random.default_rng(2)
+    idx, _ = exact_search(_unit(rng, 3), _unit(rng, 5), 100)
+    assert idx.shape == (3, 5) and sorted(idx[0].tolist()) == [0, 1, 2, 3, 4]
+
+
+def test_hnsw_is_deterministic_and_close_to_exact():
+    rng = np.random.default_rng(3)
+    c, q = _unit(rng, 2000), _unit(rng, 50)
+    a = hnsw_search(q, c, 10, M=16, ef_construction=100, ef_search=100, seed=7)
+    b = hnsw_search(q, c, 10, M=16, ef_construction=100, ef_search=100, seed=7)
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    exact, _ = exact_search(q, c, 10)
+    recall = np.mean([len(set(x) & set(y)) / 10 for x, y in zip(a[0], exact, strict=True)])
+    assert recall > 0.9
+    assert np.all(np.diff(a[1], axis=1) <= 0)  # sorted by exact score
+    with pytest.raises(ValueError, match="unknown retrieval method"):
+        search(q, c, 10, "faiss")
+
+
+def test_run_table_and_stale_vectors_error():
+    rng = np.random.default_rng(4)
+    chunks = pl.DataFrame({"chunk_id": [f"c{i}" for i in range(6)], "doc_id": ["d"] * 6,
+                           "top_section": [0, 0, 1, 1, 2, 2]})
+    queries = pl.DataFrame({"qid": ["q1", "q2"], "doc_id": ["d", "d"]})
+    run = retrieve_run(condition("G2"), queries, _unit(rng, 2), chunks, _unit(rng, 6),
+                       {"top_k": 4, "method": "exact"})
+    assert run.height == 8 and run["rank"].to_list() == [1, 2, 3, 4] * 2
+    assert set(run["stage"]) == {"flat"} and run["section_recall"].null_count() == 8
+    with pytest.raises(ValueError, match="stale"):
+        retrieve_run(condition("G2"), queries, _unit(rng, 3), chunks, _unit(rng, 6),
+                     {"top_k": 4})
+    two = retrieve_run(condition("G4"), queries, _unit(rng, 2), chunks, _unit(rng, 6),
+                       {"top_k": 6, "method": "exact", "hier_top_sections": 1})
+    # one section of two chunks is routed, the other four rows are backfill
+    assert two.filter(pl.col("qid") == "q1")["stage"].to_list() == ["routed"] * 2 + [
+        "backfill"] * 4
+    assert two["n_backfill"].to_list() == [4] * 12
