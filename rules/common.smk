@@ -47,7 +47,8 @@ def all_targets():
             for reranker in rerankers_for(embedder):
                 cell = f"{R}/{corpus}/{embedder}/{reranker}"
                 targets += [f"{cell}/scores/{c}.parquet" for c in CONDITIONS]
-                targets.append(f"{cell}/summary.parquet")
+                targets += [f"{cell}/trec/{c}.run" for c in CONDITIONS]
+                targets += [f"{cell}/summary.parquet", f"{cell}/contrasts.parquet"]
     targets.append(f"{R}/summary.md")
     return targets
 

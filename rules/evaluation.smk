@@ -69,3 +69,52 @@ rule summary_markdown:
     localrule: True
     script:
         "../workflow_scripts/summary_markdown.py"
+
+
+rule contrasts:
+    message:
+        "contrasts of {wildcards.corpus}/{wildcards.embedder}/{wildcards.reranker}"
+    input:
+        scores=expand(
+            f"{R}/{{{{corpus}}}}/{{{{embedder}}}}/{{{{reranker}}}}/scores/{{condition}}.parquet",
+            condition=CONDITIONS,
+        ),
+    output:
+        contrasts=report(
+            f"{R}/{{corpus}}/{{embedder}}/{{reranker}}/contrasts.parquet",
+            category="Contrasts",
+            subcategory="{corpus} / {embedder} / {reranker}",
+            caption="../resources/report/contrasts.rst",
+        ),
+        contrasts_qtype=f"{R}/{{corpus}}/{{embedder}}/{{reranker}}/contrasts_qtype.parquet",
+        dose_response=f"{R}/{{corpus}}/{{embedder}}/{{reranker}}/dose_response.parquet",
+    params:
+        conditions=CONDITIONS,
+        statistics=config["statistics"],
+        seed=config["seed"],
+    conda:
+        "../envs/cpu.yaml"
+    log:
+        "logs/{corpus}/{embedder}/{reranker}/contrasts.log",
+    script:
+        "../workflow_scripts/contrasts.py"
+
+
+rule trec_export:
+    message:
+        "TREC run and qrels of {wildcards.corpus}/{wildcards.embedder}/{wildcards.reranker}/"
+        "{wildcards.condition}"
+    input:
+        run=f"{R}/{{corpus}}/{{embedder}}/{{reranker}}/runs/{{condition}}.parquet",
+        chunks=lambda w: f"{R}/{w.corpus}/chunks/{chunkset_of(w)}.parquet",
+        qrels=f"{R}/{{corpus}}/qrels.parquet",
+    output:
+        run=f"{R}/{{corpus}}/{{embedder}}/{{reranker}}/trec/{{condition}}.run",
+        qrels=f"{R}/{{corpus}}/{{embedder}}/{{reranker}}/trec/{{condition}}.qrels",
+    conda:
+        "../envs/cpu.yaml"
+    log:
+        "logs/{corpus}/{embedder}/{reranker}/trec_{condition}.log",
+    localrule: True
+    script:
+        "../workflow_scripts/trec_export.py"

@@ -101,5 +101,18 @@ def _cross_checks(cfg: dict[str, Any], source: str) -> None:
             if e not in cfg["embedders"]:
                 raise ConfigError(
                     f"{source}: rerankers.{rname}.embedders: unknown embedder {e!r}")
+    stats = cfg["statistics"]
+    if stats["primary"]["embedder"] is None:
+        # the paper's primary cell uses the strong embedder: the last one listed by convention
+        stats["primary"]["embedder"] = list(cfg["embedders"])[-1]
+    elif stats["primary"]["embedder"] not in cfg["embedders"]:
+        raise ConfigError(f"{source}: statistics.primary.embedder: unknown embedder "
+                          f"{stats['primary']['embedder']!r}")
+    for fam in ("contrasts", "extra_contrasts"):
+        for name, pair in stats[fam].items():
+            for c in pair:
+                if c not in CONDITIONS:
+                    raise ConfigError(
+                        f"{source}: statistics.{fam}.{name}: unknown condition {c!r}")
     if cfg["chunking"]["t_min"] > cfg["chunking"]["t_max"]:
         raise ConfigError(f"{source}: chunking.t_min: must not exceed chunking.t_max")

@@ -1,0 +1,94 @@
+"""One cell's statistics, as the workflow computes them.
+
+A cell is one (corpus, embedder, reranker); its per-query score tables (one per condition)
+go in, three tables come out:
+
+* ``contrasts`` — the pre-registered family (Holm within the family, per metric) and, as a
+  separate Holm family labelled ``exploratory``, any extra contrasts from the config. The
+  ``primary`` flag marks the pre-registered primary cell's rows; every other row is
+  exploratory. ``equivalence`` (TOST from the bootstrap) is added when a margin is configured.
+* ``contrasts_qtype`` — the same contrasts cut by query type (exploratory).
+* ``dose_response`` — breadcrumb-depth slope over A2 → A3-d1 → A3-d2 → A3 when all four ran.
+
+Contrasts whose conditions did not run in this cell are left out (never silently half-run).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import polars as pl
+
+from .contrasts import OUTPUT_COLUMNS, contrast_table
+from .dose import DEFAULT_DEPTHS, dose_response
+
+
+def long_scores(
+    scores: Mapping[str, pl.DataFrame], corpus: str, embedder: str, reranker: str
+) -> pl.DataFrame:
+    """Stack per-condition score tables with the cell and condition columns added."""
+    frames = [
+        df.with_columns(
+            pl.lit(corpus).alias("corpus"), pl.lit(embedder).alias("embedder"),
+            pl.lit(reranker).alias("reranker"), pl.lit(cond).alias("condition"),
+        )
+        for cond, df in scores.items()
+    ]
+    return pl.concat(frames, how="vertical") if frames else pl.DataFrame()
+
+
+def _runnable(contrasts: Mapping[str, tuple[str, str]], conditions: set[str]) -> dict:
+    return {k: (a, b) for k, (a, b) in contrasts.items() if a in conditions and b in conditions}
+
+
+def _empty_contrasts() -> pl.DataFrame:
+    schema = {c: pl.Float64 for c in OUTPUT_COLUMNS}
+    schema.update({c: pl.String for c in ("corpus", "embedder", "reranker", "metric",
+                                          "contrast", "cond_a", "cond_b")})
+    schema.update({"n_queries": pl.Int64, "n_docs": pl.Int64, "primary": pl.Boolean})
+    return pl.DataFrame(schema=schema)
+
+
+def analyze_cell(
+    scores: Mapping[str, pl.DataFrame],
+    corpus: str,
+    embedder: str,
+    reranker: str,
+    stats_cfg: Mapping,
+    seed: int,
+) -> dict[str, pl.DataFrame]:
+    """The three tables of one cell (see module docstring)."""
+    long = long_scores(scores, corpus, embedder, reranker)
+    conds = set(scores)
+    kw = dict(
+        n_boot=int(stats_cfg["bootstrap_iters"]), seed=seed,
+        primary=dict(stats_cfg["primary"]), mixedlm=stats_cfg["mixedlm"],
+        equivalence_margin=stats_cfg.get("equivalence_margin"),
+    )
+    families = [
+        ("pre-registered", _runnable(
+            {k: tuple(v) for k, v in stats_cfg["contrasts"].items()}, conds)),
+        ("exploratory", _runnable(
+            {k: tuple(v) for k, v in stats_cfg.get("extra_contrasts", {}).items()}, conds)),
+    ]
+    out, by_type = [], []
+    for family, contrasts in families:
+        if not contrasts:
+            continue
+        fam_kw = dict(kw) if family == "pre-registered" else {**kw, "primary": None}
+        out.append(contrast_table(long, contrasts, **fam_kw)
+                   .with_columns(pl.lit(family).alias("family")))
+        by_type.append(contrast_table(long, contrasts, **{**fam_kw, "mixedlm": "none",
+                                                          "primary": None}, by=["qtype"])
+                       .with_columns(pl.lit(family).alias("family")))
+    contrasts = pl.concat(out, how="diagonal") if out else _empty_contrasts()
+    qtype = pl.concat(by_type, how="diagonal") if by_type else _empty_contrasts()
+    if set(DEFAULT_DEPTHS) <= conds:
+        dose = dose_response(long, DEFAULT_DEPTHS, n_boot=kw["n_boot"], seed=seed)
+    else:
+        dose = pl.DataFrame(schema={"corpus": pl.String, "embedder": pl.String,
+                                    "reranker": pl.String, "metric": pl.String,
+                                    "n_queries": pl.Int64, "n_docs": pl.Int64,
+                                    "slope": pl.Float64, "ci_low": pl.Float64,
+                                    "ci_high": pl.Float64, "p": pl.Float64})
+    return {"contrasts": contrasts, "contrasts_qtype": qtype, "dose_response": dose}
