@@ -22,3 +22,30 @@ rule retrieve:
         "logs/{corpus}/{embedder}/retrieve_{condition}.log",
     script:
         "../workflow_scripts/retrieve.py"
+
+
+rule rerank:
+    message:
+        "rerank {wildcards.corpus}/{wildcards.embedder}/{wildcards.condition} with "
+        "{wildcards.reranker}"
+    input:
+        run=f"{R}/{{corpus}}/{{embedder}}/none/runs/{{condition}}.parquet",
+        chunks=lambda w: f"{R}/{w.corpus}/chunks/{chunkset_of(w)}.parquet",
+        documents=f"{R}/{{corpus}}/documents.parquet",
+        queries=f"{R}/{{corpus}}/queries.parquet",
+    output:
+        run=f"{R}/{{corpus}}/{{embedder}}/{{reranker}}/runs/{{condition}}.parquet",
+    params:
+        reranker=lambda w: config["rerankers"][w.reranker],
+        seed=config["seed"],
+    wildcard_constraints:
+        reranker=_alternatives([r for r in RERANKERS if r != "none"]),
+    threads: 2
+    resources:
+        gpu=1,
+    conda:
+        "../envs/gpu.yaml"
+    log:
+        "logs/{corpus}/{embedder}/{reranker}/rerank_{condition}.log",
+    script:
+        "../workflow_scripts/rerank.py"

@@ -72,3 +72,30 @@ def test_run_table_and_stale_vectors_error():
     assert two.filter(pl.col("qid") == "q1")["stage"].to_list() == ["routed"] * 2 + [
         "backfill"] * 4
     assert two["n_backfill"].to_list() == [4] * 12
+
+
+def test_rerank_run_reorders_only_the_top_n_and_flags_untrained_head():
+    from conftest import MODEL
+
+    from structablate.retrieval.runs import rerank_run
+
+    rng = np.random.default_rng(5)
+    texts = ["the cat sat on the mat", "retrieval with headings", "placebo paths shuffle",
+             "two stage routing of sections", "gold structure of papers", "a fixed window"]
+    chunks = pl.DataFrame({"chunk_id": [f"c{i}" for i in range(6)], "doc_id": ["d"] * 6,
+                           "top_section": [0] * 6})
+    queries = pl.DataFrame({"qid": ["q1", "q2"], "doc_id": ["d", "d"],
+                            "text": ["where do cats sit", "how are sections routed"]})
+    first = retrieve_run(condition("G2"), queries, _unit(rng, 2), chunks, _unit(rng, 6),
+                         {"top_k": 6, "method": "exact"})
+    a = rerank_run(first, queries, chunks, texts, MODEL, top_n=3, seed=1)
+    b = rerank_run(first, queries, chunks, texts, MODEL, top_n=3, seed=1)
+    assert a.equals(b)
+    assert not a["reranker_trained"].any()
+    for q in ("q1", "q2"):
+        fa = first.filter(pl.col("qid") == q)["chunk_id"].to_list()
+        ra = a.filter(pl.col("qid") == q)
+        assert sorted(ra["chunk_id"].to_list()[:3]) == sorted(fa[:3])
+        assert ra["chunk_id"].to_list()[3:] == fa[3:]
+        assert ra["score"].to_list()[3:] == [None] * 3
+        assert ra["first_stage_rank"].to_list()[3:] == [4, 5, 6]

@@ -84,3 +84,73 @@ def retrieve_run(
         pl.Series("section_recall", np.repeat(np.asarray(recall, dtype=object), kk).tolist(),
                   dtype=pl.Boolean),
     )
+
+
+def rerank_run(
+    run: pl.DataFrame,
+    queries: pl.DataFrame,
+    chunks: pl.DataFrame,
+    chunk_texts: list[str],
+    model: str,
+    *,
+    top_n: int = 50,
+    trained: bool | None = None,
+    seed: int = 20260710,
+    device: str | None = None,
+) -> pl.DataFrame:
+    """Reorder the top ``top_n`` of every query of ``run`` with a cross-encoder.
+
+    ``chunk_texts`` are the embedded texts (prefix + content), row-aligned with ``chunks``,
+    so the condition's prefix reaches the reranker too. Rows below ``top_n`` keep their order.
+    The reranked table keeps the first-stage ``stage`` and diagnostics, takes the cross-encoder
+    score in ``score`` (null below ``top_n``), and adds ``first_stage_rank`` and
+    ``reranker_trained``. The torch seed is fixed before loading, so a cross-encoder whose head
+    is not trained (a test fixture) is at least reproducible; reports must flag it.
+    """
+    import torch
+
+    from structablate.models import resolve_model_path
+    from structablate.retrieval.rerank import load_cross_encoder, rerank
+
+    qids = queries["qid"].to_list()
+    row_of = {c: i for i, c in enumerate(chunks["chunk_id"].to_list())}
+    ordered = run.sort(["qid", "rank"])
+    width = int(ordered.group_by("qid").len()["len"].max()) if ordered.height else 0
+    idx = np.full((len(qids), width), -1, dtype=np.int64)
+    pos = {q: i for i, q in enumerate(qids)}
+    counters = np.zeros(len(qids), dtype=np.int64)
+    for q, c in ordered.select("qid", "chunk_id").iter_rows():
+        i = pos[q]
+        idx[i, counters[i]] = row_of[c]
+        counters[i] += 1
+    torch.manual_seed(seed)
+    ce = load_cross_encoder(resolve_model_path(model), device=device)
+    res = rerank(idx, queries["text"].to_list(), chunk_texts, ce, top_n=top_n, trained=trained)
+    first = {(q, c): (r, s, st) for q, c, r, s, st in ordered.select(
+        "qid", "chunk_id", "rank", "stage", "section_recall").iter_rows()}
+    extra = ordered.group_by("qid").agg(pl.col("n_backfill").first())
+    n_backfill = dict(extra.iter_rows())
+    chunk_ids = chunks["chunk_id"].to_list()
+    rows: dict[str, list] = {k: [] for k in ("qid", "rank", "chunk_id", "score", "stage",
+                                             "n_backfill", "section_recall",
+                                             "first_stage_rank")}
+    for i, q in enumerate(qids):
+        for r in range(int(counters[i])):
+            cid = chunk_ids[int(res.idx[i, r])]
+            f_rank, f_stage, f_recall = first[(q, cid)]
+            sc = float(res.scores[i, r])
+            rows["qid"].append(q)
+            rows["rank"].append(r + 1)
+            rows["chunk_id"].append(cid)
+            rows["score"].append(None if np.isnan(sc) else sc)
+            rows["stage"].append(f_stage)
+            rows["n_backfill"].append(n_backfill.get(q))
+            rows["section_recall"].append(f_recall)
+            rows["first_stage_rank"].append(f_rank)
+    out = frame("runs", {k: rows[k] for k in ("qid", "rank", "chunk_id", "score", "stage")})
+    return out.with_columns(
+        pl.Series("n_backfill", rows["n_backfill"], dtype=pl.Int32),
+        pl.Series("section_recall", rows["section_recall"], dtype=pl.Boolean),
+        pl.Series("first_stage_rank", rows["first_stage_rank"], dtype=pl.Int32),
+        pl.lit(bool(res.trained)).alias("reranker_trained"),
+    )
