@@ -11,6 +11,7 @@ rule chunk:
         size_reference=size_reference_file,
     output:
         chunks=f"{R}/{{corpus}}/chunks/{{chunkset}}.parquet",
+        stats=f"{R}/{{corpus}}/chunks/{{chunkset}}.json",
     params:
         chunking=chunking_params,
     conda:

@@ -50,6 +50,7 @@ def all_targets():
                 targets += [f"{cell}/trec/{c}.run" for c in CONDITIONS]
                 targets += [f"{cell}/summary.parquet", f"{cell}/contrasts.parquet"]
     targets.append(f"{R}/summary.md")
+    targets += [f"{R}/report/index.html", f"{R}/report/index.md"]
     return targets
 
 
@@ -92,6 +93,9 @@ def chunking_params(wildcards):
     if cond.prefix in ("breadcrumb", "placebo"):
         p["breadcrumb_separator"] = c["breadcrumb_separator"]
         p["breadcrumb_include_title"] = c["breadcrumb_include_title"]
+    if cond.prefix == "placebo":
+        p["placebo_seed"] = config["seed"]
+        p["placebo_forbid_identical"] = c["placebo_forbid_identical"]
     return p
 
 

@@ -182,3 +182,33 @@ def test_chunking_is_deterministic(tables, counter, chunksets):
     again = build_chunks(condition("A0"), d, p, s, counter, ChunkingParams(), size_reference=s,
                          progress=False)
     assert again.equals(chunksets["A0"])
+
+
+def test_placebo_chunkset_uses_other_documents_paths(tables, counter):
+    """P on a given sections table (here gold, standing in for induced structure)."""
+    docs, d, p, s = tables
+    report: dict = {}
+    params = ChunkingParams(placebo_seed=11)
+    pch = build_chunks(condition("P"), d, p, s, counter, params, progress=False, report=report)
+    a3 = build_chunks(condition("A3"), d, p, s, counter, params, progress=False)
+    # same boundaries and content as A3, only the heading elements of the prefix differ
+    assert pch.select("start", "end", "content_tokens").equals(
+        a3.select("start", "end", "content_tokens"))
+    rep = report["placebo"]
+    # the derangement reaches the unavoidable minimum (one paper owns 8 of the 12 depth-3
+    # paths here, so 4 must stay in their own document) and reports it
+    assert rep["residual_same_doc"] == rep["min_same_doc"] == rep["by_depth"]["3"]["min_same_doc"]
+    assert rep["by_depth"]["1"]["residual_same_doc"] == 0
+    titles = dict(zip(d["doc_id"], d["title"], strict=True))
+    by_doc = {doc.doc_id: {render_breadcrumb(doc.title, s_.path, 3) for s_ in doc.sections}
+              for doc in docs}
+    moved = 0
+    for row in pch.iter_rows(named=True):
+        assert row["prefix"].startswith("[" + titles[row["doc_id"]])  # own title kept
+        moved += row["prefix"] not in by_doc[row["doc_id"]]
+    # generic headings ("Introduction") coincide across papers, and the residual same-document
+    # assignments keep a real path: most prefixes, not all, are foreign
+    assert moved > 0.5 * pch.height
+    # the multiset of prefix depths is preserved
+    assert sorted(x.count(" › ") for x in pch["prefix"]) == sorted(
+        x.count(" › ") for x in a3["prefix"])

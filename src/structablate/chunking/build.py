@@ -37,6 +37,8 @@ class ChunkingParams:
     fixed_snap_tokens: int = 15
     separator: str = DEFAULT_SEPARATOR
     include_title: bool = True
+    placebo_seed: int = 20260710
+    placebo_forbid_identical: bool = False
 
     @classmethod
     def from_config(cls, cfg: Mapping) -> ChunkingParams:
@@ -46,6 +48,8 @@ class ChunkingParams:
             fixed_snap_tokens=int(cfg.get("fixed_snap_tokens", 15)),
             separator=str(cfg.get("breadcrumb_separator", DEFAULT_SEPARATOR)),
             include_title=bool(cfg.get("breadcrumb_include_title", True)),
+            placebo_seed=int(cfg.get("placebo_seed", 20260710)),
+            placebo_forbid_identical=bool(cfg.get("placebo_forbid_identical", False)),
         )
 
 
@@ -74,6 +78,7 @@ def build_chunks(
     size_reference: pl.DataFrame | None = None,
     placebo_paths: Mapping[tuple[str, tuple[str, ...]], tuple[str, ...]] | None = None,
     progress: bool = True,
+    report: dict | None = None,
 ) -> pl.DataFrame:
     """The chunk table of ``cond``'s chunkset.
 
@@ -81,7 +86,11 @@ def build_chunks(
     conditions; for fixed windows it only labels each window with a section. ``size_reference``
     is the sections table whose structural chunks set each document's fixed-window target
     (required for fixed windows). ``placebo_paths`` maps ``(doc_id, real path)`` to the
-    assigned path for the placebo condition. A document without paragraphs is an error.
+    assigned path for the placebo condition; without it, the placebo paths are assigned here
+    from the chunk table's own (document, depth-truncated path) pairs with
+    ``params.placebo_seed`` (:func:`structablate.chunking.placebo.assign_placebo_paths`), and
+    the assignment report lands in ``report["placebo"]`` when ``report`` is a dict.
+    A document without paragraphs is an error.
     Rows are ordered by document (as in ``documents``) and position; an extra column
     ``size_target`` holds the fixed-window target (null for structural chunks).
     """
@@ -93,6 +102,8 @@ def build_chunks(
     rows: dict[str, list] = {k: [] for k in (
         "chunk_id", "doc_id", "start", "end", "section_idx", "top_section", "prefix",
         "size_target")}
+    if cond.prefix == "placebo" and placebo_paths is None:
+        placebo_paths = _assign_placebo(cond, documents, paras, secs, counter, params, report)
     docs = documents.select("doc_id", "title", "text").iter_rows()
     for doc_id, title, text in tqdm(
         docs, total=documents.height, desc=f"chunk {cond.chunkset}", disable=not progress,
@@ -139,6 +150,40 @@ def build_chunks(
     size_target = rows.pop("size_target")
     df = frame("chunks", rows)
     return df.with_columns(pl.Series("size_target", size_target, dtype=pl.Float64))
+
+
+def _assign_placebo(cond, documents, paras, secs, counter, params, report):
+    """Placebo paths for the (document, truncated path) pairs that own at least one chunk."""
+    from structablate.chunking.placebo import assign_placebo_paths
+
+    pairs = []
+    for doc_id, text in documents.select("doc_id", "text").iter_rows():
+        spans = structural_chunks(text, paras[doc_id], secs[doc_id], counter.token_starts(text),
+                                  t_max=params.t_max, t_min=params.t_min)
+        for idx in sorted({c.section_idx for c in spans}):
+            pairs.append((doc_id, tuple(secs[doc_id][idx].path[: cond.depth])))
+    mapping, rep = assign_placebo_paths(pairs, params.placebo_seed,
+                                        params.placebo_forbid_identical)
+    if report is not None:
+        report["placebo"] = rep
+    return mapping
+
+
+def chunk_stats(chunks: pl.DataFrame) -> dict:
+    """Size-matching figures of a chunk table: counts and content/prefix token means."""
+    n = chunks.height
+    ct, pt = chunks["content_tokens"], chunks["prefix_tokens"]
+    target = chunks["size_target"].drop_nulls() if "size_target" in chunks.columns else None
+    return {
+        "n_chunks": n,
+        "n_docs": chunks["doc_id"].n_unique(),
+        "content_tokens_mean": round(float(ct.mean()), 3) if n else None,
+        "content_tokens_min": int(ct.min()) if n else None,
+        "content_tokens_max": int(ct.max()) if n else None,
+        "prefix_tokens_mean": round(float(pt.mean()), 3) if n else None,
+        "size_target_mean": round(float(target.mean()), 3) if target is not None and len(target)
+        else None,
+    }
 
 
 def _prefix(
