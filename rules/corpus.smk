@@ -1,5 +1,7 @@
 # Corpus construction: flat documents, paragraph table, gold sections, queries and qrels.
 
+from structablate.corpus.byo import input_files as byo_input_files
+
 
 rule build_qasper:
     message:
@@ -59,3 +61,35 @@ rule build_wikipedia:
         "logs/{corpus}/build_wikipedia.log",
     script:
         "../workflow_scripts/build_wikipedia.py"
+
+
+rule build_byo:
+    message:
+        "bring-your-own corpus {wildcards.corpus}: parse, verify, map user queries"
+    input:
+        lambda w: byo_input_files(config["corpora"][w.corpus]),
+    output:
+        documents=f"{R}/{{corpus}}/documents.parquet",
+        paragraphs=f"{R}/{{corpus}}/paragraphs.parquet",
+        sections=f"{R}/{{corpus}}/sections_gold.parquet",
+        queries=f"{R}/{{corpus}}/queries.parquet",
+        qrels=f"{R}/{{corpus}}/qrels.parquet",
+        funnel=report(
+            f"{R}/{{corpus}}/funnel.json",
+            category="Corpora",
+            subcategory="{corpus}",
+            caption="../resources/report/byo_corpus.rst",
+        ),
+    params:
+        corpus=lambda w: config["corpora"][w.corpus],
+    wildcard_constraints:
+        corpus=_alternatives(
+            corpora_of_type("markdown") + corpora_of_type("html") + corpora_of_type("jsonl")
+        ),
+    conda:
+        "../envs/cpu.yaml"
+    log:
+        "logs/{corpus}/build_byo.log",
+    localrule: True
+    script:
+        "../workflow_scripts/build_byo.py"

@@ -75,6 +75,15 @@ def _cross_checks(cfg: dict[str, Any], source: str) -> None:
     for name, corpus in cfg["corpora"].items():
         if corpus["type"] == "qasper" and not corpus.get("sources"):
             raise ConfigError(f"{source}: corpora.{name}.sources: a qasper corpus needs sources")
+        if corpus["type"] in ("markdown", "html", "jsonl"):
+            if "path" not in corpus:
+                raise ConfigError(f"{source}: corpora.{name}.path: a {corpus['type']} corpus "
+                                  "needs the path of its files")
+            if not corpus.get("queries"):
+                raise ConfigError(
+                    f"{source}: corpora.{name}.queries: scoring needs queries with evidence "
+                    "(JSONL/TSV, docs/byo.md); synthetic query generation is not part of this "
+                    "release yet")
         if corpus["type"] == "wikipedia":
             if "source" not in corpus:
                 raise ConfigError(

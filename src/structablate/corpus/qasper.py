@@ -33,7 +33,6 @@ The gold spans of a question are the union over annotators, deduplicated by ``(s
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections import Counter
@@ -43,11 +42,11 @@ from pathlib import Path
 
 import polars as pl
 
+from structablate.corpus.evidence import SECTION_SEP, EvidenceMapper, fold
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
 from structablate.corpus.verify import VerificationError, verify_document
 from structablate.tables import frame
 
-SECTION_SEP = " ::: "
 FLOAT_PREFIX = "FLOAT SELECTED"
 _LETTER = re.compile(r"[^\W\d_]")
 
@@ -275,59 +274,9 @@ def flatten_paper(paper_id: str, paper: Mapping) -> FlatDocument:
 # evidence mapping
 
 
-def _fold(s: str) -> str:
-    return " ".join(s.split())
-
-
-class EvidenceMapper:
-    """Map evidence strings of one document to character spans (exact → fuzzy → section)."""
-
-    def __init__(self, doc: FlatDocument, fuzzy_min_ratio: float = 0.85):
-        self.doc = doc
-        self.fuzzy_min_ratio = fuzzy_min_ratio
-        self._para_by_text: dict[str, int] = {}
-        self._folded: list[str] = []
-        for p in doc.paragraphs:
-            folded = _fold(doc.text[p.start : p.end])
-            self._folded.append(folded)
-            self._para_by_text.setdefault(folded, p.para_idx)
-        # section name (QASPER "A ::: B" form) -> span of the section and its descendants
-        self._section_span: dict[str, tuple[int, int]] = {}
-        for s in doc.sections:
-            for depth in range(1, len(s.path) + 1):
-                key = _fold(SECTION_SEP.join(s.path[:depth]))
-                lo, hi = self._section_span.get(key, (s.start, s.end))
-                self._section_span[key] = (min(lo, s.start), max(hi, s.end))
-
-    def map(self, evidence: str) -> tuple[tuple[int, int] | None, str]:
-        """Return ``(span, step)``; ``span`` is ``None`` and step ``"unmapped"`` on failure."""
-        e = _fold(evidence)
-        if not e:
-            return None, "unmapped"
-        idx = self._para_by_text.get(e)
-        if idx is not None:
-            p = self.doc.paragraphs[idx]
-            return (p.start, p.end), "exact"
-        pos = self.doc.text.find(evidence.strip())
-        if pos >= 0:
-            return (pos, pos + len(evidence.strip())), "exact"
-        best, best_ratio = None, 0.0
-        for i, folded in enumerate(self._folded):
-            sm = difflib.SequenceMatcher(None, e, folded, autojunk=False)
-            if sm.real_quick_ratio() < self.fuzzy_min_ratio:
-                continue
-            if sm.quick_ratio() < self.fuzzy_min_ratio:
-                continue
-            r = sm.ratio()
-            if r > best_ratio:
-                best, best_ratio = i, r
-        if best is not None and best_ratio >= self.fuzzy_min_ratio:
-            p = self.doc.paragraphs[best]
-            return (p.start, p.end), "fuzzy"
-        span = self._section_span.get(e)
-        if span is not None:
-            return span, "section"
-        return None, "unmapped"
+# The cascade lives in structablate.corpus.evidence (shared with user queries); the names stay
+# importable from here.
+_fold = fold
 
 
 def question_type(answers: Iterable[Mapping]) -> str:
