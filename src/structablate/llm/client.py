@@ -1,0 +1,297 @@
+"""One LLM client for every generative stage, with a persistent cache in front of the backend.
+
+:class:`LLMClient` builds requests (deterministic decoding by default: temperature 0, a fixed
+seed), looks each one up in the :mod:`~structablate.llm.cache` under a backend-independent key,
+and only on a miss asks the backend — which it constructs lazily, so a run whose generations
+are all on disk never loads a model. Each answer is written to the cache as soon as it exists,
+so a killed run loses at most the calls in flight and a rerun replays from disk.
+
+Modes:
+
+* ``cached`` (default): hit → replay; miss → generate and record.
+* ``replay``: cache only; a miss raises :class:`~structablate.llm.cache.CacheMiss` naming the
+  key. The bundled default runs this way from the recorded caches in ``resources/llm/``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from structablate.llm.backends import Backend, Generation, Message, Request, Sampling
+from structablate.llm.cache import CacheMiss, GenerationCache, cache_key, open_cache
+
+log = logging.getLogger(__name__)
+
+MODES = ("cached", "replay")
+BACKENDS = ("vllm", "openai", "llamacpp", "none")
+
+
+@dataclass
+class ClientStats:
+    """Counters of one client's life: cache hits, generated calls, tokens and seconds."""
+
+    hits: int = 0
+    generated: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    generation_seconds: float = 0.0
+    keys: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        tps = (self.completion_tokens / self.generation_seconds
+               if self.generation_seconds > 0 else None)
+        return {
+            "cache_hits": self.hits,
+            "generated": self.generated,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "generation_seconds": round(self.generation_seconds, 3),
+            "completion_tokens_per_s": round(tps, 2) if tps else None,
+        }
+
+
+class LLMClient:
+    """Cached chat generation. See the module docstring."""
+
+    def __init__(
+        self,
+        model: str,
+        cache: GenerationCache | None,
+        *,
+        mode: str = "cached",
+        backend: Backend | None = None,
+        backend_factory: Callable[[], Backend] | None = None,
+        sampling: Sampling | None = None,
+        batch_size: int = 64,
+        backend_name: str | None = None,
+    ):
+        if mode not in MODES:
+            raise ValueError(f"llm.mode must be one of {MODES}, got {mode!r}")
+        if mode == "replay" and cache is None:
+            raise ValueError("replay mode needs a cache")
+        self.model = model
+        self.cache = cache
+        self.mode = mode
+        self._backend = backend
+        self._backend_factory = backend_factory
+        self.backend_name = backend_name or (backend.name if backend is not None else None)
+        """The configured backend's name, known without loading it (callers use it to choose
+        request order: llama.cpp prefers related prompts back to back)."""
+        self._backend_lock = threading.Lock()
+        self.sampling = sampling or Sampling()
+        self.batch_size = max(1, int(batch_size))
+        self.stats = ClientStats()
+        self._stats_lock = threading.Lock()
+
+    # -- requests and keys ------------------------------------------------------------------
+
+    def request(
+        self,
+        messages: Sequence[Message],
+        *,
+        json_schema: dict[str, Any] | None = None,
+        **sampling: Any,
+    ) -> Request:
+        """A :class:`Request` with the client's default sampling, overridden by ``sampling``."""
+        s = replace(self.sampling, **sampling) if sampling else self.sampling
+        if isinstance(s.stop, list):
+            s = replace(s, stop=tuple(s.stop))
+        msgs = tuple({"role": str(m["role"]), "content": str(m["content"])} for m in messages)
+        return Request(messages=msgs, sampling=s, json_schema=json_schema)
+
+    def request_record(self, request: Request) -> dict[str, Any]:
+        """What a cache key hashes: model id, messages, sampling, schema — never the backend."""
+        return {
+            "model": self.model,
+            "messages": [dict(m) for m in request.messages],
+            "sampling": request.sampling.as_dict(),
+            "json_schema": request.json_schema,
+        }
+
+    def key(self, request: Request) -> str:
+        return cache_key(self.request_record(request))
+
+    # -- backend ----------------------------------------------------------------------------
+
+    @property
+    def backend(self) -> Backend:
+        with self._backend_lock:
+            if self._backend is None:
+                if self._backend_factory is None:
+                    raise RuntimeError(f"LLM client for {self.model!r} has no backend")
+                t0 = time.perf_counter()
+                self._backend = self._backend_factory()
+                log.info("loaded %s backend for %s in %.1fs", self._backend.name, self.model,
+                         time.perf_counter() - t0)
+            return self._backend
+
+    @property
+    def backend_loaded(self) -> bool:
+        return self._backend is not None
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
+        if self.cache is not None:
+            self.cache.close()
+
+    # -- generation -------------------------------------------------------------------------
+
+    def _lookup(self, key: str, record: dict[str, Any]) -> str | None:
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                with self._stats_lock:
+                    self.stats.hits += 1
+                    self.stats.keys.append(key)
+                return hit["response"]["text"]
+        if self.mode == "replay":
+            raise CacheMiss(key, record, str(self.cache.path) if self.cache else "")
+        return None
+
+    def _record(self, key: str, record: dict[str, Any], gen: Generation) -> None:
+        if self.cache is not None:
+            resp = gen.as_dict()
+            resp["backend"] = self.backend.name
+            resp["created"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            self.cache.put(key, record, resp)
+        with self._stats_lock:
+            self.stats.generated += 1
+            self.stats.prompt_tokens += gen.prompt_tokens or 0
+            self.stats.completion_tokens += gen.completion_tokens or 0
+            self.stats.generation_seconds += gen.seconds
+            self.stats.keys.append(key)
+
+    def generate(self, request: Request) -> str:
+        """The text for ``request``: from the cache, or generated and recorded."""
+        record = self.request_record(request)
+        key = cache_key(record)
+        text = self._lookup(key, record)
+        if text is not None:
+            return text
+        gen = self.backend.generate(request)
+        self._record(key, record, gen)
+        return gen.text
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        json_schema: dict[str, Any] | None = None,
+        **sampling: Any,
+    ) -> str:
+        """Generate one reply to ``messages`` (see :meth:`request` for the arguments)."""
+        return self.generate(self.request(messages, json_schema=json_schema, **sampling))
+
+    def generate_many(self, requests: Sequence[Request]) -> list[str]:
+        """Texts for ``requests`` in order; misses go to the backend in its preferred way.
+
+        vLLM gets the misses in batches of ``batch_size`` (one ``LLM.chat`` call each, recorded
+        after each batch); an OpenAI server gets up to its ``concurrency`` requests at once,
+        each recorded as it returns; llama.cpp runs them one by one in order, so prompts that
+        share a prefix follow each other. Duplicate requests are generated once.
+        """
+        records = [self.request_record(r) for r in requests]
+        keys = [cache_key(rec) for rec in records]
+        texts: dict[str, str] = {}
+        todo: dict[str, int] = {}
+        for i, (k, rec) in enumerate(zip(keys, records, strict=True)):
+            if k in texts or k in todo:
+                continue
+            t = self._lookup(k, rec)
+            if t is None:
+                todo[k] = i
+            else:
+                texts[k] = t
+        if todo:
+            backend = self.backend
+            idx = list(todo.values())
+            if getattr(backend, "batched", False):
+                for b in range(0, len(idx), self.batch_size):
+                    part = idx[b : b + self.batch_size]
+                    gens = backend.generate_batch([requests[i] for i in part])
+                    for i, g in zip(part, gens, strict=True):
+                        self._record(keys[i], records[i], g)
+                        texts[keys[i]] = g.text
+            else:
+                workers = int(getattr(backend, "concurrency", 1) or 1)
+
+                def run(i: int) -> None:
+                    g = backend.generate(requests[i])
+                    self._record(keys[i], records[i], g)
+                    texts[keys[i]] = g.text
+
+                if workers > 1 and len(idx) > 1:
+                    with ThreadPoolExecutor(max_workers=workers) as pool:
+                        list(pool.map(run, idx))
+                else:
+                    for i in idx:
+                        run(i)
+        return [texts[k] for k in keys]
+
+
+def _backend_factory(cfg: Mapping[str, Any], model: str, seed: int) -> Callable[[], Backend]:
+    name = cfg.get("backend", "llamacpp")
+    if name not in BACKENDS:
+        raise ValueError(f"llm.backend must be one of {BACKENDS}, got {name!r}")
+    sub = dict(cfg.get(name) or {})
+
+    def make() -> Backend:
+        if name == "openai":
+            from structablate.llm.backends import OpenAIBackend
+
+            return OpenAIBackend(model=sub.pop("model", model), **sub)
+        if name == "llamacpp":
+            from structablate.llm.backends import LlamaCppBackend
+            from structablate.llm.models import resolve_gguf
+
+            path = resolve_gguf(sub.pop("model_path", None) or model, sub.pop("model_dir", None))
+            return LlamaCppBackend(str(path), seed=seed, **sub)
+        if name == "vllm":
+            from structablate.llm.backends import VLLMBackend
+
+            return VLLMBackend(sub.pop("model_path", None) or model, seed=seed, **sub)
+        raise RuntimeError(
+            f"llm.backend is 'none': the client can only replay, and {model!r} missed the cache"
+        )
+
+    return make
+
+
+def client_from_config(cfg: Mapping[str, Any], *, base_dir: str | Path | None = None) -> LLMClient:
+    """Build a client from the ``llm`` config block (see ``docs/llm.md`` for the keys).
+
+    ``base_dir`` resolves a relative ``cache`` path (the workflow passes its working folder).
+    """
+    model = cfg.get("model")
+    if not model:
+        raise ValueError("llm.model (the model id every cache key carries) is required")
+    mode = cfg.get("mode", "cached")
+    seed = int(cfg.get("seed", 20260710))
+    sampling = Sampling(
+        temperature=float(cfg.get("temperature", 0.0)),
+        top_p=float(cfg.get("top_p", 1.0)),
+        max_tokens=int(cfg.get("max_tokens", 512)),
+        seed=seed,
+    )
+    cache = None
+    if cfg.get("cache"):
+        path = Path(cfg["cache"])
+        if base_dir is not None and not path.is_absolute():
+            path = Path(base_dir) / path
+        if mode == "replay" and not path.exists():
+            raise FileNotFoundError(f"llm.cache {path} does not exist and llm.mode is replay")
+        cache = open_cache(path, readonly=(mode == "replay"))
+    elif mode == "replay":
+        raise ValueError("llm.mode replay needs llm.cache")
+    factory = None if mode == "replay" else _backend_factory(cfg, model, seed)
+    return LLMClient(model, cache, mode=mode, backend_factory=factory, sampling=sampling,
+                     batch_size=int(cfg.get("batch_size", 64)),
+                     backend_name=cfg.get("backend", "llamacpp"))

@@ -1,0 +1,226 @@
+"""A1 chunk contexts: the contextual-retrieval recipe (Anthropic 2024), verbatim prompt.
+
+For each chunk the model sees the whole document and the chunk and writes a short context that
+situates the chunk in the document. The context is whitespace-folded and cut to at most
+``context_max_tokens`` (default 80) tokens of the **embedder's** tokenizer (the budget the
+paper states), at a word boundary where possible; the chunk's prefix becomes ``context + " "``.
+
+The prompt puts the document first and the chunk last, so the prompts of one document share
+their longest possible prefix: llama.cpp re-evaluates only the tokens after the common prefix
+of consecutive prompts (requests are issued in document order), and vLLM's
+``enable_prefix_caching`` (on by default in :class:`~structablate.llm.backends.VLLMBackend`)
+reuses the document's KV blocks across the batch.
+
+Long documents: with ``max_doc_chars`` set and a longer document, each chunk is shown a window
+of the document instead of all of it. The windows are fixed — ``max_doc_chars`` long, starting
+every ``max_doc_chars // 2`` characters (snapped to whitespace) — and a chunk gets the window
+whose centre is nearest its own centre (chunk spans are needed for this; without them every
+chunk gets the document's head). Chunks that share a window share the prompt prefix.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+DOCUMENT_PROMPT = "<document>\n{doc_content}\n</document>\n"
+CHUNK_PROMPT = (
+    "Here is the chunk we want to situate within the whole document\n"
+    "<chunk>\n{chunk_content}\n</chunk>\n"
+    "Please give a short succinct context to situate this chunk within the overall document "
+    "for the purposes of improving search retrieval of the chunk. Answer only with the "
+    "succinct context and nothing else."
+)
+
+Tokenizer = Any
+
+
+def _counter(tokenizer: Tokenizer) -> Callable[[str], int]:
+    if hasattr(tokenizer, "count") and hasattr(tokenizer, "truncate"):  # chunking.TokenCounter
+        return lambda s: tokenizer.count([s])[0]
+    if callable(tokenizer) and hasattr(tokenizer, "encode"):  # a Hugging Face tokenizer
+        return lambda s: len(tokenizer(s, add_special_tokens=False)["input_ids"])
+    if callable(tokenizer):  # a plain counting function
+        return tokenizer
+    raise TypeError(f"cannot count tokens with {type(tokenizer).__name__}")
+
+
+def _cut(tokenizer: Tokenizer, text: str, max_tokens: int) -> str:
+    """``text`` cut after ``max_tokens`` tokens, by offsets where the tokenizer has them."""
+    if hasattr(tokenizer, "truncate"):
+        return tokenizer.truncate(text, max_tokens)
+    if callable(tokenizer) and hasattr(tokenizer, "encode"):
+        try:
+            enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+            offsets = enc["offset_mapping"]
+        except (NotImplementedError, KeyError, TypeError, ValueError):
+            offsets = None
+        if offsets is not None:
+            return text if len(offsets) <= max_tokens else text[: offsets[max_tokens - 1][1]]
+    count = _counter(tokenizer)
+    words = text.split(" ")
+    lo, hi = 0, len(words)  # the longest word prefix that fits, by bisection
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(" ".join(words[:mid])) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return " ".join(words[:lo])
+
+
+def clean_context(text: str) -> str:
+    """Fold whitespace, strip wrapping quotes and a leading ``Context:`` label."""
+    t = " ".join(text.split())
+    t = re.sub(r"^(?:succinct\s+)?context\s*:\s*", "", t, flags=re.IGNORECASE)
+    if len(t) >= 2 and t[0] == t[-1] and t[0] in "\"'":
+        t = t[1:-1].strip()
+    return t
+
+
+def truncate_to_tokens(text: str, tokenizer: Tokenizer, max_tokens: int) -> str:
+    """``text`` with at most ``max_tokens`` tokens of ``tokenizer``, cut at a word boundary.
+
+    ``tokenizer``: a :class:`structablate.chunking.tokens.TokenCounter`, a Hugging Face
+    tokenizer, or a function ``str -> int`` counting tokens. Special tokens are not counted.
+    """
+    if max_tokens <= 0:
+        return ""
+    count = _counter(tokenizer)
+    if count(text) <= max_tokens:
+        return text
+    cut = _cut(tokenizer, text, max_tokens)
+    n = len(cut)
+    if 0 < n < len(text) and text[n - 1].isalnum() and text[n].isalnum():
+        head = cut.rsplit(" ", 1)[0] if " " in cut else cut
+        if len(head) >= n // 2:
+            cut = head
+    cut = cut.rstrip()
+    while cut and count(cut) > max_tokens:  # defensive: re-tokenization can differ at the end
+        cut = cut.rsplit(" ", 1)[0] if " " in cut else ""
+    return cut
+
+
+def document_windows(doc_text: str, max_doc_chars: int) -> list[tuple[int, int]]:
+    """The fixed windows ``[a, b)`` of a long document (see the module docstring)."""
+    n = len(doc_text)
+    if n <= max_doc_chars:
+        return [(0, n)]
+    stride = max(1, max_doc_chars // 2)
+    out: list[tuple[int, int]] = []
+    a = 0
+    while True:
+        start = a
+        if start > 0:  # snap forward to the next whitespace
+            m = re.search(r"\s", doc_text[start : start + 200])
+            start = start + m.end() if m else start
+        end = min(n, a + max_doc_chars)
+        if end < n:
+            ws = doc_text.rfind(" ", start, end)
+            end = ws if ws > start + max_doc_chars // 2 else end
+        out.append((start, end))
+        if a + max_doc_chars >= n:
+            break
+        a += stride
+    return out
+
+
+def context_messages(document: str, chunk: str) -> list[dict[str, str]]:
+    """The recipe's single user message: document first, then the chunk and the instruction."""
+    return [{"role": "user",
+             "content": DOCUMENT_PROMPT.format(doc_content=document)
+             + CHUNK_PROMPT.format(chunk_content=chunk)}]
+
+
+def contextualize(
+    doc_text: str,
+    chunk_texts: Sequence[str],
+    client,
+    *,
+    tokenizer: Tokenizer | None = None,
+    context_max_tokens: int = 80,
+    max_tokens: int = 160,
+    max_doc_chars: int | None = None,
+    chunk_spans: Sequence[tuple[int, int]] | None = None,
+) -> list[str]:
+    """One situating context per chunk (cleaned, at most ``context_max_tokens`` tokens).
+
+    ``client`` is an :class:`~structablate.llm.client.LLMClient`; ``max_tokens`` bounds the
+    generation itself (model tokens). Without a ``tokenizer`` no cut is made.
+    """
+    if chunk_spans is not None and len(chunk_spans) != len(chunk_texts):
+        raise ValueError("chunk_spans must have one span per chunk")
+    windows = [(0, len(doc_text))]
+    if max_doc_chars and len(doc_text) > max_doc_chars:
+        windows = document_windows(doc_text, max_doc_chars)
+    assign = []
+    for i in range(len(chunk_texts)):
+        if len(windows) == 1 or chunk_spans is None:
+            assign.append(0)
+            continue
+        c = (chunk_spans[i][0] + chunk_spans[i][1]) / 2
+        assign.append(min(range(len(windows)),
+                          key=lambda w: (abs((windows[w][0] + windows[w][1]) / 2 - c), w)))
+    order = sorted(range(len(chunk_texts)), key=lambda i: (assign[i], i))
+    requests = []
+    for i in order:
+        a, b = windows[assign[i]]
+        requests.append(client.request(context_messages(doc_text[a:b], chunk_texts[i]),
+                                       max_tokens=max_tokens))
+    texts = client.generate_many(requests)
+    out = [""] * len(chunk_texts)
+    for i, t in zip(order, texts, strict=True):
+        ctx = clean_context(t)
+        if tokenizer is not None:
+            ctx = truncate_to_tokens(ctx, tokenizer, context_max_tokens)
+        out[i] = ctx
+    return out
+
+
+def contextualize_chunks(
+    chunks,
+    documents,
+    client,
+    tokenizer: Tokenizer,
+    *,
+    context_max_tokens: int = 80,
+    max_tokens: int = 160,
+    max_doc_chars: int | None = None,
+    progress: bool = False,
+):
+    """A chunks table with ``prefix = context + " "`` and ``prefix_tokens`` recounted.
+
+    ``chunks`` and ``documents`` are polars frames with the contract columns; rows keep their
+    order. An empty context gives an empty prefix and 0 prefix tokens.
+    """
+    import polars as pl
+
+    texts = dict(zip(documents["doc_id"].to_list(), documents["text"].to_list(), strict=True))
+    prefixes: list[str] = [""] * chunks.height
+    rows: dict[str, list[int]] = {}
+    for i, d in enumerate(chunks["doc_id"].to_list()):
+        rows.setdefault(d, []).append(i)
+    starts = chunks["start"].to_list()
+    ends = chunks["end"].to_list()
+    items = rows.items()
+    if progress:
+        from tqdm import tqdm
+
+        items = tqdm(items, desc="contexts", unit="doc")
+    for doc_id, idx in items:
+        text = texts[doc_id]
+        spans = [(starts[i], ends[i]) for i in idx]
+        ctxs = contextualize(
+            text, [text[a:b] for a, b in spans], client, tokenizer=tokenizer,
+            context_max_tokens=context_max_tokens, max_tokens=max_tokens,
+            max_doc_chars=max_doc_chars, chunk_spans=spans,
+        )
+        for i, c in zip(idx, ctxs, strict=True):
+            prefixes[i] = c + " " if c else ""
+    count = _counter(tokenizer)
+    counts = [count(p) if p else 0 for p in prefixes]
+    return chunks.with_columns(
+        pl.Series("prefix", prefixes, dtype=pl.String),
+        pl.Series("prefix_tokens", counts, dtype=pl.Int32),
+    )

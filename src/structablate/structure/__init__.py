@@ -1,0 +1,105 @@
+"""Structure induction: an LLM inducer (Appendix H) and an embedding-TextTiling inducer.
+
+Entry point for the workflow: :func:`induce_documents` (config in, sections and report out).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from structablate.corpus.flatten import (
+    FlatDocument,
+    Section,
+    paragraphs_from_frame,
+    sections_from_frame,
+)
+from structablate.structure.induce import (
+    InducedStructure,
+    InductionConfig,
+    LLMInducer,
+)
+from structablate.structure.report import induction_report, span_identity, span_identity_share
+from structablate.structure.texttiling import TextTilingConfig, TextTilingInducer
+
+INDUCERS = ("llm", "texttiling")
+
+__all__ = [
+    "INDUCERS",
+    "InducedStructure",
+    "InductionConfig",
+    "LLMInducer",
+    "TextTilingConfig",
+    "TextTilingInducer",
+    "documents_from_frames",
+    "induce_documents",
+    "induction_report",
+    "make_inducer",
+    "span_identity",
+    "span_identity_share",
+]
+
+
+def documents_from_frames(
+    documents: pl.DataFrame,
+    paragraphs: pl.DataFrame,
+    sections: pl.DataFrame | None = None,
+) -> list[FlatDocument]:
+    """FlatDocuments from ``documents`` + ``paragraphs`` (+ optional gold ``sections``) tables,
+    in the documents table's order."""
+    paras = paragraphs_from_frame(paragraphs)
+    secs = sections_from_frame(sections) if sections is not None else {}
+    out = []
+    for r in documents.iter_rows(named=True):
+        out.append(FlatDocument(
+            doc_id=r["doc_id"], title=r["title"] or "", text=r["text"],
+            paragraphs=paras.get(r["doc_id"], []), sections=secs.get(r["doc_id"], []),
+            topic=r.get("topic"),
+        ))
+    return out
+
+
+def make_inducer(
+    induction_cfg: Mapping[str, Any] | None,
+    llm_cfg: Mapping[str, Any] | None = None,
+    *,
+    base_dir: str | Path | None = None,
+):
+    """The inducer the ``induction`` config block names (``inducer: llm | texttiling``)."""
+    cfg = dict(induction_cfg or {})
+    kind = cfg.get("inducer", "llm")
+    if kind == "texttiling":
+        return TextTilingInducer(TextTilingConfig.from_dict(cfg.get("texttiling")))
+    if kind == "llm":
+        from structablate.llm.client import client_from_config
+
+        if not llm_cfg:
+            raise ValueError("induction.inducer is 'llm' but there is no llm config block")
+        client = client_from_config(llm_cfg, base_dir=base_dir)
+        return LLMInducer(client, InductionConfig.from_dict(cfg))
+    raise ValueError(f"induction.inducer must be one of {INDUCERS}, got {kind!r}")
+
+
+def induce_documents(
+    docs: Sequence[FlatDocument],
+    induction_cfg: Mapping[str, Any] | None,
+    llm_cfg: Mapping[str, Any] | None = None,
+    *,
+    gold: Mapping[str, Sequence[Section]] | None = None,
+    base_dir: str | Path | None = None,
+) -> tuple[list[tuple[str, list[Section]]], dict[str, Any]]:
+    """Induce every document; return ``(doc_id, sections)`` pairs and the induction report."""
+    inducer = make_inducer(induction_cfg, llm_cfg, base_dir=base_dir)
+    results = inducer.induce_many(docs)
+    extra: dict[str, Any] = {}
+    client = getattr(inducer, "client", None)
+    if client is not None:
+        extra = {"model": client.model, "llm_mode": client.mode, "llm": client.stats.as_dict()}
+        client.close()
+    if gold is None and any(d.sections for d in docs):
+        gold = {d.doc_id: d.sections for d in docs}
+    report = induction_report(results, gold, inducer=inducer.name, extra=extra)
+    return [(r.doc_id, r.sections) for r in results], report

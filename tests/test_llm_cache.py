@@ -1,0 +1,174 @@
+"""The generation cache: keys, hits and misses, replay mode, and crash safety."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from structablate.llm.backends import Backend, Generation, Request
+from structablate.llm.cache import CacheMiss, JsonlCache, SqliteCache, cache_key, open_cache
+from structablate.llm.client import LLMClient, client_from_config
+
+
+class CountingBackend(Backend):
+    """A deterministic backend that counts its calls (answer = 'echo:' + last message)."""
+
+    name = "counting"
+
+    def __init__(self):
+        self.calls = 0
+
+    def generate(self, request: Request) -> Generation:
+        self.calls += 1
+        return Generation(text="echo:" + request.messages[-1]["content"], prompt_tokens=3,
+                          completion_tokens=2, seconds=0.01)
+
+
+MSG = [{"role": "user", "content": "hello"}]
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".sqlite"])
+def test_hit_miss_and_persistence(tmp_path, suffix):
+    path = tmp_path / f"cache{suffix}"
+    backend = CountingBackend()
+    client = LLMClient("m1", open_cache(path), backend=backend)
+    assert client.chat(MSG) == "echo:hello"
+    assert client.chat(MSG) == "echo:hello"
+    assert backend.calls == 1
+    assert client.stats.hits == 1 and client.stats.generated == 1
+    # a different seed, token limit, model or schema is a different key
+    client.chat(MSG, seed=7)
+    client.chat(MSG, max_tokens=9)
+    client.chat(MSG, json_schema={"type": "object"})
+    assert backend.calls == 4
+    LLMClient("m2", open_cache(path), backend=backend).chat(MSG)
+    assert backend.calls == 5
+    client.close()
+
+    # a fresh process-level view: everything replays from disk, the backend is never built
+    def explode():
+        raise AssertionError("backend must not be constructed on a full cache")
+
+    again = LLMClient("m1", open_cache(path), backend_factory=explode)
+    assert again.chat(MSG) == "echo:hello"
+    assert again.chat(MSG, seed=7) == "echo:hello"
+    assert not again.backend_loaded
+    assert len(open_cache(path)) == 5
+
+
+def test_key_is_backend_independent_and_canonical():
+    a = LLMClient("m", None, backend=CountingBackend())
+    b = LLMClient("m", None, backend=CountingBackend())
+    r = a.request([{"content": "x", "role": "user"}], max_tokens=5)
+    assert a.key(r) == b.key(b.request([{"role": "user", "content": "x"}], max_tokens=5))
+    rec = a.request_record(r)
+    assert "backend" not in json.dumps(rec)
+    assert rec["sampling"] == {"temperature": 0.0, "top_p": 1.0, "max_tokens": 5,
+                               "seed": 20260710, "stop": []}
+    assert cache_key({"b": 1, "a": 2}) == cache_key({"a": 2, "b": 1})
+
+
+def test_replay_mode_miss_names_the_key(tmp_path):
+    path = tmp_path / "rec.jsonl"
+    LLMClient("m", open_cache(path), backend=CountingBackend()).chat(MSG)
+    replay = client_from_config({"model": "m", "mode": "replay", "cache": str(path)})
+    assert replay.chat(MSG) == "echo:hello"
+    req = replay.request([{"role": "user", "content": "other"}])
+    with pytest.raises(CacheMiss) as err:
+        replay.generate(req)
+    assert replay.key(req) in str(err.value) and "replay" in str(err.value)
+    with pytest.raises(PermissionError):
+        replay.cache.put("k", {}, {"text": ""})
+    with pytest.raises(FileNotFoundError, match="replay"):
+        client_from_config({"model": "m", "mode": "replay", "cache": str(tmp_path / "no.jsonl")})
+
+
+def test_generate_many_dedupes_and_keeps_order(tmp_path):
+    backend = CountingBackend()
+    client = LLMClient("m", open_cache(tmp_path / "c.sqlite"), backend=backend)
+    client.chat([{"role": "user", "content": "b"}])
+    reqs = [client.request([{"role": "user", "content": c}]) for c in "abca"]
+    assert client.generate_many(reqs) == ["echo:a", "echo:b", "echo:c", "echo:a"]
+    assert backend.calls == 3  # b was cached, a is generated once
+
+
+_TORN_WRITER = textwrap.dedent("""
+    import os, sys, time
+    from structablate.llm.cache import JsonlCache
+    path, n_full = sys.argv[1], int(sys.argv[2])
+    cache = JsonlCache(path)
+    for i in range(n_full):
+        cache.put(f"k{i}", {"i": i}, {"text": "x" * 5000})
+    real_write = os.write
+    def torn_write(fd, data):
+        real_write(fd, bytes(data[: len(data) // 2]))  # half a record reaches the disk
+        print("TORN", flush=True)
+        time.sleep(60)  # ... and the process is killed here
+    os.write = torn_write
+    cache.put("torn", {"i": -1}, {"text": "y" * 5000})
+""")
+
+
+def test_jsonl_killed_mid_write_leaves_readable_cache(tmp_path):
+    path = tmp_path / "c.jsonl"
+    proc = subprocess.Popen([sys.executable, "-c", _TORN_WRITER, str(path), "3"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "TORN"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    raw = path.read_bytes()
+    assert not raw.endswith(b"\n")  # the torn record really is on disk
+    cache = JsonlCache(path)
+    assert sorted(cache.keys()) == ["k0", "k1", "k2"]
+    assert cache.get("k1")["response"]["text"] == "x" * 5000
+    assert cache.get("torn") is None
+    # a rerun appends after the torn tail and both old and new records read back
+    cache.put("k3", {"i": 3}, {"text": "z"})
+    fresh = JsonlCache(path)
+    assert sorted(fresh.keys()) == ["k0", "k1", "k2", "k3"]
+    assert fresh.skipped_lines == 1
+
+
+_SQLITE_WRITER = textwrap.dedent("""
+    import sys
+    from structablate.llm.cache import SqliteCache
+    cache = SqliteCache(sys.argv[1])
+    i = 0
+    while True:
+        cache.put(f"k{i}", {"i": i}, {"text": "x" * 200000})
+        if i == 5:
+            print("READY", flush=True)
+        i += 1
+""")
+
+
+def test_sqlite_killed_mid_write_leaves_readable_cache(tmp_path):
+    path = tmp_path / "c.sqlite"
+    proc = subprocess.Popen([sys.executable, "-c", _SQLITE_WRITER, str(path)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "READY"
+        time.sleep(0.3)  # let it write a few more, so the kill lands inside put()
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    con = sqlite3.connect(path)
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    con.close()
+    cache = SqliteCache(path)
+    keys = cache.keys()
+    assert len(keys) >= 6
+    for k in keys:  # every committed record is complete
+        assert cache.get(k)["response"]["text"] == "x" * 200000
+    cache.put("after", {}, {"text": "ok"})
+    assert SqliteCache(path).get("after")["response"]["text"] == "ok"
