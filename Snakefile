@@ -16,6 +16,7 @@ include: "rules/chunks.smk"
 include: "rules/embedding.smk"
 include: "rules/retrieval.smk"
 include: "rules/evaluation.smk"
+include: "rules/report.smk"
 
 
 rule all:

@@ -1,0 +1,171 @@
+"""The summary page (``results/report/index.md`` / ``index.html``) from loaded tables.
+
+:func:`build_page` is pure: it takes the tables of every cell and corpus (already read) and the
+figure paths relative to the page, and returns the page's sections; :func:`write_page` renders
+them to Markdown and HTML.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from structablate.conditions import condition as get_condition
+
+from . import render
+from .provenance import cell_flags, provenance_blocks
+from .render import Figure, Note, Section
+from .tables import (
+    cell_label,
+    condition_ci_table,
+    condition_means_table,
+    contrast_table,
+    cross_cell_means_table,
+    funnel_table,
+    section_recall_table,
+    size_matching_table,
+    two_stage_conditions,
+)
+
+TITLE = "structablate report"
+
+
+@dataclass
+class CellData:
+    cell: tuple[str, str, str]
+    summary: pl.DataFrame
+    contrasts: pl.DataFrame
+    cis: pl.DataFrame
+    section_recall: pl.DataFrame
+    dose: pl.DataFrame
+    observed_trained: bool | None = None
+    figures: dict[str, str] = field(default_factory=dict)  # name -> path relative to page
+
+
+@dataclass
+class CorpusData:
+    name: str
+    kind: str
+    funnel: Mapping | None
+    size_matching: pl.DataFrame
+    figures: dict[str, str] = field(default_factory=dict)
+
+
+def primary_metric(primary: Mapping, measures: Sequence[str]) -> str:
+    """The configured primary metric, or the first measure when it was not scored."""
+    m = primary.get("metric")
+    return m if m in measures else measures[0]
+
+
+def build_page(
+    cells: Sequence[CellData],
+    corpora: Sequence[CorpusData],
+    *,
+    embedders: Mapping[str, Mapping],
+    rerankers: Mapping[str, Mapping],
+    conditions: Sequence[str],
+    measures: Sequence[str],
+    primary: Mapping,
+    llm: Mapping | None = None,
+    size_match_structure: str = "induced",
+) -> tuple[list, list[Section]]:
+    """(intro blocks, sections) of the summary page."""
+    metric = primary_metric(primary, measures)
+    observed = {c.cell: c.observed_trained for c in cells}
+    intro = [Note("Per-query results of the structure ablation, the pre-registered contrasts "
+                  "(Table 1 layout) and per-condition means (Table 2 layout), with the figures "
+                  "of the workflow. The same tables and figures are in Snakemake's report "
+                  "(snakemake --report).")]
+    sections = [Section("Run provenance: models and flags", provenance_blocks(
+        embedders, rerankers, [c.cell for c in cells], observed, llm, conditions,
+        size_match_structure, primary), key="provenance")]
+
+    # Table 1 across cells: the pre-registered family first, primary metric
+    allc = [c.contrasts for c in cells if c.contrasts.height]
+    t1: list = []
+    if allc:
+        df = pl.concat(allc, how="diagonal_relaxed")
+        t1.append(contrast_table(df, [metric], key="table-1", with_cell=True,
+                                 title=f"Contrasts, {metric}, every cell"))
+        pre = df.filter(pl.col("family") == "pre-registered") if "family" in df.columns else df
+        if not pre.height:
+            t1.append(Note("the pre-registered contrasts C1–C4 need conditions A1, A3, P and A4 "
+                           "(induced structure, LLM contexts); only exploratory contrasts ran.",
+                           "not-run"))
+    else:
+        t1.append(Note("no contrast has both of its conditions in the grid.", "not-run"))
+    sections.append(Section("Table 1: contrasts", t1, key="table-1-contrasts"))
+
+    sections.append(Section("Table 2: per-condition means", [cross_cell_means_table(
+        {c.cell: c.summary for c in cells}, metric, conditions,
+        title=f"Per-condition {metric}, every cell")], key="table-2-means"))
+
+    for corpus in corpora:
+        blocks: list = []
+        if "forest" in corpus.figures:
+            blocks.append(Figure(f"forest-{corpus.name}", corpus.figures["forest"],
+                                 f"Forest plot of the contrasts of {corpus.name} ({metric}), "
+                                 "95% clustered-bootstrap CIs, all cells."))
+        if corpus.funnel is not None:
+            if "funnel" in corpus.figures:
+                blocks.append(Figure(f"funnel-{corpus.name}", corpus.figures["funnel"],
+                                     f"Corpus funnel of {corpus.name}."))
+            blocks.append(funnel_table(corpus.funnel, key=f"funnel-{corpus.name}-table",
+                                       title=f"Corpus funnel, {corpus.name}"))
+        blocks.append(size_matching_table(corpus.size_matching, size_match_structure,
+                                          key=f"size-matching-{corpus.name}",
+                                          title=f"Size matching and truncation, {corpus.name}"))
+        if not any(get_condition(c).structure == "induced" for c in conditions):
+            blocks.append(Note("structure induction report: no condition of this run uses "
+                               "induced structure.", "not-run"))
+        sections.append(Section(f"Corpus {corpus.name}", blocks, key=f"corpus-{corpus.name}"))
+
+    two_stage = two_stage_conditions(conditions)
+    for c in cells:
+        label = cell_label(*c.cell)
+        k = "-".join(c.cell)
+        blocks = [Note(f, "warning") for f in cell_flags(c.cell, rerankers, c.observed_trained)]
+        blocks.append(contrast_table(c.contrasts, measures, key=f"contrasts-{k}",
+                                     title=f"Contrasts, {label}"))
+        blocks.append(condition_means_table(c.summary, conditions, key=f"means-{k}",
+                                            title=f"Per-condition means, {label}"))
+        blocks.append(condition_ci_table(c.cis, metric, key=f"cis-{k}",
+                                         title=f"{metric} per condition, 95% clustered-bootstrap "
+                                               f"CI, {label}"))
+        if "bars" in c.figures:
+            blocks.append(Figure(f"bars-{k}", c.figures["bars"],
+                                 f"Per-condition means with 95% document-clustered bootstrap "
+                                 f"CIs, {label}."))
+        if not c.dose.height:
+            blocks.append(Note("breadcrumb-depth dose-response: needs A2, A3-d1, A3-d2 and A3 "
+                               "(induced structure), which are not in this run.", "not-run"))
+        if "dose" in c.figures:
+            blocks.append(Figure(f"dose-{k}", c.figures["dose"],
+                                 f"Breadcrumb-depth dose-response, {label}."))
+        if two_stage and c.section_recall.height:
+            blocks.append(section_recall_table(c.section_recall, key=f"section-recall-{k}",
+                                               title=f"Stage-1 section recall, {label}"))
+        else:
+            blocks.append(Note("stage-1 section recall: no two-stage condition (A4, G4) in "
+                               "this run.", "not-run"))
+        if "section_recall" in c.figures:
+            blocks.append(Figure(f"section-recall-{k}", c.figures["section_recall"],
+                                 f"Stage-1 section recall, {label}."))
+        sections.append(Section(f"Cell {label}", blocks, key=f"cell-{k}"))
+    return intro, sections
+
+
+def overview_html(intro: list, sections: list[Section]) -> str:
+    """The provenance and the two paper tables as one standalone document (for --report)."""
+    keep = [s for s in sections if s.key in ("provenance", "table-1-contrasts",
+                                             "table-2-means")]
+    return render.page_html(TITLE + ": overview", keep, intro)
+
+
+def write_page(intro: list, sections: list[Section], markdown: str | Path,
+               html: str | Path) -> None:
+    Path(markdown).write_text(render.page_markdown(TITLE, sections, intro), encoding="utf-8")
+    Path(html).write_text(render.page_html(TITLE, sections, intro), encoding="utf-8")

@@ -1,0 +1,100 @@
+"""The paper-scale configuration: it validates, names the paper's models, and its dry run shows
+the expected grid without touching the network."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import yaml
+from conftest import REPO
+
+from structablate.config import ConfigError, check_config
+
+PAPER = REPO / "config" / "paper.yaml"
+BGE_INSTRUCTION = "Represent this sentence for searching relevant passages: "
+
+# 1 corpus x 2 embedders (+ the reranker on bge_large only) = 3 cells x 11 conditions. The 11
+# conditions use 9 chunksets (A4 reads A3's, G4 reads G3's): `chunk` cuts 8 of them and
+# `contextualize` derives A1 from A0's windows; 9 chunksets x 2 embedders = 18 embed_chunks.
+EXPECTED_JOBS = {
+    "build_qasper": 1, "induce_structure": 1, "contextualize": 1, "chunk": 8,
+    "embed_chunks": 18, "embed_queries": 2, "retrieve": 22, "rerank": 11, "score": 33,
+    "trec_export": 33, "summarize_cell": 3, "contrasts": 3, "summary_markdown": 1,
+    "report_cell": 3, "report_corpus": 1, "report_page": 1, "all": 1,
+}
+
+
+def job_counts(output: str) -> dict[str, int]:
+    """The last 'Job stats' table of a (dry) run: rule -> count."""
+    stats = output.split("Job stats:")[-1]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M)
+            if m.group(1) != "total"}
+
+
+def offline_env() -> dict[str, str]:
+    """No hub access, and any HTTP(S) request would hit a closed local port."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9",
+               NO_PROXY="")
+    return env
+
+
+def snakemake(*args: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "snakemake", *args]
+    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600,
+                          env=offline_env())
+
+
+@pytest.fixture(scope="module")
+def paper():
+    return yaml.safe_load(PAPER.read_text())
+
+
+def test_paper_config_validates_with_the_papers_models(paper):
+    cfg = check_config(paper, source=str(PAPER))
+    assert [s["path"].rsplit("/", 1)[-1] for s in cfg["corpora"]["qasper"]["sources"]] == [
+        "qasper-train-v0.3-reconstructed.json", "qasper-dev-v0.3-reconstructed.json",
+        "qasper-test-v0.3.json"]
+    emb = cfg["embedders"]
+    assert list(emb) == ["bge_small", "bge_large"]
+    assert emb["bge_small"]["model"] == "BAAI/bge-small-en-v1.5"
+    assert emb["bge_large"]["model"] == "BAAI/bge-large-en-v1.5"
+    assert {e["query_instruction"] for e in emb.values()} == {BGE_INSTRUCTION}
+    rr = cfg["rerankers"]["bge_reranker"]
+    assert (rr["model"], rr["top_n"], rr["embedders"]) == (
+        "BAAI/bge-reranker-v2-m3", 50, ["bge_large"])
+    assert cfg["statistics"]["primary"] == {"metric": "covNDCG@10", "embedder": "bge_large",
+                                            "reranker": "none"}
+    assert cfg["seed"] == 20260710 and cfg["retrieval"]["top_k"] == 100
+    assert (cfg["chunking"]["t_max"], cfg["chunking"]["t_min"]) == (350, 60)
+
+
+def test_wikipedia_block_has_the_papers_selection():
+    text = PAPER.read_text()
+    block = text.split("# WIKIPEDIA-FA-BEGIN\n")[1].split("# WIKIPEDIA-FA-END")[0]
+    corpus = yaml.safe_load("\n".join(line[1:] for line in block.splitlines()))
+    wiki = corpus["wikipedia_fa"]
+    assert wiki["type"] == "wikipedia"
+    assert (wiki["source"]["mode"], wiki["source"]["host"]) == ("api", "en.wikipedia.org")
+    assert wiki["selection"] == {"seed": 20260710, "n_docs": 200, "min_words": 3000,
+                                 "min_depth": 3, "min_sections": 12, "max_per_bucket": 60}
+    cfg = yaml.safe_load(text)
+    cfg["corpora"].update(corpus)
+    # commented out only because queries cannot be generated yet: the one thing the validator
+    # may object to is the missing `queries` block
+    try:
+        check_config(cfg)
+    except ConfigError as err:
+        assert "queries" in str(err)
+
+
+def test_paper_dry_run_shows_the_full_grid_offline():
+    proc = snakemake("-n", "--configfile", str(PAPER), "--replace-workflow-config")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout + proc.stderr
+    assert job_counts(out) == EXPECTED_JOBS, out[-3000:]
+    assert "/bge_small/bge_reranker/" not in out  # the reranker runs on the strong arm only
+    assert "results-paper/qasper/bge_large/bge_reranker/contrasts.parquet" in out
+    assert "minilm" not in out  # the bundled default's embedder stays out of the grid

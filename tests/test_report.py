@@ -1,0 +1,341 @@
+"""The report's pure functions: tables, bootstrap CIs, section recall, size matching, funnel,
+provenance flags, figures and HTML rendering (no Snakemake)."""
+
+import json
+from html.parser import HTMLParser
+
+import numpy as np
+import polars as pl
+import pytest
+from conftest import SAMPLE
+
+from structablate.report import figures, render, tables
+from structablate.report.page import CellData, CorpusData, build_page, overview_html
+from structablate.report.provenance import cell_flags, llm_status, provenance_blocks
+from structablate.stats.bootstrap import cluster_bootstrap, per_doc, percentile_ci
+
+
+def _scores(values, docs):
+    return pl.DataFrame({"qid": [f"q{i}" for i in range(len(values))], "doc_id": docs,
+                         "qtype": ["x"] * len(values), "covNDCG@10": values,
+                         "RR": [v / 2 for v in values]})
+
+
+def _contrast_rows():
+    base = dict(corpus="qasper", embedder="large", reranker="none", n_queries=40, n_docs=12,
+                p_mixedlm_query=float("nan"))
+    return pl.DataFrame([
+        {**base, "metric": "covNDCG@10", "contrast": "G2-A0", "cond_a": "G2", "cond_b": "A0",
+         "delta": 0.03, "ci_low": 0.01, "ci_high": 0.05, "p": 0.004, "p_holm": 0.008,
+         "dz": 0.31, "p_mixedlm": float("nan"), "primary": False, "family": "exploratory"},
+        {**base, "metric": "covNDCG@10", "contrast": "C4", "cond_a": "A4", "cond_b": "A3",
+         "delta": -0.0147, "ci_low": -0.0192, "ci_high": -0.0104, "p": 0.0001,
+         "p_holm": 0.0004, "dz": -0.11, "p_mixedlm": 0.0002, "primary": True,
+         "family": "pre-registered"},
+        {**base, "metric": "RR", "contrast": "C4", "cond_a": "A4", "cond_b": "A3",
+         "delta": 0.002, "ci_low": -0.01, "ci_high": 0.012, "p": 0.7, "p_holm": 0.7,
+         "dz": 0.01, "p_mixedlm": float("nan"), "primary": False,
+         "family": "pre-registered"},
+    ])
+
+
+class _Tables(HTMLParser):
+    """Table ids, their header cells, and image sources of an HTML page."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables, self.imgs, self._cur, self._in_th, self.text = {}, [], None, False, []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "table":
+            self._cur = a.get("id")
+            self.tables[self._cur] = {"th": [], "td": []}
+        elif tag == "th":
+            self._in_th = True
+        elif tag == "img":
+            self.imgs.append(a["src"])
+
+    def handle_endtag(self, tag):
+        if tag == "th":
+            self._in_th = False
+        elif tag == "table":
+            self._cur = None
+
+    def handle_data(self, data):
+        self.text.append(data)
+        if self._cur is not None and data.strip():
+            self.tables[self._cur]["th" if self._in_th else "td"].append(data.strip())
+
+
+# ---------------------------------------------------------------- formatting and Table 1
+
+
+def test_p_and_number_formatting_follow_the_paper():
+    assert tables.fmt_p(0.0004) == "<0.001"
+    assert tables.fmt_p(0.0171) == "0.017"
+    assert tables.fmt_p(float("nan")) == "—"
+    assert tables.fmt(-0.0147, 4, True) == "−0.0147"
+    assert tables.fmt_ci(-0.0192, -0.0104) == "[−0.0192, −0.0104]"
+    assert tables.fmt_ci(0.1, 0.3, 3, signed=False) == "[0.100, 0.300]"
+
+
+def test_contrast_table_has_table1_layout_preregistered_first():
+    t = tables.contrast_table(_contrast_rows(), ["covNDCG@10", "RR"])
+    assert t.columns == ["contrast", "family", "metric", "queries / docs", "Δ", "95% CI", "p",
+                         "p (Holm)", "dz", "p (MixedLM)", "primary"]
+    first = t.rows[0]
+    assert first[:3] == ["C4: A4 − A3", "pre-registered", "covNDCG@10"]
+    assert first[4:] == ["−0.0147", "[−0.0192, −0.0104]", "<0.001", "<0.001", "−0.11",
+                         "<0.001", "yes"]
+    assert [r[0] for r in t.rows] == ["C4: A4 − A3", "C4: A4 − A3", "G2-A0: G2 − A0"]
+    assert t.rows[1][2] == "RR" and t.rows[1][9] == "—"  # MixedLM not fitted off-primary
+    only = tables.contrast_table(_contrast_rows(), ["RR"])
+    assert len(only.rows) == 1
+
+
+# ---------------------------------------------------------------- bootstrap CIs
+
+
+def test_condition_cis_are_the_clustered_bootstrap_of_each_condition():
+    rng = np.random.default_rng(3)
+    docs = [f"d{i % 7}" for i in range(40)]
+    a = _scores(rng.random(40).tolist(), docs)
+    b = _scores(rng.random(40).tolist(), docs)
+    cis = tables.condition_cis({"A0": a, "G2": b}, n_boot=500, seed=11)
+    assert cis.columns == ["condition", "measure", "mean", "ci_low", "ci_high", "n_queries",
+                           "n_docs"]
+    assert cis.height == 4
+    row = cis.filter((pl.col("condition") == "G2") & (pl.col("measure") == "covNDCG@10")).row(
+        0, named=True)
+    _, s, c = per_doc(b["covNDCG@10"].to_numpy(), b["doc_id"].to_numpy())
+    lo, hi = percentile_ci(cluster_bootstrap(s[:, 0], c, 500, 11))
+    assert row["ci_low"] == pytest.approx(lo) and row["ci_high"] == pytest.approx(hi)
+    assert row["mean"] == pytest.approx(b["covNDCG@10"].mean())
+    assert row["n_queries"] == 40 and row["n_docs"] == 7
+    assert row["ci_low"] < row["mean"] < row["ci_high"]
+    again = tables.condition_cis({"A0": a, "G2": b}, n_boot=500, seed=11)
+    assert again.equals(cis)
+
+
+def test_condition_ci_collapses_when_documents_agree():
+    # every document has the same mean: any resample of documents has that mean
+    df = _scores([0.2, 0.4, 0.3, 0.3], ["a", "a", "b", "b"])
+    row = tables.condition_cis({"G3": df}, n_boot=200).filter(
+        pl.col("measure") == "covNDCG@10").row(0, named=True)
+    assert row["ci_low"] == pytest.approx(0.3) and row["ci_high"] == pytest.approx(0.3)
+
+
+# ---------------------------------------------------------------- section recall
+
+
+def _run(recall, backfill):
+    rows = []
+    for i, (r, n) in enumerate(zip(recall, backfill, strict=True)):
+        for rank in (1, 2):
+            rows.append({"qid": f"q{i}", "rank": rank, "chunk_id": f"c{rank}", "score": 1.0,
+                         "stage": "routed", "n_backfill": n, "section_recall": r})
+    return pl.DataFrame(rows, schema_overrides={"section_recall": pl.Boolean})
+
+
+def test_section_recall_per_query_not_per_row():
+    queries = pl.DataFrame({"qid": ["q0", "q1", "q2", "q3"], "doc_id": ["a", "a", "b", "c"]})
+    run = _run([True, False, True, None], [0, 3, 0, 5])
+    sr = tables.section_recall({"G4": run}, queries, n_boot=300)
+    r = sr.row(0, named=True)
+    assert r["condition"] == "G4" and r["n_queries"] == 3 and r["n_docs"] == 2
+    assert r["section_recall"] == pytest.approx(2 / 3)
+    assert r["mean_backfill"] == pytest.approx(1.0)
+    assert r["share_backfilled"] == pytest.approx(1 / 3)
+    assert 0 <= r["ci_low"] <= r["section_recall"] <= r["ci_high"] <= 1
+    t = tables.section_recall_table(sr)
+    assert t.rows[0][:2] == ["G4", "0.667"] and t.rows[0][4] == "33.3 %"
+    assert tables.section_recall({}, queries).height == 0
+
+
+def test_section_recall_needs_the_diagnostic_column():
+    run = _run([True], [0]).drop("section_recall")
+    with pytest.raises(ValueError, match="section_recall"):
+        tables.section_recall({"A4": run}, pl.DataFrame({"qid": ["q0"], "doc_id": ["a"]}))
+
+
+# ---------------------------------------------------------------- size matching
+
+
+def _chunks(content, prefix, target=None):
+    d = {"chunk_id": [f"c{i}" for i in range(len(content))],
+         "doc_id": ["a"] * (len(content) - 1) + ["b"], "content_tokens": content,
+         "prefix_tokens": prefix}
+    if target is not None:
+        d["size_target"] = target
+    return pl.DataFrame(d)
+
+
+def test_size_matching_reports_means_gap_and_truncation():
+    chunks = {"A0": _chunks([250, 260, 240], [0, 0, 0], [250.0, 250.0, 251.0]),
+              "G2": _chunks([200, 300, 254], [0, 0, 0], [None, None, None]),
+              "G3": _chunks([200, 300, 254], [20, 22, 24])}
+    stats = {("small", cs): {"truncation_rate": r} for cs, r in
+             (("A0", 0.0), ("G2", 0.1), ("G3", 0.25))}
+    sm = tables.size_matching(chunks, stats, ["A0", "G2", "G3", "G4"])
+    g3 = sm.filter(pl.col("chunkset") == "G3").row(0, named=True)
+    assert g3["conditions"] == "G3, G4" and g3["mean_prefix_tokens"] == pytest.approx(22)
+    assert g3["mean_total_tokens"] == pytest.approx((754 + 66) / 3)
+    assert g3["truncation_rate:small"] == 0.25 and g3["n_docs"] == 2
+    assert np.isnan(sm.filter(pl.col("chunkset") == "G2")["mean_size_target"][0])
+    assert tables.size_gap(sm, "gold") == pytest.approx(250 - 754 / 3)
+    assert tables.size_gap(sm, "induced") is None
+    t = tables.size_matching_table(sm, "gold")
+    assert t.columns[-1] == "truncated (small)"
+    assert t.rows[2][-1] == "25.0 %"
+    assert "+" not in t.note.split("tokens:")[1][:3]  # negative gap shown with a minus
+
+
+# ---------------------------------------------------------------- funnel
+
+
+def test_funnel_steps_from_qasper_and_wikipedia_reports():
+    q = {"funnel": [["all questions", 45], ["answerable", 44]], "evidence_exact_share": 0.96,
+         "papers": 15, "papers_with_kept_questions": 15}
+    assert tables.funnel_steps(q) == [("all questions", 45), ("answerable", 44)]
+    t = tables.funnel_table(q)
+    assert t.rows[1] == ["answerable", "44", "97.8 %"] and "96.0 %" in t.note
+    w = {"n_candidates": 6000, "n_examined": 900, "n_accepted": 200,
+         "reject_counts": {"min_words": 500}}
+    assert [n for _, n in tables.funnel_steps(w)] == [6000, 900, 200]
+    byo = {"documents": 3, "queries": {"funnel": [["user queries", 21], ["mapped", 20]]}}
+    assert tables.funnel_steps(byo) == [("user queries", 21), ("mapped", 20)]
+    with pytest.raises(ValueError):
+        tables.funnel_steps({})
+
+
+# ---------------------------------------------------------------- provenance flags
+
+
+def test_untrained_reranker_is_flagged_from_config_or_run_files():
+    rr = {"none": {}, "ce": {"model": "x/ce", "trained": False}, "ok": {"model": "y/ce"}}
+    assert cell_flags(("q", "e", "none"), rr) == []
+    assert "WITHOUT a trained reranker" in cell_flags(("q", "e", "ce"), rr)[0]
+    assert cell_flags(("q", "e", "ok"), rr, observed_trained=True) == []
+    msg = cell_flags(("q", "e", "ok"), rr, observed_trained=False)
+    assert len(msg) == 1 and "run files" in msg[0]
+
+
+def test_llm_replay_is_flagged_and_absence_is_handled():
+    text, flags = llm_status(None, ["A0", "G2"])
+    assert flags == [] and "no condition" in text
+    text, flags = llm_status(None, ["A1"])
+    assert "A1" in text
+    text, flags = llm_status({"backend": "replay", "model": "gemma"}, ["A2"])
+    assert len(flags) == 1 and "REPLAYED" in flags[0]
+    _, flags = llm_status({"backend": "vllm", "mode": "replay", "cache": "g.sqlite"}, ["A1"])
+    assert len(flags) == 1 and "mode: replay, g.sqlite" in flags[0]
+    text, flags = llm_status({"backend": "vllm", "mode": "replay"}, ["G2"])
+    assert flags == [] and "no condition" in text  # nothing was replayed
+    _, flags = llm_status({"backend": "vllm", "model": "gemma", "mode": "cached"}, ["A2"])
+    assert flags == []
+
+
+def test_provenance_names_the_models_and_warns():
+    emb = {"small": {"model": "BAAI/bge-small-en-v1.5",
+                     "query_instruction": "Represent this sentence: "}}
+    rr = {"none": {}, "ce": {"model": "BAAI/bge-reranker-v2-m3", "top_n": 50,
+                             "trained": False}}
+    cells = [("qasper", "small", "none"), ("qasper", "small", "ce")]
+    blocks = provenance_blocks(emb, rr, cells, llm={"backend": "replay"},
+                               conditions=["A0", "A1", "G2"], size_match_structure="gold")
+    warnings = [b.text for b in blocks if isinstance(b, render.Note) and b.kind == "warning"]
+    assert len(warnings) == 3  # untrained reranker, replay, gold size matching
+    table = next(b for b in blocks if isinstance(b, render.Table))
+    assert table.rows[0][1] == "small: BAAI/bge-small-en-v1.5"
+    assert table.rows[1][-1] == "NOT TRAINED"
+
+
+# ---------------------------------------------------------------- figures
+
+
+def test_figures_write_png_and_placeholders_say_not_run(tmp_path):
+    contrasts = _contrast_rows()
+    fig = figures.forest_plot(contrasts, "covNDCG@10")
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert len(labels) == 2 and any("C4: A4−A3" in s for s in labels)
+    figures.save(fig, tmp_path / "forest.png")
+    assert (tmp_path / "forest.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    empty = pl.DataFrame(schema={"metric": pl.String, "slope": pl.Float64})
+    cis = tables.condition_cis({"G2": _scores([0.1, 0.2], ["a", "b"])}, n_boot=100)
+    dose = figures.dose_response_plot(empty, cis, "covNDCG@10")
+    assert not dose.axes and "Not run" in " ".join(t.get_text() for t in dose.texts)
+    sr = figures.section_recall_plot(tables.section_recall({}, pl.DataFrame(
+        {"qid": [], "doc_id": []}, schema={"qid": pl.String, "doc_id": pl.String})))
+    assert "Not run" in " ".join(t.get_text() for t in sr.texts)
+    figures.save(figures.condition_bars(cis), tmp_path / "bars.svg")
+    assert (tmp_path / "bars.svg").read_text().lstrip().startswith("<?xml")
+
+
+def test_dose_response_plot_with_the_full_ladder():
+    rng = np.random.default_rng(0)
+    docs = [f"d{i % 5}" for i in range(20)]
+    scores = {c: _scores((rng.random(20) * 0.1 + 0.1 * k).tolist(), docs)
+              for k, c in enumerate(["A2", "A3-d1", "A3-d2", "A3"])}
+    cis = tables.condition_cis(scores, n_boot=100)
+    dose = pl.DataFrame({"metric": ["covNDCG@10"], "slope": [0.1], "ci_low": [0.08],
+                         "ci_high": [0.12], "p": [0.0]})
+    fig = figures.dose_response_plot(dose, cis, "covNDCG@10")
+    line = fig.axes[0].lines[0]
+    assert list(line.get_xdata()) == [0, 1, 2, 3]
+    assert np.all(np.diff(line.get_ydata()) > 0)
+
+
+# ---------------------------------------------------------------- page
+
+
+def test_page_html_holds_tables_figures_and_escapes(tmp_path):
+    corpus_report = json.loads(json.dumps({"funnel": [["all questions", 3], ["kept", 2]]}))
+    scores = {c: _scores([0.1, 0.3, 0.2], ["a", "b", "b"]) for c in ("A0", "G2")}
+    from structablate.summary import summarize_cell
+
+    cell = CellData(("qasper", "small", "none"), summarize_cell(scores), _contrast_rows(),
+                    tables.condition_cis(scores, n_boot=100),
+                    tables.section_recall({}, pl.DataFrame({"qid": ["q0"], "doc_id": ["a"]})),
+                    pl.DataFrame(), None,
+                    {"bars": "qasper/small/none/condition_bars.png",
+                     "dose": "qasper/small/none/dose_response.png",
+                     "section_recall": "qasper/small/none/section_recall.png"})
+    sm = tables.size_matching({"A0": _chunks([10, 12], [0, 0])},
+                              {("small", "A0"): {"truncation_rate": 0.0}}, ["A0"])
+    corpus = CorpusData("qasper", "qasper", corpus_report, sm,
+                        {"forest": "qasper/forest.png", "funnel": "qasper/funnel.png"})
+    intro, sections = build_page(
+        [cell], [corpus], embedders={"small": {"model": "BAAI/<small>"}},
+        rerankers={"none": {}}, conditions=["A0", "G2"], measures=["covNDCG@10", "RR"],
+        primary={"metric": "covNDCG@10", "embedder": "small", "reranker": "none"})
+    html = render.page_html("t", sections, intro)
+    p = _Tables()
+    p.feed(html)
+    assert {"table-1", "table-2", "models", "contrasts-qasper-small-none",
+            "size-matching-qasper", "funnel-qasper-table"} <= set(p.tables)
+    assert {"Δ", "95% CI", "p (Holm)", "dz", "p (MixedLM)"} <= set(p.tables["table-1"]["th"])
+    assert set(p.imgs) == {"qasper/forest.png", "qasper/funnel.png",
+                           "qasper/small/none/condition_bars.png",
+                           "qasper/small/none/dose_response.png",
+                           "qasper/small/none/section_recall.png"}
+    assert "BAAI/<small>" in "".join(p.text) and "BAAI/<small>" not in html  # escaped
+    assert 'class="primary"' in html  # the primary row is highlighted
+    md = render.page_markdown("t", sections, intro)
+    assert "| C4: A4 − A3 |" in md.replace("| qasper / small / none ", "")
+    assert "![" in md and "**Not run:**" in md
+    ov = overview_html(intro, sections)
+    assert 'id="table-1"' in ov and 'id="models"' in ov and "<img" not in ov
+
+
+def test_sample_funnel_renders():
+    # the bundled corpus's real funnel, as the build_qasper rule writes it
+    from structablate.corpus.qasper import build_qasper_corpus, read_v03
+
+    funnel = build_qasper_corpus(read_v03(SAMPLE)).funnel.as_dict()
+    steps = tables.funnel_steps(funnel)
+    assert steps[0] == ("all questions", 45) and steps[-1][1] == 44
+    t = tables.funnel_table(funnel)
+    assert "evidence mapped exactly" in t.note
+    fig = figures.funnel_plot(steps)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()][0] == "all questions"

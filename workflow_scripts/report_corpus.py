@@ -1,0 +1,43 @@
+"""Glue: a corpus's contrasts, chunks and embedding stats -> forest plot, size-matching table,
+funnel figure."""
+
+import json
+from pathlib import Path
+
+import polars as pl
+
+from structablate.io import read_parquet, write_parquet
+from structablate.report import figures, render, tables
+from structablate.workflow import setup
+
+log = setup(snakemake)  # noqa: F821
+smk = snakemake  # noqa: F821
+corpus = smk.wildcards.corpus
+metric = smk.params.metric
+
+frames = [read_parquet(p) for p in smk.input.contrasts]
+frames = [f for f in frames if f.height]
+contrasts = pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame(
+    schema={"metric": pl.String})
+figures.save(figures.forest_plot(contrasts, metric, title=f"Contrasts of {corpus}, {metric}"),
+             smk.output.forest)
+
+chunks = {cs: read_parquet(p) for cs, p in zip(smk.params.chunksets, smk.input.chunks,
+                                                strict=True)}
+stats = {}
+paths = iter(smk.input.embed_stats)
+for e in smk.params.embedders:  # expand() order: embedder outer, chunkset inner
+    for cs in smk.params.chunksets:
+        stats[(e, cs)] = json.loads(Path(next(paths)).read_text())
+sm = tables.size_matching(chunks, stats, smk.params.conditions)
+write_parquet(sm, smk.output.size_matching)
+Path(smk.output.size_matching_table).write_text(render.standalone_html(
+    f"Size matching and truncation, {corpus}",
+    [tables.size_matching_table(sm, smk.params.size_match_structure,
+                                title=f"Size matching and truncation, {corpus}")]),
+    encoding="utf-8")
+
+report = json.loads(Path(smk.input.corpus_report).read_text())
+figures.save(figures.funnel_plot(tables.funnel_steps(report), title=f"Corpus funnel, {corpus}"),
+             smk.output.funnel)
+log.info("wrote the corpus report of %s (%d contrast rows)", corpus, contrasts.height)
