@@ -16,7 +16,62 @@ rule chunk:
         chunking=chunking_params,
     conda:
         "../envs/cpu.yaml"
+    wildcard_constraints:
+        chunkset=_alternatives([c for c in CHUNKSETS if c != "A1"]),
     log:
         "logs/{corpus}/chunk_{chunkset}.log",
     script:
         "../workflow_scripts/chunk.py"
+
+
+rule contextualize:
+    message:
+        "A1: LLM situating contexts for the size-matched windows of {wildcards.corpus}"
+    input:
+        chunks=f"{R}/{{corpus}}/chunks/A0.parquet",
+        documents=f"{R}/{{corpus}}/documents.parquet",
+    output:
+        chunks=f"{R}/{{corpus}}/chunks/A1.parquet",
+        stats=f"{R}/{{corpus}}/chunks/A1.json",
+    params:
+        llm=llm_params,
+        contexts=config["contexts"],
+        tokenizer=chunk_tokenizer(),
+    threads: 2
+    resources:
+        gpu=1,
+    conda:
+        "../envs/gpu.yaml"
+    log:
+        "logs/{corpus}/contextualize.log",
+    script:
+        "../workflow_scripts/contextualize.py"
+
+
+rule induce_structure:
+    message:
+        "induce section structure of {wildcards.corpus} ({params.induction[inducer]})"
+    input:
+        documents=f"{R}/{{corpus}}/documents.parquet",
+        paragraphs=f"{R}/{{corpus}}/paragraphs.parquet",
+        gold_sections=f"{R}/{{corpus}}/sections_gold.parquet",
+    output:
+        sections=f"{R}/{{corpus}}/sections_induced.parquet",
+        report=report(
+            f"{R}/{{corpus}}/induction_report.json",
+            category="Corpora",
+            subcategory="{corpus}",
+            caption="../resources/report/induction.rst",
+        ),
+    params:
+        llm=lambda w: llm_params(w) if config["induction"]["inducer"] == "llm" else None,
+        induction=config["induction"],
+    threads: 2
+    resources:
+        gpu=lambda w: 1 if config["induction"]["inducer"] == "llm" else 0,
+    conda:
+        "../envs/gpu.yaml"
+    log:
+        "logs/{corpus}/induce_structure.log",
+    script:
+        "../workflow_scripts/induce_structure.py"

@@ -99,6 +99,11 @@ def chunking_params(wildcards):
     return p
 
 
+def llm_params(wildcards=None):
+    """The llm block with its cache path resolved against the working folder."""
+    return config["llm"]
+
+
 def chunkset_of(wildcards):
     return get_condition(wildcards.condition).chunkset
 

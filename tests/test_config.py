@@ -53,3 +53,15 @@ def test_missing_corpus_file_is_named(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError, match=r"corpora.qasper.sources\[0\].path: no file"):
         check_config(BASE)
+
+
+def test_llm_conditions_need_a_model(monkeypatch):
+    monkeypatch.chdir(REPO)
+    cfg = _cfg(conditions=["A0", "A1", "A3"])
+    cfg.pop("llm", None)
+    cfg["induction"] = {"inducer": "llm"}
+    with pytest.raises(ConfigError, match=r"llm.model: conditions A1, A3 need an LLM"):
+        check_config(cfg)
+    cfg["induction"] = {"inducer": "texttiling"}
+    cfg["conditions"] = ["A0", "A3"]
+    assert check_config(cfg)["induction"]["inducer"] == "texttiling"

@@ -93,8 +93,11 @@ def test_snap_edit_reruns_only_fixed_window_branch(project):
     finally:
         cfg_path.write_text(original)
     counts = job_counts(proc.stdout)
-    assert counts == {"chunk": 1, "embed_chunks": 1, "retrieve": 1, "score": 1,
-                      "summarize_cell": 1, "summary_markdown": 1, "all": 1}, proc.stdout[-3000:]
+    # A0's chunks, vectors, run, scores and TREC export, then the cell's aggregates and report
+    per_a0 = {"chunk": 1, "embed_chunks": 1, "retrieve": 1, "score": 1, "trec_export": 1}
+    aggregates = {"summarize_cell": 1, "contrasts": 1, "summary_markdown": 1, "report_cell": 1,
+                  "report_corpus": 1, "report_page": 1, "all": 1}
+    assert counts == per_a0 | aggregates, proc.stdout[-3000:]
     assert "chunks/A0.parquet" in proc.stdout and "chunks/G2.parquet" not in proc.stdout
 
 
@@ -121,7 +124,9 @@ def test_fresh_run_is_byte_identical(project, tmp_path):
     assert proc.returncode == 0, proc.stderr[-4000:]
     a, b = project / "results", other / "results"
     files = sorted(p.relative_to(a) for p in a.rglob("*.parquet"))
-    assert len(files) == 5 + 3 + 4 + 4 + 1  # corpus, chunksets, runs, scores, summary
+    # corpus (5), chunksets (3), runs (4), scores (4), summary, contrasts (3)
+    files = [f for f in files if f.parts[0] != "report"]
+    assert len(files) == 5 + 3 + 4 + 4 + 1 + 3
     for rel in files:
         assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
     for rel in sorted(p.relative_to(a) for p in a.rglob("*.npy")):

@@ -123,5 +123,14 @@ def _cross_checks(cfg: dict[str, Any], source: str) -> None:
                 if c not in CONDITIONS:
                     raise ConfigError(
                         f"{source}: statistics.{fam}.{name}: unknown condition {c!r}")
+    needs_llm = [c for c in conds if CONDITIONS[c].prefix == "context" or (
+        CONDITIONS[c].structure == "induced" and cfg["induction"]["inducer"] == "llm")]
+    needs_llm += ["A0 (size-matched to induced structure)"] if (
+        "A0" in conds and cfg["size_match_structure"] == "induced"
+        and cfg["induction"]["inducer"] == "llm") else []
+    if needs_llm and not cfg["llm"].get("model"):
+        raise ConfigError(
+            f"{source}: llm.model: conditions {', '.join(needs_llm)} need an LLM "
+            "(set llm.model, or induction.inducer: texttiling for the A family)")
     if cfg["chunking"]["t_min"] > cfg["chunking"]["t_max"]:
         raise ConfigError(f"{source}: chunking.t_min: must not exceed chunking.t_max")
