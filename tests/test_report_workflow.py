@@ -2,16 +2,14 @@
 model): the summary page and `snakemake --report` hold the contrast table and every figure, and
 config edits rerun only the branches they touch (dry-run job lists)."""
 
-import json
 import re
 import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, SAMPLE
+from workflow_util import job_counts, snakemake, write_project
 
 pytestmark = pytest.mark.slow
 
@@ -22,30 +20,12 @@ CELL_FIGURES = ["condition_bars.png", "dose_response.png", "section_recall.png"]
 
 
 def _write_project(root: Path) -> None:
-    papers = json.loads(SAMPLE.read_text())
-    subset = {k: papers[k] for k in sorted(papers)[:4]}
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "papers.json").write_text(json.dumps(subset))
-    cfg = yaml.safe_load((REPO / "config.yaml").read_text())
-    cfg["corpora"]["qasper"]["sources"] = [{"format": "v0.3", "path": "papers.json"}]
-    cfg["conditions"] = CONDITIONS
-    # a second entry of the same offline model: its own branch, vectors from the shared cache
-    cfg["embedders"]["minilm_b"] = dict(cfg["embedders"]["minilm"])
-    cfg["statistics"]["bootstrap_iters"] = 1000
-    (root / "config.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True))
+    def tweak(cfg: dict) -> None:
+        # a second entry of the same offline model: its own branch, vectors from the shared cache
+        cfg["embedders"]["minilm_b"] = dict(cfg["embedders"]["minilm"])
+        cfg["statistics"]["bootstrap_iters"] = 1000
 
-
-def snakemake(root: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
-           "--directory", str(root), "--configfile", str(root / "config.yaml"), "--cores", "2",
-           *args]
-    return subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=900)
-
-
-def job_counts(output: str) -> dict[str, int]:
-    stats = output.split("Job stats:")[-1]
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M)
-            if m.group(1) != "total"}
+    write_project(root, CONDITIONS, tweak=tweak)
 
 
 def jobs_text(output: str) -> str:

@@ -5,16 +5,12 @@ has nothing to do; a chunking edit reruns only the branch it affects; a fresh ru
 folder gives byte-identical Parquet outputs.
 """
 
-import json
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
 import yaml
-from conftest import REPO, SAMPLE
+from workflow_util import job_counts, snakemake, write_project
 
 from structablate.tables import check_table
 
@@ -24,29 +20,7 @@ CONDITIONS = ["A0", "G2", "G3", "G4"]
 
 
 def _write_project(root: Path, **chunking) -> None:
-    papers = json.loads(SAMPLE.read_text())
-    subset = {k: papers[k] for k in sorted(papers)[:4]}
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "papers.json").write_text(json.dumps(subset))
-    cfg = yaml.safe_load((REPO / "config.yaml").read_text())
-    cfg["corpora"]["qasper"]["sources"] = [{"format": "v0.3", "path": "papers.json"}]
-    cfg["conditions"] = CONDITIONS
-    cfg["chunking"].update(chunking)
-    (root / "config.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True))
-
-
-def snakemake(root: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
-           "--directory", str(root), "--configfile", str(root / "config.yaml"), "--cores", "2",
-           *args]
-    return subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=900)
-
-
-def job_counts(output: str) -> dict[str, int]:
-    """The 'Job stats' table of a (dry) run: rule -> count."""
-    stats = output.split("Job stats:")[-1]
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M)
-            if m.group(1) != "total"}
+    write_project(root, CONDITIONS, tweak=lambda cfg: cfg["chunking"].update(chunking))
 
 
 @pytest.fixture(scope="module")

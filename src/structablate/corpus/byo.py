@@ -184,6 +184,31 @@ def option(cfg: Mapping, key: str, default, types: type | tuple[type, ...], name
 # entry point
 
 
+def file_units(
+    cfg: Mapping, name: str, extensions: Sequence[str], parse: Callable[..., FlatDocument],
+    default_lead: str,
+) -> Iterator[Unit]:
+    """One unit per file of ``cfg['path']`` for the file-per-document adapters (Markdown,
+    HTML): reads the shared options once and defers parsing to ``parse(text, doc_id=...,
+    default_title=..., where=..., lead_heading=..., heading_separator=..., code_blocks=...)``."""
+    lead = option(cfg, "lead_heading", default_lead, str, name)
+    sep = option(cfg, "heading_separator", None, str, name)
+    code = option(cfg, "code_blocks", "keep", str, name)
+    if code not in ("keep", "drop"):
+        raise ByoInputError(f"corpus {name}", f"code_blocks must be keep or drop, not {code!r}")
+    exts = tuple(option(cfg, "extensions", list(extensions), list, name))
+    for sf in list_files(cfg["path"], exts):
+        yield str(sf.path), sf.doc_id, _file_reader(parse, sf.path, sf.doc_id, lead, sep, code)
+
+
+def _file_reader(parse, path: Path, doc_id: str, lead: str, sep: str | None, code: str):
+    def read() -> FlatDocument:
+        return parse(read_text(path), doc_id=doc_id, default_title=path.stem, where=str(path),
+                     lead_heading=lead, heading_separator=sep, code_blocks=code)
+
+    return read
+
+
 def iter_units(corpus_cfg: Mapping, source_name: str) -> Iterator[Unit]:
     """The input units of a corpus entry, from the adapter its ``type`` names."""
     kind = corpus_cfg.get("type")

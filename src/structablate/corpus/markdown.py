@@ -28,7 +28,6 @@ Rules (``docs/byo.md`` has them with examples):
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 
 import yaml
 from markdown_it import MarkdownIt
@@ -39,9 +38,7 @@ from structablate.corpus.byo import (
     ByoInputError,
     HeadingStack,
     Unit,
-    list_files,
-    option,
-    read_text,
+    file_units,
 )
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
 
@@ -190,20 +187,4 @@ def parse_markdown(
 
 def iter_units(cfg: Mapping, name: str) -> Iterator[Unit]:
     """One unit per Markdown file of ``cfg['path']``."""
-    lead = option(cfg, "lead_heading", DEFAULT_LEAD_HEADING, str, name)
-    sep = option(cfg, "heading_separator", None, str, name)
-    code = option(cfg, "code_blocks", "keep", str, name)
-    if code not in ("keep", "drop"):
-        raise ByoInputError(f"corpus {name}", f"code_blocks must be keep or drop, not {code!r}")
-    exts = tuple(option(cfg, "extensions", list(EXTENSIONS), list, name))
-    for sf in list_files(cfg["path"], exts):
-        yield str(sf.path), sf.doc_id, _reader(sf.path, sf.doc_id, lead, sep, code)
-
-
-def _reader(path: Path, doc_id: str, lead: str, sep: str | None, code: str):
-    def read() -> FlatDocument:
-        return parse_markdown(
-            read_text(path), doc_id=doc_id, default_title=path.stem, where=str(path),
-            lead_heading=lead, heading_separator=sep, code_blocks=code)
-
-    return read
+    return file_units(cfg, name, EXTENSIONS, parse_markdown, DEFAULT_LEAD_HEADING)

@@ -1,0 +1,50 @@
+"""Helpers for tests that run the real Snakemake workflow in a temporary project folder."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+from conftest import REPO, SAMPLE
+
+
+def write_project(
+    root: Path, conditions: list[str], n_papers: int = 4,
+    tweak: Callable[[dict], None] | None = None,
+) -> None:
+    """A project folder: the first ``n_papers`` of the bundled QASPER sample and config.yaml
+    with ``conditions``; ``tweak`` edits the config dict before it is written. Paths the
+    default config keeps relative to the repository (the recorded LLM cache) are made
+    absolute, since Snakemake runs in ``root``."""
+    papers = json.loads(SAMPLE.read_text())
+    subset = {k: papers[k] for k in sorted(papers)[:n_papers]}
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "papers.json").write_text(json.dumps(subset))
+    cfg = yaml.safe_load((REPO / "config.yaml").read_text())
+    cfg["corpora"]["qasper"]["sources"] = [{"format": "v0.3", "path": "papers.json"}]
+    cfg["conditions"] = conditions
+    if cfg.get("llm", {}).get("cache"):
+        cfg["llm"]["cache"] = str(REPO / cfg["llm"]["cache"])
+    if tweak is not None:
+        tweak(cfg)
+    (root / "config.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True))
+
+
+def snakemake(root: Path, *args: str, timeout: int = 1200) -> subprocess.CompletedProcess:
+    """Run the workflow's CLI in ``root`` with its config.yaml (only) and 2 cores."""
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+           "--directory", str(root), "--configfile", str(root / "config.yaml"),
+           "--replace-workflow-config", "--cores", "2", *args]
+    return subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout)
+
+
+def job_counts(output: str) -> dict[str, int]:
+    """The 'Job stats' table of a (dry) run: rule -> count."""
+    stats = output.split("Job stats:")[-1]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M)
+            if m.group(1) != "total"}
