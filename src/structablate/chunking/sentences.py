@@ -29,7 +29,11 @@ def _is_abbreviation(text: str, stop: int) -> bool:
     """Is the full stop at ``text[stop]`` the end of an abbreviation or an initial?"""
     if text[stop] != ".":
         return False
-    m = _WORD_BEFORE.search(text, 0, stop)
+    # the word before the stop: scan back to the previous whitespace only (not from 0)
+    lo = stop
+    while lo > 0 and not text[lo - 1].isspace():
+        lo -= 1
+    m = _WORD_BEFORE.search(text, lo, stop)
     if not m:
         return False
     word = m.group(1).lstrip("(\"'[“‘")
