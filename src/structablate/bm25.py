@@ -1,0 +1,231 @@
+"""The lexical baseline: BM25 gold-top-1 (paper, Appendix I).
+
+BM25 gold-top-1 is the fraction of queries whose **top BM25 chunk over the whole corpus** is
+binary-relevant (paper, Appendix C: ``|c∩g|/|g| >= 0.5`` or ``|c∩g|/|c| >= 0.8``, via
+:func:`structablate.metrics.relevance.relevant_to_any`) to one of the query's gold spans. A
+chunk of another document is never relevant.
+
+Stated choices:
+
+* **chunkset** — whatever chunk table is passed (the workflow passes the gold structural
+  chunks, G2); a chunk's BM25 text is its **content** ``text[start:end]``; the prefix is left
+  out unless ``include_prefix`` (relevance is on content offsets either way);
+* **tokenization** (:func:`bm25_tokenize`) — Unicode NFKD with combining marks removed,
+  case-folded, tokens = maximal runs of letters and digits (punctuation separates tokens), no
+  stopword removal, no stemming; the same rule as the leakage filter
+  (:func:`structablate.queries.leakage.tokenize`);
+* **BM25** — ``rank_bm25.BM25Okapi`` with its defaults (``k1`` 1.5, ``b`` 0.75, ``epsilon``
+  0.25: a negative idf is floored at ``epsilon`` times the mean idf). ``BM25Okapi`` fits the
+  index (term frequencies, document lengths, idf); the scores are computed with the same
+  formula as ``BM25Okapi.get_scores`` but as one sparse product per batch of queries
+  (``get_scores`` loops over every chunk in Python, hours on 36k chunks × 4k queries); a test
+  checks equality with ``get_scores``;
+* **scope** — ``corpus`` (default): the top chunk over the whole chunkset; ``document``: the
+  top chunk among the chunks of the query's own document (same index, so idf and average
+  length still come from the whole chunkset). The paper does not state its scope; on full
+  QASPER with G2 chunks the document scope gives about 20% (paper: 22.7%), the corpus scope
+  about 4% (see ``docs/queries.md``);
+* **ties** — the top chunk is the first of the maximal scores in chunk-table order
+  (``numpy.argmax``); a query with no token in the index scores 0 everywhere and counts as a
+  miss unless the first chunk happens to be relevant (``n_zero_score`` reports how many).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+from rank_bm25 import BM25Okapi
+from scipy import sparse
+
+from structablate.metrics.relevance import relevant_to_any
+from structablate.queries.leakage import tokenize as bm25_tokenize
+
+__all__ = ["BM25Index", "bm25_gold_top1", "bm25_tokenize", "evidence_rouge"]
+
+
+class BM25Index:
+    """A ``BM25Okapi`` index over token lists with vectorized scoring."""
+
+    def __init__(self, corpus: Sequence[Sequence[str]], *, k1: float = 1.5, b: float = 0.75,
+                 epsilon: float = 0.25):
+        if not corpus:
+            raise ValueError("BM25 needs at least one chunk")
+        self.okapi = BM25Okapi([list(t) for t in corpus], k1=k1, b=b, epsilon=epsilon)
+        ok = self.okapi
+        self.vocab = {w: i for i, w in enumerate(sorted(ok.idf))}
+        self.idf = np.array([ok.idf[w] for w in sorted(ok.idf)], dtype=np.float64)
+        rows, cols, vals = [], [], []
+        doc_len = np.asarray(ok.doc_len, dtype=np.float64)
+        norm = ok.k1 * (1 - ok.b + ok.b * doc_len / ok.avgdl)
+        for d, freqs in enumerate(ok.doc_freqs):
+            for w, tf in freqs.items():
+                rows.append(d)
+                cols.append(self.vocab[w])
+                vals.append(tf * (ok.k1 + 1) / (tf + norm[d]))
+        self.weights = sparse.csr_matrix(
+            (np.asarray(vals, dtype=np.float64), (rows, cols)),
+            shape=(len(ok.doc_freqs), len(self.vocab)))
+
+    def query_matrix(self, queries: Sequence[Sequence[str]]) -> sparse.csr_matrix:
+        """``idf``-weighted term counts of the queries (a repeated query term counts again,
+        as in ``get_scores``; unknown terms are ignored)."""
+        rows, cols, vals = [], [], []
+        for qi, toks in enumerate(queries):
+            for w in toks:
+                j = self.vocab.get(w)
+                if j is not None:
+                    rows.append(qi)
+                    cols.append(j)
+                    vals.append(self.idf[j])
+        return sparse.csr_matrix((np.asarray(vals, dtype=np.float64), (rows, cols)),
+                                 shape=(len(queries), len(self.vocab)))
+
+    def scores(self, queries: Sequence[Sequence[str]]) -> np.ndarray:
+        """Dense ``(n_queries, n_chunks)`` scores."""
+        return np.asarray((self.query_matrix(queries) @ self.weights.T).todense())
+
+    def top1(
+        self,
+        queries: Sequence[Sequence[str]],
+        candidates: Sequence[np.ndarray] | None = None,
+        batch: int = 256,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Index and score of each query's best chunk (first maximum), over all chunks or over
+        ``candidates[q]`` (chunk indices in ascending order) for query ``q``."""
+        idx, best = [], []
+        for b in range(0, len(queries), batch):
+            s = self.scores(queries[b : b + batch])
+            for k in range(s.shape[0]):
+                row = s[k]
+                if candidates is None:
+                    i = int(row.argmax())
+                else:
+                    cand = candidates[b + k]
+                    i = int(cand[int(row[cand].argmax())])
+                idx.append(i)
+                best.append(float(row[i]))
+        return np.asarray(idx, dtype=np.int64), np.asarray(best, dtype=np.float64)
+
+
+def _chunk_texts(chunks: pl.DataFrame, documents: pl.DataFrame, include_prefix: bool
+                 ) -> list[str]:
+    texts = dict(documents.select("doc_id", "text").iter_rows())
+    out = []
+    for doc_id, s, e, prefix in chunks.select("doc_id", "start", "end", "prefix").iter_rows():
+        if doc_id not in texts:
+            raise ValueError(f"chunk of document {doc_id!r} that is not in the documents table")
+        body = texts[doc_id][s:e]
+        out.append((prefix or "") + body if include_prefix else body)
+    return out
+
+
+def bm25_gold_top1(
+    chunks: pl.DataFrame,
+    documents: pl.DataFrame,
+    queries: pl.DataFrame,
+    qrels: pl.DataFrame,
+    *,
+    include_prefix: bool = False,
+    scope: str = "corpus",
+    k1: float = 1.5,
+    b: float = 0.75,
+    epsilon: float = 0.25,
+) -> tuple[dict[str, Any], pl.DataFrame]:
+    """BM25 gold-top-1 of ``queries`` over ``chunks`` (module docstring).
+
+    ``scope``: ``corpus`` or ``document`` (module docstring). Returns the summary
+    (``scope``, ``n_queries``, ``hits``, ``gold_top1``, ``by_qtype``, ``n_chunks``,
+    ``n_zero_score``, the stated settings) and a per-query frame (qid, doc_id, qtype,
+    top_chunk_id, top_doc_id, score, hit, same_doc).
+    """
+    chunks = chunks.with_columns(pl.col("prefix").fill_null("")) if "prefix" in chunks.columns \
+        else chunks.with_columns(pl.lit("").alias("prefix"))
+    index = BM25Index([bm25_tokenize(t) for t in _chunk_texts(chunks, documents, include_prefix)],
+                      k1=k1, b=b, epsilon=epsilon)
+    gold: dict[str, list[tuple[int, int]]] = {}
+    for qid, s, e in qrels.select("qid", "start", "end").iter_rows():
+        gold.setdefault(qid, []).append((s, e))
+    qs = queries.select("qid", "doc_id", "text", "qtype").filter(pl.col("qid").is_in(list(gold)))
+    missing = queries.height - qs.height
+    if scope not in ("corpus", "document"):
+        raise ValueError(f"scope must be 'corpus' or 'document', got {scope!r}")
+    cand = None
+    if scope == "document":
+        by_doc: dict[str, list[int]] = {}
+        for i, d in enumerate(chunks["doc_id"].to_list()):
+            by_doc.setdefault(d, []).append(i)
+        absent = sorted(set(qs["doc_id"].to_list()) - set(by_doc))
+        if absent:
+            raise ValueError(f"queries on documents without chunks: {absent[:5]}")
+        cand = [np.asarray(by_doc[d], dtype=np.int64) for d in qs["doc_id"].to_list()]
+    top, score = index.top1([bm25_tokenize(t) for t in qs["text"].to_list()], cand)
+    c_ids = chunks["chunk_id"].to_list()
+    c_doc = chunks["doc_id"].to_list()
+    c_s = chunks["start"].to_list()
+    c_e = chunks["end"].to_list()
+    rows = []
+    for (qid, doc_id, _text, qtype), i, sc in zip(qs.iter_rows(), top.tolist(), score.tolist(),
+                                                   strict=True):
+        same = c_doc[i] == doc_id
+        hit = same and relevant_to_any((c_s[i], c_e[i]), gold[qid])
+        rows.append({"qid": qid, "doc_id": doc_id, "qtype": qtype, "top_chunk_id": c_ids[i],
+                     "top_doc_id": c_doc[i], "score": float(sc), "hit": bool(hit),
+                     "same_doc": bool(same)})
+    per_query = pl.DataFrame(rows, schema={
+        "qid": pl.String, "doc_id": pl.String, "qtype": pl.String, "top_chunk_id": pl.String,
+        "top_doc_id": pl.String, "score": pl.Float64, "hit": pl.Boolean, "same_doc": pl.Boolean})
+    n = per_query.height
+    by_type = {}
+    for qtype in sorted(set(per_query["qtype"].to_list())):
+        sub = per_query.filter(pl.col("qtype") == qtype)
+        by_type[qtype] = {"n": sub.height, "gold_top1": float(sub["hit"].mean())}
+    summary = {
+        "scope": scope,
+        "n_queries": n,
+        "queries_without_qrels": missing,
+        "hits": int(per_query["hit"].sum()) if n else 0,
+        "gold_top1": float(per_query["hit"].mean()) if n else None,
+        "top1_in_gold_document": float(per_query["same_doc"].mean()) if n else None,
+        "by_qtype": by_type,
+        "n_chunks": chunks.height,
+        "n_documents": documents.height,
+        "n_zero_score": int((per_query["score"] <= 0).sum()) if n else 0,
+        "tokenization": "NFKD, combining marks removed, casefold, [^\\W_]+ runs; "
+                        "stopwords kept, no stemming",
+        "bm25": {"impl": "rank_bm25.BM25Okapi", "k1": k1, "b": b, "epsilon": epsilon},
+        "chunk_text": "prefix + content" if include_prefix else "content only",
+        "relevance": "binary: |c∩g|/|g| >= 0.5 or |c∩g|/|c| >= 0.8, any gold span",
+    }
+    return summary, per_query
+
+
+def evidence_rouge(
+    documents: pl.DataFrame, queries: pl.DataFrame, qrels: pl.DataFrame
+) -> tuple[dict[str, Any] | None, pl.DataFrame]:
+    """ROUGE-L F1 of each query against its gold evidence (maximum over its spans), with the
+    leakage filter's tokenizer; returns quantiles (overall and per qtype) and per-query values."""
+    from structablate.queries.leakage import rouge_l
+    from structablate.queries.pipeline import rouge_quantiles
+
+    texts = dict(documents.select("doc_id", "text").iter_rows())
+    gold: dict[str, list[tuple[str, int, int]]] = {}
+    for qid, doc_id, s, e in qrels.select("qid", "doc_id", "start", "end").iter_rows():
+        gold.setdefault(qid, []).append((doc_id, s, e))
+    qids, types, vals = [], [], []
+    for qid, text, qtype in queries.select("qid", "text", "qtype").iter_rows():
+        if qid not in gold:
+            continue
+        qids.append(qid)
+        types.append(qtype)
+        vals.append(max(rouge_l(text, texts[d][s:e]) for d, s, e in gold[qid]))
+    per_query = pl.DataFrame({"qid": qids, "qtype": types, "rouge_l": vals},
+                             schema={"qid": pl.String, "qtype": pl.String,
+                                     "rouge_l": pl.Float64})
+    summary = rouge_quantiles(vals)
+    if summary is not None:
+        summary["by_qtype"] = {t: rouge_quantiles([v for v, tt in zip(vals, types, strict=True)
+                                                   if tt == t]) for t in sorted(set(types))}
+    return summary, per_query

@@ -1,0 +1,54 @@
+"""Synthetic queries with leakage control (paper, Appendix F): gold spans sampled by the
+pipeline, LLM query writing, the ROUGE-L / n-gram leakage filter, paraphrase, balancing.
+
+See ``docs/queries.md``.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from structablate.queries.balance import balance
+from structablate.queries.config import QTYPES, QueryGenConfig
+from structablate.queries.leakage import (
+    LeakageCheck,
+    check_leakage,
+    rouge_l,
+    shared_ngrams,
+    tokenize,
+)
+from structablate.queries.pipeline import QueryGenResult, generate_queries, rouge_quantiles
+from structablate.queries.spans import Candidate, sample_candidates, sample_document
+
+__all__ = [
+    "QTYPES",
+    "Candidate",
+    "LeakageCheck",
+    "QueryGenConfig",
+    "QueryGenResult",
+    "balance",
+    "check_leakage",
+    "generate_queries",
+    "generate_queries_from_frames",
+    "rouge_l",
+    "rouge_quantiles",
+    "sample_candidates",
+    "sample_document",
+    "shared_ngrams",
+    "tokenize",
+]
+
+
+def generate_queries_from_frames(
+    documents: pl.DataFrame,
+    paragraphs: pl.DataFrame,
+    sections: pl.DataFrame,
+    client,
+    cfg: QueryGenConfig | dict | None = None,
+) -> QueryGenResult:
+    """:func:`generate_queries` over the corpus tables (documents, paragraphs, gold sections)."""
+    from structablate.structure import documents_from_frames
+
+    if not isinstance(cfg, QueryGenConfig):
+        cfg = QueryGenConfig.from_dict(cfg)
+    return generate_queries(documents_from_frames(documents, paragraphs, sections), client, cfg)

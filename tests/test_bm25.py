@@ -1,0 +1,117 @@
+"""BM25 gold-top-1 (paper, Appendix I) on a hand-checked tiny corpus, and the vectorized
+scores against rank-bm25's own ``get_scores``."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from rank_bm25 import BM25Okapi
+
+from structablate.bm25 import BM25Index, bm25_gold_top1, bm25_tokenize, evidence_rouge
+from structablate.tables import frame
+
+A = "apple banana cherry.\n\nzebra yak walrus.\n\nkiwi lemon mango."
+B = "apple banana grape.\n\nsun moon star."
+
+
+def _paras(text):
+    out, pos = [], 0
+    for p in text.split("\n\n"):
+        out.append((pos, pos + len(p)))
+        pos += len(p) + 2
+    return out
+
+
+@pytest.fixture()
+def tiny():
+    docs = frame("documents", {"doc_id": ["A", "B"], "corpus": ["t", "t"], "title": ["A", "B"],
+                               "text": [A, B], "topic": [None, None]})
+    rows = []
+    for d, text in (("A", A), ("B", B)):
+        for k, (s, e) in enumerate(_paras(text)):
+            rows.append({"chunk_id": f"G2:{d}:{k}", "doc_id": d, "start": s, "end": e,
+                         "section_idx": k, "top_section": k, "prefix": "",
+                         "content_tokens": 3, "prefix_tokens": 0})
+    chunks = frame("chunks", rows)
+    pa, pb = _paras(A), _paras(B)
+    queries = frame("queries", {
+        "qid": ["q1", "q2", "q3", "q4", "q5"], "doc_id": ["A", "A", "A", "B", "B"],
+        "text": ["Zebra, walrus?", "apple banana grape", "kiwi", "MOON", "xyzzy"],
+        "qtype": ["f", "f", "f", "f", "u"]})
+    qrels = frame("qrels", {
+        "qid": ["q1", "q2", "q3", "q4", "q5"], "doc_id": ["A", "A", "A", "B", "B"],
+        # q3's gold span is paragraph 1 plus "kiwi": chunk A:2 holds 4 of its 23 characters
+        # (< 50%) and 4 of its own 17 (< 80%), so A:2 is not relevant
+        "start": [pa[1][0], pa[0][0], pa[1][0], pb[1][0], pb[0][0]],
+        "end": [pa[1][1], pa[0][1], pa[2][0] + 4, pb[1][1], pb[0][1]]})
+    return chunks, docs, queries, qrels
+
+
+def test_gold_top1_hand_checked(tiny):
+    chunks, docs, queries, qrels = tiny
+    s, pq = bm25_gold_top1(chunks, docs, queries, qrels)
+    top = dict(pq.select("qid", "top_chunk_id").iter_rows())
+    hit = dict(pq.select("qid", "hit").iter_rows())
+    # q1: A:1 holds zebra and walrus -> hit
+    assert top["q1"] == "G2:A:1" and hit["q1"]
+    # q2: B:0 matches all three words (A:0 only two) -> other document -> miss
+    assert top["q2"] == "G2:B:0" and not hit["q2"]
+    # q3: A:2 is the only "kiwi" chunk, but fails both relevance ratios -> miss
+    assert top["q3"] == "G2:A:2" and not hit["q3"]
+    # q4: case-folded "moon" -> B:1 -> hit
+    assert top["q4"] == "G2:B:1" and hit["q4"]
+    # q5: no known token: all scores 0, first chunk (A:0) wins the tie -> miss
+    assert top["q5"] == "G2:A:0" and not hit["q5"]
+    assert s["n_queries"] == 5 and s["hits"] == 2 and s["gold_top1"] == pytest.approx(0.4)
+    assert s["n_zero_score"] == 1 and s["scope"] == "corpus"
+    assert s["by_qtype"] == {"f": {"n": 4, "gold_top1": 0.5}, "u": {"n": 1, "gold_top1": 0.0}}
+
+
+def test_gold_top1_document_scope(tiny):
+    chunks, docs, queries, qrels = tiny
+    s, pq = bm25_gold_top1(chunks, docs, queries, qrels, scope="document")
+    top = dict(pq.select("qid", "top_chunk_id").iter_rows())
+    assert top["q2"] == "G2:A:0"  # restricted to A, A:0 wins
+    assert top["q5"] == "G2:B:0"  # all zero in B: its first chunk, which is gold
+    assert s["hits"] == 4 and s["gold_top1"] == pytest.approx(0.8)
+    with pytest.raises(ValueError):
+        bm25_gold_top1(chunks, docs, queries, qrels, scope="section")
+
+
+def test_queries_without_qrels_are_counted(tiny):
+    chunks, docs, queries, qrels = tiny
+    s, _ = bm25_gold_top1(chunks, docs, queries, qrels.filter(pl.col("qid") != "q5"))
+    assert s["n_queries"] == 4 and s["queries_without_qrels"] == 1
+
+
+def test_vectorized_scores_equal_rank_bm25():
+    rng = np.random.default_rng(0)
+    vocab = [f"w{i}" for i in range(30)]
+    corpus = [list(rng.choice(vocab, size=int(rng.integers(1, 25)))) for _ in range(40)]
+    corpus.append(["w0"] * 3)
+    for d in corpus[:25]:  # w1 in more than half the chunks: negative idf, floored
+        d.append("w1")
+    queries = [["w0", "w1", "w1", "w5"], ["unknown"], ["w29", "w7", "w7", "w7"], []]
+    idx = BM25Index(corpus)
+    ref = BM25Okapi(corpus)
+    got = idx.scores(queries)
+    for q, row in zip(queries, got, strict=True):
+        np.testing.assert_allclose(row, ref.get_scores(q), rtol=1e-12, atol=1e-12)
+    top, best = idx.top1(queries)
+    assert top.tolist() == [int(np.argmax(ref.get_scores(q))) for q in queries]
+
+
+def test_tokenize_for_bm25():
+    assert bm25_tokenize("État-major's 2nd Army") == ["etat", "major", "s", "2nd", "army"]
+
+
+def test_evidence_rouge(tiny):
+    _, docs, queries, qrels = tiny
+    summary, pq = evidence_rouge(docs, queries, qrels)
+    vals = dict(pq.select("qid", "rouge_l").iter_rows())
+    # q4 "moon" vs "sun moon star": P = 1, R = 1/3, F1 = 0.5
+    assert vals["q4"] == pytest.approx(0.5)
+    assert vals["q5"] == 0.0
+    assert summary["q100"] == pytest.approx(max(vals.values()), abs=1e-4)
+    assert set(summary["by_qtype"]) == {"f", "u"}
