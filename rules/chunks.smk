@@ -17,7 +17,8 @@ rule chunk:
     conda:
         "../envs/cpu.yaml"
     wildcard_constraints:
-        chunkset=_alternatives([c for c in CHUNKSETS if c != "A1"]),
+        # G2 is always available: the BM25 non-lexicality check reads it
+        chunkset=_alternatives([c for c in {*CHUNKSETS, "G2"} if c != "A1"]),
     log:
         "logs/{corpus}/chunk_{chunkset}.log",
     script:

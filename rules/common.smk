@@ -36,7 +36,7 @@ wildcard_constraints:
     embedder=_alternatives(EMBEDDERS),
     reranker=_alternatives(RERANKERS),
     condition=_alternatives(CONDITIONS),
-    chunkset=_alternatives(CHUNKSETS),
+    chunkset=_alternatives({*CHUNKSETS, "G2"}),
 
 
 def all_targets():
@@ -50,6 +50,7 @@ def all_targets():
                 targets += [f"{cell}/trec/{c}.run" for c in CONDITIONS]
                 targets += [f"{cell}/summary.parquet", f"{cell}/contrasts.parquet"]
     targets.append(f"{R}/summary.md")
+    targets += [f"{R}/{corpus}/bm25.json" for corpus in config["corpora"]]
     targets += [f"{R}/report/index.html", f"{R}/report/index.md"]
     return targets
 

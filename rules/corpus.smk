@@ -93,3 +93,60 @@ rule build_byo:
     localrule: True
     script:
         "../workflow_scripts/build_byo.py"
+
+
+rule generate_queries:
+    message:
+        "synthetic queries for {wildcards.corpus}: pipeline-chosen spans, LLM writing, leakage "
+        "filter, paraphrase, balancing"
+    input:
+        documents=f"{R}/{{corpus}}/documents.parquet",
+        paragraphs=f"{R}/{{corpus}}/paragraphs.parquet",
+        sections=f"{R}/{{corpus}}/sections_gold.parquet",
+    output:
+        queries=f"{R}/{{corpus}}/queries.parquet",
+        qrels=f"{R}/{{corpus}}/qrels.parquet",
+        funnel=report(
+            f"{R}/{{corpus}}/funnel.json",
+            category="Corpora",
+            subcategory="{corpus}",
+            caption="../resources/report/query_funnel.rst",
+        ),
+        candidates=f"{R}/{{corpus}}/query_candidates.parquet",
+    params:
+        llm=llm_params,
+        queries=lambda w: config["corpora"][w.corpus].get("queries", {}),
+    wildcard_constraints:
+        corpus=_alternatives(corpora_of_type("wikipedia")),
+    threads: 2
+    resources:
+        gpu=1,
+    conda:
+        "../envs/gpu.yaml"
+    log:
+        "logs/{corpus}/generate_queries.log",
+    script:
+        "../workflow_scripts/generate_queries.py"
+
+
+rule bm25_check:
+    message:
+        "BM25 gold-top-1 and evidence ROUGE-L of {wildcards.corpus} (non-lexicality check)"
+    input:
+        chunks=f"{R}/{{corpus}}/chunks/G2.parquet",
+        documents=f"{R}/{{corpus}}/documents.parquet",
+        queries=f"{R}/{{corpus}}/queries.parquet",
+        qrels=f"{R}/{{corpus}}/qrels.parquet",
+    output:
+        json=f"{R}/{{corpus}}/bm25.json",
+        per_query=f"{R}/{{corpus}}/bm25_per_query.parquet",
+    params:
+        chunkset="G2",
+        include_prefix=False,
+    conda:
+        "../envs/cpu.yaml"
+    log:
+        "logs/{corpus}/bm25_check.log",
+    localrule: True
+    script:
+        "../workflow_scripts/bm25_check.py"

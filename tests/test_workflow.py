@@ -5,6 +5,8 @@ has nothing to do; a chunking edit reruns only the branch it affects; a fresh ru
 folder gives byte-identical Parquet outputs.
 """
 
+import json
+import re
 from pathlib import Path
 
 import polars as pl
@@ -117,3 +119,44 @@ def test_bad_config_fails_before_any_job(tmp_path):
     assert proc.returncode != 0
     assert "retrieval.top_k: 0 is less than the minimum of 1" in proc.stderr + proc.stdout
     assert not (root / "results").exists()
+
+
+ALL_CONDITIONS = ["A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "A4", "G2", "G3", "G4"]
+
+
+def test_dry_run_lists_each_target_once(tmp_path):
+    root = tmp_path / "grid"
+    write_project(root, [c for c in ALL_CONDITIONS if c != "A1"])
+    proc = snakemake(root, "-n")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    counts = job_counts(proc.stdout)
+    # ten conditions, nine chunksets (A4 reads A3's, G4 reads G3's), one inducer run
+    assert counts["induce_structure"] == 1 and counts["chunk"] == 8 and counts["embed_chunks"] == 8
+    assert counts["retrieve"] == counts["score"] == 10
+    outputs = re.findall(r"output: (.+)", proc.stdout)
+    files = [f.strip() for line in outputs for f in line.split(",")]
+    assert len(files) == len(set(files))
+
+
+def test_all_eleven_conditions_replay_the_recorded_llm(tmp_path):
+    """The default's full grid on three papers: A1 contexts replay from resources/llm."""
+    root = tmp_path / "eleven"
+    write_project(root, ALL_CONDITIONS, n_papers=3,
+                  tweak=lambda cfg: cfg["statistics"].update(bootstrap_iters=1000))
+    proc = snakemake(root)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    res = root / "results" / "qasper"
+    a0 = pl.read_parquet(res / "chunks" / "A0.parquet")
+    a1 = pl.read_parquet(res / "chunks" / "A1.parquet")
+    # A1 = A0's windows with a generated context of at most 80 tokens
+    assert a1.select("start", "end", "content_tokens").equals(
+        a0.select("start", "end", "content_tokens"))
+    assert (a1["prefix_tokens"] <= 80 + 1).all() and (a1["prefix_tokens"] > 0).mean() > 0.9
+    stats = json.loads((res / "chunks" / "A1.json").read_text())
+    assert stats["llm_mode"] == "replay" and stats["llm"]["generated"] == 0
+    contrasts = pl.read_parquet(res / "minilm" / "none" / "contrasts.parquet")
+    primary = contrasts.filter(pl.col("primary"))
+    assert sorted(primary["contrast"].to_list()) == ["C1", "C2", "C3", "C4"]
+    assert primary["p_holm"].is_between(0, 1).all()
+    dose = pl.read_parquet(res / "minilm" / "none" / "dose_response.parquet")
+    assert dose.height > 0

@@ -89,12 +89,14 @@ def _cross_checks(cfg: dict[str, Any], source: str) -> None:
                 raise ConfigError(
                     f"{source}: corpora.{name}.source: a wikipedia corpus needs a source "
                     "(mode: xml with a path, or mode: api)")
-            if not corpus.get("queries"):
+            if not isinstance(corpus.get("queries", {}), dict):
                 raise ConfigError(
-                    f"{source}: corpora.{name}.queries: a wikipedia corpus needs queries; "
-                    "synthetic query generation is not part of this release yet, so "
-                    "build its documents alone with `snakemake "
-                    f"results/{name}/documents.parquet` and leave it out of the grid")
+                    f"{source}: corpora.{name}.queries: a wikipedia corpus's queries are "
+                    "generated; give the generation settings as a mapping (docs/queries.md)")
+            if not cfg["llm"].get("model"):
+                raise ConfigError(
+                    f"{source}: llm.model: the wikipedia corpus {name!r} generates its queries "
+                    "with an LLM (set llm.model, docs/llm.md)")
         for i, src in enumerate(corpus.get("sources", [])):
             p = Path(src["path"])
             if src.get("format", "v0.3") == "v0.3" and not p.exists():

@@ -131,7 +131,7 @@ def build_chunks(
                 section_bounds=bounds,
             )
         for k, c in enumerate(spans):
-            rows["chunk_id"].append(f"{cond.chunkset}:{doc_id}:{k}")
+            rows["chunk_id"].append(f"{cond.chunkset}:{id_token(doc_id)}:{k}")
             rows["doc_id"].append(doc_id)
             rows["start"].append(c.start)
             rows["end"].append(c.end)
@@ -140,6 +140,9 @@ def build_chunks(
             rows["prefix"].append(_prefix(cond, doc_id, title, s[c.section_idx], params,
                                           placebo_paths))
             rows["size_target"].append(target)
+    if len(set(rows["chunk_id"])) != len(rows["chunk_id"]):
+        raise ValueError(f"{cond.name}: two documents give the same chunk id; doc_ids that "
+                         "differ only in whitespace are not supported")
     texts_by_doc = dict(documents.select("doc_id", "text").iter_rows())
     contents = [texts_by_doc[d][a:b] for d, a, b in zip(
         rows["doc_id"], rows["start"], rows["end"], strict=True)]
@@ -150,6 +153,12 @@ def build_chunks(
     size_target = rows.pop("size_target")
     df = frame("chunks", rows)
     return df.with_columns(pl.Series("size_target", size_target, dtype=pl.Float64))
+
+
+def id_token(doc_id: str) -> str:
+    """``doc_id`` with whitespace replaced by ``_``: chunk ids must be single tokens in TREC
+    files (Wikipedia titles have spaces)."""
+    return "_".join(doc_id.split()) if any(c.isspace() for c in doc_id) else doc_id
 
 
 def _assign_placebo(cond, documents, paras, secs, counter, params, report):
