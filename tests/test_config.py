@@ -26,7 +26,8 @@ def test_default_config_is_valid_and_filled(monkeypatch):
     monkeypatch.chdir(REPO)
     cfg = check_config(BASE)
     assert cfg["retrieval"]["hnsw"]["M"] == 32
-    assert cfg["embedders"]["minilm"]["max_seq_length"] is None
+    assert cfg["embedders"]["minilm"]["max_seq_length"] == 512
+    assert cfg["embedders"]["minilm"]["device"] == "cpu"
     assert cfg["chunking"]["tokenizer"] is None
 
 
@@ -60,7 +61,8 @@ def test_llm_conditions_need_a_model(monkeypatch):
     cfg = _cfg(conditions=["A0", "A1", "A3"])
     cfg.pop("llm", None)
     cfg["induction"] = {"inducer": "llm"}
-    with pytest.raises(ConfigError, match=r"llm.model: conditions A1, A3 need an LLM"):
+    with pytest.raises(ConfigError, match=r"llm.model: conditions A1, A3, A0 \(size-matched to "
+                       r"induced structure\) need an LLM"):
         check_config(cfg)
     cfg["induction"] = {"inducer": "texttiling"}
     cfg["conditions"] = ["A0", "A3"]
