@@ -122,6 +122,8 @@ rule report_page:
         cell=cell_paths(RP, REPORT_CELLS, "cell.json"),
         size_matching=[f"{RP}/{c}/size_matching.parquet" for c in config["corpora"]],
         corpus_reports=[corpus_report_file(R, config["corpora"], c) for c in config["corpora"]],
+        a1_stats=[f"{R}/{c}/chunks/A1.json" for c in config["corpora"]] if "A1" in CONDITIONS
+        else [],
         figures=[p for f in ("condition_bars", "dose_response", "section_recall")
                  for p in cell_paths(RP, REPORT_CELLS, f"{f}.png")]
         + [f"{RP}/{c}/{f}.png" for c in config["corpora"] for f in ("forest", "funnel")],

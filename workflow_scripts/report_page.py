@@ -19,6 +19,16 @@ def rel(path):
     return os.path.relpath(path, page_dir).replace(os.sep, "/")
 
 
+def a1_cost(path):
+    """Mean A1 context length (tokens) and the LLM calls behind it, from chunks/A1.json."""
+    if not path:
+        return {}
+    stats = json.loads(Path(path).read_text())
+    llm = stats.get("llm", {})
+    return {"a1_prefix_tokens": stats.get("prefix_tokens_mean"),
+            "a1_llm_calls": llm.get("generated", 0) + llm.get("cache_hits", 0)}
+
+
 cells = []
 for i, cell in enumerate(p.cells):
     d = page_dir.joinpath(*cell)
@@ -42,6 +52,7 @@ for i, name in enumerate(p.corpora):
         funnel=json.loads(Path(smk.input.corpus_reports[i]).read_text()),
         size_matching=read_parquet(smk.input.size_matching[i]),
         figures={"forest": rel(d / "forest.png"), "funnel": rel(d / "funnel.png")},
+        **a1_cost(smk.input.a1_stats[i] if smk.input.a1_stats else None),
     ))
 intro, sections = build_page(
     cells, corpora, embedders=p.embedders, rerankers=p.rerankers, conditions=p.conditions,

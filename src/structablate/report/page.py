@@ -29,6 +29,7 @@ from .tables import (
     size_matching_table,
     two_stage_conditions,
 )
+from .verdict import verdict_blocks
 
 TITLE = "structablate report"
 
@@ -52,6 +53,8 @@ class CorpusData:
     funnel: Mapping | None
     size_matching: pl.DataFrame
     figures: dict[str, str] = field(default_factory=dict)
+    a1_prefix_tokens: float | None = None  # mean context length of A1 (tokens), if it ran
+    a1_llm_calls: int | None = None
 
 
 def primary_metric(primary: Mapping, measures: Sequence[str]) -> str:
@@ -79,7 +82,17 @@ def build_page(
                   "(Table 1 layout) and per-condition means (Table 2 layout), with the figures "
                   "of the workflow. The same tables and figures are in Snakemake's report "
                   "(snakemake --report).")]
-    sections = [Section("Run provenance: models and flags", provenance_blocks(
+    sections = []
+    for corpus in corpora:
+        mine = [c for c in cells if c.cell[0] == corpus.name]
+        want = (corpus.name, primary.get("embedder"), primary.get("reranker", "none"))
+        chosen = next((c for c in mine if c.cell == want), mine[0] if mine else None)
+        if chosen is not None:
+            sections.append(Section(f"Verdict: {corpus.name}", verdict_blocks(
+                corpus.name, chosen.cell, chosen.contrasts, chosen.summary,
+                chosen.section_recall, metric, a1_prefix_tokens=corpus.a1_prefix_tokens,
+                a1_llm_calls=corpus.a1_llm_calls), key=f"verdict-{corpus.name}"))
+    sections += [Section("Run provenance: models and flags", provenance_blocks(
         embedders, rerankers, [c.cell for c in cells], observed, llm, conditions,
         size_match_structure, primary), key="provenance")]
 
