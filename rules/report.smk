@@ -144,6 +144,7 @@ rule report_page:
         measures=config["metrics"]["measures"],
         primary=config["statistics"]["primary"],
         size_match_structure=config["size_match_structure"],
+        inducer=config["induction"]["inducer"],
     conda:
         "../envs/cpu.yaml"
     log:

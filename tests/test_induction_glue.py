@@ -118,7 +118,7 @@ def test_contextualize_script_replays_and_recounts(tmp_path, monkeypatch):
                          context_max_tokens=5, max_tokens=100)
 
     out = SimpleNamespace(chunks=str(tmp_path / "A1.parquet"),
-                          report=str(tmp_path / "ctx.json"))
+                          stats=str(tmp_path / "A1.json"))
     run_script("contextualize", tmp_path,
                input=SimpleNamespace(chunks=chunk_path, documents=paths["documents"]),
                params=SimpleNamespace(llm={**llm, "mode": "replay"}, contexts=contexts,
@@ -129,5 +129,6 @@ def test_contextualize_script_replays_and_recounts(tmp_path, monkeypatch):
     assert set(a1["prefix"]) == {"Situating context for this "}  # cut to 5 tokens, + " "
     assert set(a1["prefix_tokens"]) == {5}
     assert a1.drop("prefix", "prefix_tokens").equals(chunks.drop("prefix", "prefix_tokens"))
-    report = json.loads(Path(out.report).read_text())
+    report = json.loads(Path(out.stats).read_text())
     assert report["llm"]["generated"] == 0 and report["llm"]["cache_hits"] == 12
+    assert report["llm_mode"] == "replay" and report["prefix_tokens_mean"] == 5

@@ -57,7 +57,7 @@ for i, name in enumerate(p.corpora):
 intro, sections = build_page(
     cells, corpora, embedders=p.embedders, rerankers=p.rerankers, conditions=p.conditions,
     measures=p.measures, primary=p.primary, llm=p.llm,
-    size_match_structure=p.size_match_structure)
+    size_match_structure=p.size_match_structure, inducer=p.inducer)
 write_page(intro, sections, smk.output.markdown, smk.output.html)
 Path(smk.output.overview).write_text(overview_html(intro, sections), encoding="utf-8")
 log.info("summary page: %d cells, %d corpora", len(cells), len(corpora))

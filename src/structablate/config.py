@@ -125,8 +125,7 @@ def _cross_checks(cfg: dict[str, Any], source: str) -> None:
                 if c not in CONDITIONS:
                     raise ConfigError(
                         f"{source}: statistics.{fam}.{name}: unknown condition {c!r}")
-    needs_llm = [c for c in conds if CONDITIONS[c].prefix == "context" or (
-        CONDITIONS[c].structure == "induced" and cfg["induction"]["inducer"] == "llm")]
+    needs_llm = [c for c in conds if CONDITIONS[c].uses_llm(cfg["induction"]["inducer"])]
     needs_llm += ["A0 (size-matched to induced structure)"] if (
         "A0" in conds and cfg["size_match_structure"] == "induced"
         and cfg["induction"]["inducer"] == "llm") else []

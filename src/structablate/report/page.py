@@ -74,6 +74,7 @@ def build_page(
     primary: Mapping,
     llm: Mapping | None = None,
     size_match_structure: str = "induced",
+    inducer: str = "llm",
 ) -> tuple[list, list[Section]]:
     """(intro blocks, sections) of the summary page."""
     metric = primary_metric(primary, measures)
@@ -94,7 +95,7 @@ def build_page(
                 a1_llm_calls=corpus.a1_llm_calls), key=f"verdict-{corpus.name}"))
     sections += [Section("Run provenance: models and flags", provenance_blocks(
         embedders, rerankers, [c.cell for c in cells], observed, llm, conditions,
-        size_match_structure, primary), key="provenance")]
+        size_match_structure, primary, inducer), key="provenance")]
 
     # Table 1 across cells: the pre-registered family first, primary metric
     allc = [c.contrasts for c in cells if c.contrasts.height]

@@ -45,10 +45,12 @@ def cell_flags(cell: Cell, rerankers: Mapping[str, Mapping],
             "Its scores measure an untrained cross-encoder and are not results."]
 
 
-def llm_status(llm: Mapping | None, conditions: Sequence[str]) -> tuple[str, list[str]]:
+def llm_status(llm: Mapping | None, conditions: Sequence[str], inducer: str = "llm"
+               ) -> tuple[str, list[str]]:
     """A sentence on the LLM stage and the flags it raises (replay, or an LLM condition
-    without an llm config)."""
-    needs = [c for c in conditions if get_condition(c).needs_llm]
+    without an llm config). ``inducer`` is ``induction.inducer``: with ``texttiling`` the
+    A family's structure needs no LLM."""
+    needs = [c for c in conditions if get_condition(c).uses_llm(inducer)]
     flags: list[str] = []
     if not llm:
         text = "No LLM configuration" + (
@@ -63,6 +65,9 @@ def llm_status(llm: Mapping | None, conditions: Sequence[str]) -> tuple[str, lis
         return (f"LLM backend `{backend}`{mode}, model `{model}`: configured, but no condition "
                 "of this run uses it.", flags)
     text = f"LLM backend `{backend}`{mode}, model `{model}`, used by {', '.join(needs)}."
+    if any(get_condition(c).structure == "induced" for c in conditions):
+        text += (" Induced structure (A family) comes from the "
+                 + ("LLM inducer." if inducer == "llm" else f"{inducer} inducer (no LLM)."))
     if replay:
         src = llm.get("cache") or llm.get("replay_path")
         flags.append("LLM outputs were REPLAYED from a recording (llm "
@@ -106,6 +111,7 @@ def provenance_blocks(
     conditions: Sequence[str] = (),
     size_match_structure: str = "induced",
     primary: Mapping | None = None,
+    inducer: str = "llm",
 ) -> list:
     """The provenance part of a page: flags first (warnings), then the models table."""
     observed = observed or {}
@@ -113,7 +119,7 @@ def provenance_blocks(
     flags: list[str] = []
     for cell in cells:
         flags += cell_flags(cell, rerankers, observed.get(cell))
-    llm_text, llm_flags = llm_status(llm, conditions)
+    llm_text, llm_flags = llm_status(llm, conditions, inducer)
     flags += llm_flags
     if size_match_structure != "induced" and any(
             get_condition(c).boundaries == "fixed" for c in conditions):

@@ -104,7 +104,8 @@ def verdict_blocks(
             notes.append(Note(f"{q.text} Not run: the grid lacks {pair[0]} or {pair[1]} "
                               f"({q.meaning}).", "not-run"))
             continue
-        text = f"{q.text} **{verdict}** — {q.meaning}: {_numbers(row, metric)}."
+        text = f"{q.text} Answer: {verdict}. {q.meaning[0].upper()}{q.meaning[1:]}: " \
+               f"{_numbers(row, metric)}."
         if q.key == "contexts":
             extra = []
             for budget in ("TokCov@512", "TokCov@2048"):
