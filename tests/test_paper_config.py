@@ -19,7 +19,7 @@ BGE_INSTRUCTION = "Represent this sentence for searching relevant passages: "
 # conditions use 9 chunksets (A4 reads A3's, G4 reads G3's): `chunk` cuts 8 of them and
 # `contextualize` derives A1 from A0's windows; 9 chunksets x 2 embedders = 18 embed_chunks.
 EXPECTED_JOBS = {
-    "build_qasper": 1, "induce_structure": 1, "contextualize": 1, "chunk": 8,
+    "build_qasper": 1, "bm25_check": 1, "induce_structure": 1, "contextualize": 1, "chunk": 8,
     "embed_chunks": 18, "embed_queries": 2, "retrieve": 22, "rerank": 11, "score": 33,
     "trec_export": 33, "summarize_cell": 3, "contrasts": 3, "summary_markdown": 1,
     "report_cell": 3, "report_corpus": 1, "report_page": 1, "all": 1,

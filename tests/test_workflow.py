@@ -100,9 +100,10 @@ def test_fresh_run_is_byte_identical(project, tmp_path):
     assert proc.returncode == 0, proc.stderr[-4000:]
     a, b = project / "results", other / "results"
     files = sorted(p.relative_to(a) for p in a.rglob("*.parquet"))
-    # corpus (5), chunksets (3), runs (4), scores (4), summary, contrasts (3)
+    # corpus (5), induced sections, BM25 per query, chunksets (3), runs (4), scores (4),
+    # summary, contrasts (3)
     files = [f for f in files if f.parts[0] != "report"]
-    assert len(files) == 5 + 3 + 4 + 4 + 1 + 3
+    assert len(files) == 5 + 1 + 1 + 3 + 4 + 4 + 1 + 3
     for rel in files:
         assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
     for rel in sorted(p.relative_to(a) for p in a.rglob("*.npy")):
