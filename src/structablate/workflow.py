@@ -27,7 +27,10 @@ def setup(smk: Any) -> logging.Logger:
     logging.captureWarnings(True)
     threads = getattr(smk, "threads", None)
     if threads:
-        import torch
-
-        torch.set_num_threads(int(threads))
+        # torch and BLAS read these when they load; set them without importing torch here,
+        # so rules that never touch a model do not pay for loading it
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = str(int(threads))
+        if "torch" in sys.modules:
+            sys.modules["torch"].set_num_threads(int(threads))
     return logging.getLogger(f"structablate.{smk.rule}")
