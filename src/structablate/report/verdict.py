@@ -101,8 +101,8 @@ def verdict_blocks(
                      "—" if row is None else f"[{row['ci_low']:+.4f}, {row['ci_high']:+.4f}]",
                      "—" if row is None else f"{row['p_holm']:.3g}"])
         if row is None:
-            notes.append(Note(f"{q.text} Not run: the grid lacks {pair[0]} or {pair[1]} "
-                              f"({q.meaning}).", "not-run"))
+            notes.append(Note(f"{q.text} Not run: the grid lacks {pair[0]} or {pair[1]}, "
+                              f"needed to compare {q.meaning}.", "not-run"))
             continue
         text = f"{q.text} Answer: {verdict}. {q.meaning[0].upper()}{q.meaning[1:]}: " \
                f"{_numbers(row, metric)}."
