@@ -9,7 +9,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from structablate.conditions import chunksets_for
 from structablate.conditions import condition as get_condition
-from structablate.config import check_config
+from structablate.config import BYO_TYPES, check_config, user_queries_of
 
 config.update(check_config(config, source="config"))
 
@@ -29,6 +29,12 @@ def _alternatives(names):
 
 def corpora_of_type(kind):
     return [name for name, c in config["corpora"].items() if c["type"] == kind]
+
+
+def byo_corpora(with_queries):
+    """Bring-your-own corpora with (True) or without (False) a user-queries file."""
+    return [name for name, c in config["corpora"].items() if c["type"] in BYO_TYPES
+            and bool(user_queries_of(c)) == with_queries]
 
 
 wildcard_constraints:

@@ -83,9 +83,30 @@ rule build_byo:
     params:
         corpus=lambda w: config["corpora"][w.corpus],
     wildcard_constraints:
-        corpus=_alternatives(
-            corpora_of_type("markdown") + corpora_of_type("html") + corpora_of_type("jsonl")
-        ),
+        corpus=_alternatives(byo_corpora(with_queries=True)),
+    conda:
+        "../envs/cpu.yaml"
+    log:
+        "logs/{corpus}/build_byo.log",
+    localrule: True
+    script:
+        "../workflow_scripts/build_byo.py"
+
+
+rule build_byo_documents:
+    message:
+        "bring-your-own corpus {wildcards.corpus} without user queries: parse and verify"
+    input:
+        lambda w: byo_input_files(config["corpora"][w.corpus]),
+    output:
+        documents=f"{R}/{{corpus}}/documents.parquet",
+        paragraphs=f"{R}/{{corpus}}/paragraphs.parquet",
+        sections=f"{R}/{{corpus}}/sections_gold.parquet",
+        report=f"{R}/{{corpus}}/corpus_report.json",
+    params:
+        corpus=lambda w: config["corpora"][w.corpus],
+    wildcard_constraints:
+        corpus=_alternatives(byo_corpora(with_queries=False)),
     conda:
         "../envs/cpu.yaml"
     log:
@@ -117,7 +138,8 @@ rule generate_queries:
         llm=llm_params,
         queries=lambda w: config["corpora"][w.corpus].get("queries", {}),
     wildcard_constraints:
-        corpus=_alternatives(corpora_of_type("wikipedia")),
+        # Wikipedia corpora, and user corpora that bring no questions of their own
+        corpus=_alternatives(corpora_of_type("wikipedia") + byo_corpora(with_queries=False)),
     threads: 2
     resources:
         gpu=1,

@@ -39,3 +39,15 @@ def test_verdict_blocks_pick_available_contrasts_and_cite_numbers():
     routing = next(n for n in notes if n.text.startswith("Is two-stage"))
     assert "+0.0" not in routing.text and "-0.0200" in routing.text and "45%" in routing.text
     assert routing.kind == "warning"
+
+
+def test_synthetic_queries_are_flagged_for_generated_funnels():
+    from structablate.report.page import CorpusData, synthetic_queries
+
+    def corpus(kind, funnel):
+        return CorpusData(name="c", kind=kind, funnel=funnel, size_matching=pl.DataFrame())
+
+    assert synthetic_queries(corpus("wikipedia", {"n_accepted": 5}))
+    assert synthetic_queries(corpus("markdown", {"funnel": [], "per_type": {}}))
+    assert not synthetic_queries(corpus("markdown", {"queries": {"funnel": []}}))
+    assert not synthetic_queries(corpus("qasper", {"funnel": []}))

@@ -57,6 +57,13 @@ class CorpusData:
     a1_llm_calls: int | None = None
 
 
+def synthetic_queries(corpus: CorpusData) -> bool:
+    """Whether a corpus's questions were generated (Wikipedia, or a user corpus without its own
+    questions, whose funnel is the query-generation funnel)."""
+    return corpus.kind == "wikipedia" or (isinstance(corpus.funnel, Mapping)
+                                           and "per_type" in corpus.funnel)
+
+
 def primary_metric(primary: Mapping, measures: Sequence[str]) -> str:
     """The configured primary metric, or the first measure when it was not scored."""
     m = primary.get("metric")
@@ -89,10 +96,17 @@ def build_page(
         want = (corpus.name, primary.get("embedder"), primary.get("reranker", "none"))
         chosen = next((c for c in mine if c.cell == want), mine[0] if mine else None)
         if chosen is not None:
-            sections.append(Section(f"Verdict: {corpus.name}", verdict_blocks(
+            blocks = verdict_blocks(
                 corpus.name, chosen.cell, chosen.contrasts, chosen.summary,
                 chosen.section_recall, metric, a1_prefix_tokens=corpus.a1_prefix_tokens,
-                a1_llm_calls=corpus.a1_llm_calls), key=f"verdict-{corpus.name}"))
+                a1_llm_calls=corpus.a1_llm_calls)
+            if synthetic_queries(corpus):
+                blocks.insert(0, Note(
+                    f"The questions of {corpus.name} are SYNTHETIC: an LLM wrote them from "
+                    "evidence spans the pipeline chose, behind a lexical-leakage filter "
+                    "(docs/queries.md). They are not questions your users asked.", "warning"))
+            sections.append(Section(f"Verdict: {corpus.name}", blocks,
+                                    key=f"verdict-{corpus.name}"))
     sections += [Section("Run provenance: models and flags", provenance_blocks(
         embedders, rerankers, [c.cell for c in cells], observed, llm, conditions,
         size_match_structure, primary, inducer), key="provenance")]
