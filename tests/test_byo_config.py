@@ -40,3 +40,20 @@ def test_user_corpus_without_queries_needs_an_llm(tmp_path):
     cfg.pop("llm")
     with pytest.raises(ConfigError, match=r"corpora.mine.queries: without a queries file"):
         check_config(cfg)
+
+
+def test_documents_of_a_corpus_without_queries_build_alone(tmp_path):
+    import json
+
+    import polars as pl
+
+    from structablate.tables import check_table
+
+    cfg = _cfg(tmp_path, queries=False)
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True))
+    proc = snakemake(tmp_path, "results/mine/corpus_report.json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    docs = check_table(pl.read_parquet(tmp_path / "results/mine/documents.parquet"), "documents")
+    assert docs.height == 3
+    report = json.loads((tmp_path / "results/mine/corpus_report.json").read_text())
+    assert report["documents"] == 3 and not (tmp_path / "results/mine/queries.parquet").exists()

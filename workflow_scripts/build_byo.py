@@ -16,7 +16,7 @@ for s in report["skipped"]:
 write_parquet(documents_frame(docs, name), smk.output.documents)
 write_parquet(paragraphs_frame(docs), smk.output.paragraphs)
 write_parquet(sections_frame([(d.doc_id, d.sections) for d in docs]), smk.output.sections)
-if "queries" in smk.output.keys():
+if getattr(smk.output, "queries", None):
     write_parquet(queries_frame(questions), smk.output.queries)
     write_parquet(qrels_frame(questions), smk.output.qrels)
     write_json(report, smk.output.funnel)
