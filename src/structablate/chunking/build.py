@@ -102,8 +102,8 @@ def build_chunks(
     rows: dict[str, list] = {k: [] for k in (
         "chunk_id", "doc_id", "start", "end", "section_idx", "top_section", "prefix",
         "size_target")}
-    if cond.prefix == "placebo" and placebo_paths is None:
-        placebo_paths = _assign_placebo(cond, documents, paras, secs, counter, params, report)
+    # plan every document's boundaries once; the placebo assignment needs all of them
+    planned: list[tuple[str, str, list[ChunkSpan], float | None]] = []
     docs = documents.select("doc_id", "title", "text").iter_rows()
     for doc_id, title, text in tqdm(
         docs, total=documents.height, desc=f"chunk {cond.chunkset}", disable=not progress,
@@ -130,6 +130,11 @@ def build_chunks(
                 text, sents, starts, target, snap_tokens=params.fixed_snap_tokens,
                 section_bounds=bounds,
             )
+        planned.append((doc_id, title, spans, target))
+    if cond.prefix == "placebo" and placebo_paths is None:
+        placebo_paths = _assign_placebo(cond, planned, secs, params, report)
+    for doc_id, title, spans, target in planned:
+        s = secs[doc_id]
         for k, c in enumerate(spans):
             rows["chunk_id"].append(f"{cond.chunkset}:{id_token(doc_id)}:{k}")
             rows["doc_id"].append(doc_id)
@@ -161,16 +166,16 @@ def id_token(doc_id: str) -> str:
     return "_".join(doc_id.split()) if any(c.isspace() for c in doc_id) else doc_id
 
 
-def _assign_placebo(cond, documents, paras, secs, counter, params, report):
-    """Placebo paths for the (document, truncated path) pairs that own at least one chunk."""
+def _assign_placebo(cond, planned, secs, params, report):
+    """Placebo paths for the (document, truncated path) pairs that own at least one chunk of
+    the planned boundaries."""
     from structablate.chunking.placebo import assign_placebo_paths
 
-    pairs = []
-    for doc_id, text in documents.select("doc_id", "text").iter_rows():
-        spans = structural_chunks(text, paras[doc_id], secs[doc_id], counter.token_starts(text),
-                                  t_max=params.t_max, t_min=params.t_min)
-        for idx in sorted({c.section_idx for c in spans}):
-            pairs.append((doc_id, tuple(secs[doc_id][idx].path[: cond.depth])))
+    pairs = [
+        (doc_id, tuple(secs[doc_id][idx].path[: cond.depth]))
+        for doc_id, _, spans, _ in planned
+        for idx in sorted({c.section_idx for c in spans})
+    ]
     mapping, rep = assign_placebo_paths(pairs, params.placebo_seed,
                                         params.placebo_forbid_identical)
     if report is not None:
