@@ -35,8 +35,8 @@ rule contextualize:
         chunks=f"{R}/{{corpus}}/chunks/A1.parquet",
         stats=f"{R}/{{corpus}}/chunks/A1.json",
     params:
-        llm=llm_params,
-        contexts=config["contexts"],
+        llm=llm_params("contexts"),
+        contexts={k: v for k, v in config["contexts"].items() if k != "llm"},
         tokenizer=chunk_tokenizer(),
     threads: 2
     resources:
@@ -65,8 +65,10 @@ rule induce_structure:
             caption="../resources/report/induction.rst",
         ),
     params:
-        llm=lambda w: llm_params(w) if config["induction"]["inducer"] == "llm" else None,
-        induction=config["induction"],
+        llm=lambda w: llm_params("induction")(w)
+        if config["induction"]["inducer"] == "llm"
+        else None,
+        induction={k: v for k, v in config["induction"].items() if k != "llm"},
     threads: 2
     resources:
         gpu=lambda w: 1 if config["induction"]["inducer"] == "llm" else 0,

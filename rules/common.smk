@@ -9,7 +9,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from structablate.conditions import chunksets_for
 from structablate.conditions import condition as get_condition
-from structablate.config import BYO_TYPES, check_config, user_queries_of
+from structablate.config import BYO_TYPES, check_config, stage_llm, user_queries_of
 
 config.update(check_config(config, source="config"))
 
@@ -106,9 +106,40 @@ def chunking_params(wildcards):
     return p
 
 
-def llm_params(wildcards=None):
-    """The llm block with its cache path resolved against the working folder."""
-    return config["llm"]
+def llm_params(stage):
+    """Params function: the llm settings of ``stage`` (induction, contexts, queries), i.e. the
+    llm block with the stage's own llm block laid over it (config.stage_llm)."""
+
+    def params(wildcards):
+        return stage_llm(config, stage, getattr(wildcards, "corpus", None))
+
+    return params
+
+
+def llm_stages():
+    """For the report: the llm settings of each LLM stage this run has (None: not run)."""
+    conds = config["conditions"]
+    induced = config["induction"]["inducer"] == "llm" and any(
+        get_condition(c).structure == "induced"
+        or (
+            get_condition(c).boundaries == "fixed"
+            and config["size_match_structure"] == "induced"
+        )
+        for c in conds
+    )
+    stages = {
+        "structure induction": stage_llm(config, "induction") if induced else None,
+        "A1 contexts": stage_llm(config, "contexts") if "A1" in conds else None,
+    }
+    for c in corpora_of_type("wikipedia") + byo_corpora(with_queries=False):
+        stages[f"queries ({c})"] = stage_llm(config, "queries", c)
+    return {"stages": stages}
+
+
+def query_generation_params(wildcards):
+    """A generated-queries corpus's generation settings, without its llm override."""
+    q = config["corpora"][wildcards.corpus].get("queries") or {}
+    return {k: v for k, v in q.items() if k != "llm"} if isinstance(q, dict) else {}
 
 
 def chunkset_of(wildcards):

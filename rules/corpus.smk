@@ -135,8 +135,8 @@ rule generate_queries:
         ),
         candidates=f"{R}/{{corpus}}/query_candidates.parquet",
     params:
-        llm=llm_params,
-        queries=lambda w: config["corpora"][w.corpus].get("queries", {}),
+        llm=llm_params("queries"),
+        queries=query_generation_params,
     wildcard_constraints:
         # Wikipedia corpora, and user corpora that bring no questions of their own
         corpus=_alternatives(corpora_of_type("wikipedia") + byo_corpora(with_queries=False)),

@@ -6,7 +6,7 @@ import pytest
 import yaml
 from conftest import REPO
 
-from structablate.config import ConfigError, check_config
+from structablate.config import ConfigError, check_config, stage_llm
 
 BASE = yaml.safe_load((REPO / "config.yaml").read_text())
 
@@ -61,9 +61,41 @@ def test_llm_conditions_need_a_model(monkeypatch):
     cfg = _cfg(conditions=["A0", "A1", "A3"])
     cfg.pop("llm", None)
     cfg["induction"] = {"inducer": "llm"}
-    with pytest.raises(ConfigError, match=r"llm.model: conditions A1, A3, A0 \(size-matched to "
-                       r"induced structure\) need an LLM"):
+    with pytest.raises(ConfigError, match=r"llm.model: conditions A0, A1, A3 need an LLM for "
+                       r"induction \(set llm.model or induction.llm.model"):
         check_config(cfg)
     cfg["induction"] = {"inducer": "texttiling"}
+    with pytest.raises(ConfigError, match=r"conditions A1 need an LLM for contexts"):
+        check_config(cfg)
     cfg["conditions"] = ["A0", "A3"]
     assert check_config(cfg)["induction"]["inducer"] == "texttiling"
+    # a stage's own llm block is enough for that stage
+    cfg["conditions"] = ["A0", "A1", "A3"]
+    cfg["induction"] = {"inducer": "llm", "llm": {"model": "qwen"}}
+    cfg["contexts"] = {"llm": {"model": "smollm2"}}
+    assert check_config(cfg)["contexts"]["llm"] == {"model": "smollm2"}
+
+
+def test_stage_llm_lays_the_stage_block_over_the_llm_block(monkeypatch):
+    monkeypatch.chdir(REPO)
+    cfg = _cfg()
+    cfg["llm"] = {"model": "big", "mode": "replay", "cache": "all.jsonl",
+                  "llamacpp": {"n_ctx": 8192, "n_threads": 2}}
+    cfg["induction"] = {"inducer": "llm", "llm": {"model": "qwen", "cache": "ind.jsonl",
+                                                  "llamacpp": {"n_ctx": 4096}}}
+    cfg = check_config(cfg)
+    ind = stage_llm(cfg, "induction")
+    assert ind["model"] == "qwen" and ind["cache"] == "ind.jsonl"
+    assert ind["mode"] == "replay"  # not overridden: from the llm block
+    assert ind["llamacpp"] == {"n_ctx": 4096, "n_threads": 2}  # nested blocks merge
+    ctx = stage_llm(cfg, "contexts")
+    assert ctx["model"] == "big" and ctx["cache"] == "all.jsonl"
+    assert cfg["llm"]["model"] == "big" and cfg["llm"]["llamacpp"]["n_ctx"] == 8192  # unchanged
+    with pytest.raises(ValueError, match="corpus"):
+        stage_llm(cfg, "queries")
+    with pytest.raises(ValueError, match="unknown LLM stage"):
+        stage_llm(cfg, "rerank")
+    bad = _cfg()
+    bad["contexts"] = {"llm": {"modle": "x"}}
+    with pytest.raises(ConfigError, match="contexts.llm"):
+        check_config(bad)

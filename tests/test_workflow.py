@@ -140,7 +140,8 @@ def test_dry_run_lists_each_target_once(tmp_path):
 
 
 def test_all_eleven_conditions_replay_the_recorded_llm(tmp_path):
-    """The default's full grid on three papers: A1 contexts replay from resources/llm."""
+    """The default's full grid on three papers: induced structure (Qwen2.5-Coder-0.5B) and A1
+    contexts (SmolLM2-135M) replay from resources/llm."""
     root = tmp_path / "eleven"
     write_project(root, ALL_CONDITIONS, n_papers=3,
                   tweak=lambda cfg: cfg["statistics"].update(bootstrap_iters=1000))
@@ -155,9 +156,54 @@ def test_all_eleven_conditions_replay_the_recorded_llm(tmp_path):
     assert (a1["prefix_tokens"] <= 80 + 1).all() and (a1["prefix_tokens"] > 0).mean() > 0.9
     stats = json.loads((res / "chunks" / "A1.json").read_text())
     assert stats["llm_mode"] == "replay" and stats["llm"]["generated"] == 0
+    assert stats["model"] == "smollm2-135m-instruct-q4_1"
+    induction = json.loads((res / "induction_report.json").read_text())
+    assert (induction["inducer"], induction["model"]) == (
+        "llm", "qwen2.5-coder-0.5b-instruct-q4_k_m")
+    assert induction["llm"]["generated"] == 0 and induction["n_documents"] == 3
     contrasts = pl.read_parquet(res / "minilm" / "none" / "contrasts.parquet")
     primary = contrasts.filter(pl.col("primary"))
     assert sorted(primary["contrast"].to_list()) == ["C1", "C2", "C3", "C4"]
     assert primary["p_holm"].is_between(0, 1).all()
     dose = pl.read_parquet(res / "minilm" / "none" / "dose_response.parquet")
     assert dose.height > 0
+
+
+def test_wikipedia_corpus_replays_its_recorded_queries_structure_and_contexts(tmp_path):
+    """The default's Wikipedia corpus end to end: five articles from the bundled XML export,
+    synthetic queries, induced structure and A1 contexts all replayed from resources/llm."""
+    from structablate.queries import check_leakage
+
+    root = tmp_path / "wiki"
+    write_project(root, ["A0", "A1", "A3", "G2"], corpora=("wikipedia",),
+                  tweak=lambda cfg: cfg["statistics"].update(bootstrap_iters=1000))
+    proc = snakemake(root)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    res = root / "results" / "wikipedia"
+    docs = check_table(pl.read_parquet(res / "documents.parquet"), "documents")
+    queries = check_table(pl.read_parquet(res / "queries.parquet"), "queries")
+    qrels = check_table(pl.read_parquet(res / "qrels.parquet"), "qrels")
+    assert docs.height == 5 and queries.height > 0
+    assert set(qrels["qid"]) == set(queries["qid"])  # no query without gold, no orphan gold
+    text = dict(zip(docs["doc_id"], docs["text"], strict=True))
+    evidence: dict[str, list[str]] = {}
+    for r in qrels.iter_rows(named=True):
+        assert 0 <= r["start"] < r["end"] <= len(text[r["doc_id"]])
+        evidence.setdefault(r["qid"], []).append(text[r["doc_id"]][r["start"]:r["end"]])
+    for q in queries.iter_rows(named=True):  # every shipped query passes the leakage filter
+        assert check_leakage(q["text"], evidence[q["qid"]]).passed, q
+    funnel = json.loads((res / "funnel.json").read_text())
+    assert funnel["llm_mode"] == "replay" and funnel["llm"]["generated"] == 0
+    assert funnel["model"] == "qwen2.5-coder-0.5b-instruct-q4_k_m"
+    induction = json.loads((res / "induction_report.json").read_text())
+    assert (induction["inducer"], induction["n_documents"]) == ("llm", 5)
+    assert induction["llm"]["generated"] == 0 and induction["fallback"] == 0
+    a1 = json.loads((res / "chunks" / "A1.json").read_text())
+    assert a1["llm_mode"] == "replay" and a1["llm"]["generated"] == 0
+    for cond in ["A0", "A1", "A3", "G2"]:
+        scores = pl.read_parquet(res / "minilm" / "none" / "scores" / f"{cond}.parquet")
+        assert scores["qid"].to_list() == sorted(queries["qid"].to_list())
+    bm25 = json.loads((res / "bm25.json").read_text())
+    assert bm25["bm25_corpus"]["n_queries"] == queries.height
+    page = (root / "results" / "report" / "index.md").read_text()
+    assert "SYNTHETIC" in page and "queries (wikipedia): backend `llamacpp`" in page

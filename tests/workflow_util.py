@@ -13,23 +13,39 @@ import yaml
 from conftest import REPO, SAMPLE
 
 
+def _absolute_caches(cfg: dict) -> None:
+    """Every LLM cache path of the config (llm block and stage overrides) made absolute."""
+    blocks = [cfg.get("llm") or {}]
+    blocks += [(cfg.get(stage) or {}).get("llm") or {} for stage in ("induction", "contexts")]
+    blocks += [(c.get("queries") or {}).get("llm") or {} for c in cfg["corpora"].values()
+               if isinstance(c.get("queries"), dict)]
+    for block in blocks:
+        if block.get("cache"):
+            block["cache"] = str(REPO / block["cache"])
+
+
 def write_project(
     root: Path, conditions: list[str], n_papers: int = 4,
-    tweak: Callable[[dict], None] | None = None,
+    tweak: Callable[[dict], None] | None = None, corpora: tuple[str, ...] = ("qasper",),
 ) -> None:
     """A project folder: the first ``n_papers`` of the bundled QASPER sample and config.yaml
-    with ``conditions``; ``tweak`` edits the config dict before it is written. Paths the
-    default config keeps relative to the repository (the recorded LLM cache) are made
-    absolute, since Snakemake runs in ``root``."""
+    with ``conditions`` and the default's ``corpora`` (by name; QASPER only unless asked);
+    ``tweak`` edits the config dict before it is written. Paths the default config keeps
+    relative to the repository (recorded LLM caches, the Wikipedia sample) are made absolute,
+    since Snakemake runs in ``root``."""
     papers = json.loads(SAMPLE.read_text())
     subset = {k: papers[k] for k in sorted(papers)[:n_papers]}
     root.mkdir(parents=True, exist_ok=True)
     (root / "papers.json").write_text(json.dumps(subset))
     cfg = yaml.safe_load((REPO / "config.yaml").read_text())
-    cfg["corpora"]["qasper"]["sources"] = [{"format": "v0.3", "path": "papers.json"}]
+    cfg["corpora"] = {name: cfg["corpora"][name] for name in corpora}
+    if "qasper" in cfg["corpora"]:
+        cfg["corpora"]["qasper"]["sources"] = [{"format": "v0.3", "path": "papers.json"}]
+    if "wikipedia" in cfg["corpora"]:
+        src = cfg["corpora"]["wikipedia"]["source"]
+        src["path"] = str(REPO / src["path"])
     cfg["conditions"] = conditions
-    if cfg.get("llm", {}).get("cache"):
-        cfg["llm"]["cache"] = str(REPO / cfg["llm"]["cache"])
+    _absolute_caches(cfg)
     if tweak is not None:
         tweak(cfg)
     (root / "config.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True))
