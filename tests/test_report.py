@@ -191,6 +191,28 @@ def test_size_matching_reports_means_gap_and_truncation():
     assert "+" not in t.note.split("tokens:")[1][:3]  # negative gap shown with a minus
 
 
+def test_induced_chunk_spans_are_compared_with_gold_spans():
+    def spans(rows):
+        return pl.DataFrame(
+            {"chunk_id": [f"c{i}" for i in range(len(rows))],
+             "doc_id": [r[0] for r in rows], "start": [r[1] for r in rows],
+             "end": [r[2] for r in rows], "content_tokens": [10] * len(rows),
+             "prefix_tokens": [0] * len(rows)})
+
+    gold = spans([("a", 0, 10), ("a", 10, 30), ("b", 0, 5)])
+    # (a, 0, 10) matches; (a, 10, 20) only starts like a gold span; (b, 0, 10) only starts
+    # like one (b's gold span ends at 5); (c, 0, 10) has no gold document at all
+    induced = spans([("a", 0, 10), ("a", 10, 20), ("b", 0, 10), ("c", 0, 10)])
+    assert tables.chunk_span_identity(induced, gold) == 0.25
+    assert tables.chunk_span_identity(gold, gold) == 1.0
+    assert np.isnan(tables.chunk_span_identity(induced.head(0), gold))
+    sm = tables.size_matching({"G2": gold, "A2": induced, "A3": induced}, {}, ["G2", "A2", "A3"])
+    ident = dict(zip(sm["chunkset"], sm["gold_span_identity"], strict=True))
+    assert ident["A2"] == ident["A3"] == 0.25 and np.isnan(ident["G2"])
+    row = tables.size_matching_table(sm, "induced").rows[1]
+    assert row[10] == "25.0 %"
+
+
 # ---------------------------------------------------------------- funnel
 
 
