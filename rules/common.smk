@@ -9,7 +9,13 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from structablate.conditions import chunksets_for
 from structablate.conditions import condition as get_condition
-from structablate.config import BYO_TYPES, check_config, stage_llm, user_queries_of
+from structablate.config import (
+    BYO_TYPES,
+    check_config,
+    llm_stages,
+    stage_llm,
+    user_queries_of,
+)
 
 config.update(check_config(config, source="config"))
 
@@ -114,26 +120,6 @@ def llm_params(stage):
         return stage_llm(config, stage, getattr(wildcards, "corpus", None))
 
     return params
-
-
-def llm_stages():
-    """For the report: the llm settings of each LLM stage this run has (None: not run)."""
-    conds = config["conditions"]
-    induced = config["induction"]["inducer"] == "llm" and any(
-        get_condition(c).structure == "induced"
-        or (
-            get_condition(c).boundaries == "fixed"
-            and config["size_match_structure"] == "induced"
-        )
-        for c in conds
-    )
-    stages = {
-        "structure induction": stage_llm(config, "induction") if induced else None,
-        "A1 contexts": stage_llm(config, "contexts") if "A1" in conds else None,
-    }
-    for c in corpora_of_type("wikipedia") + byo_corpora(with_queries=False):
-        stages[f"queries ({c})"] = stage_llm(config, "queries", c)
-    return {"stages": stages}
 
 
 def query_generation_params(wildcards):

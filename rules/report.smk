@@ -139,7 +139,7 @@ rule report_page:
         corpus_types={c: v["type"] for c, v in config["corpora"].items()},
         embedders=config["embedders"],
         rerankers=config["rerankers"],
-        llm=llm_stages(),
+        llm=llm_stages(config),
         conditions=CONDITIONS,
         measures=config["metrics"]["measures"],
         primary=config["statistics"]["primary"],

@@ -6,9 +6,17 @@ import pytest
 import yaml
 from conftest import REPO
 
-from structablate.config import ConfigError, check_config, stage_llm
+from structablate.config import ConfigError, check_config, llm_stages, stage_llm
 
 BASE = yaml.safe_load((REPO / "config.yaml").read_text())
+
+
+def _bare(cfg: dict) -> dict:
+    """``cfg`` with the QASPER corpus only and no stage-level llm blocks."""
+    cfg["corpora"] = {"qasper": cfg["corpora"]["qasper"]}
+    for stage in ("induction", "contexts"):
+        cfg.get(stage, {}).pop("llm", None)
+    return cfg
 
 
 def _cfg(**patch):
@@ -58,7 +66,7 @@ def test_missing_corpus_file_is_named(monkeypatch, tmp_path):
 
 def test_llm_conditions_need_a_model(monkeypatch):
     monkeypatch.chdir(REPO)
-    cfg = _cfg(conditions=["A0", "A1", "A3"])
+    cfg = _bare(_cfg(conditions=["A0", "A1", "A3"]))
     cfg.pop("llm", None)
     cfg["induction"] = {"inducer": "llm"}
     with pytest.raises(ConfigError, match=r"llm.model: conditions A0, A1, A3 need an LLM for "
@@ -78,7 +86,7 @@ def test_llm_conditions_need_a_model(monkeypatch):
 
 def test_stage_llm_lays_the_stage_block_over_the_llm_block(monkeypatch):
     monkeypatch.chdir(REPO)
-    cfg = _cfg()
+    cfg = _bare(_cfg())
     cfg["llm"] = {"model": "big", "mode": "replay", "cache": "all.jsonl",
                   "llamacpp": {"n_ctx": 8192, "n_threads": 2}}
     cfg["induction"] = {"inducer": "llm", "llm": {"model": "qwen", "cache": "ind.jsonl",
@@ -99,3 +107,24 @@ def test_stage_llm_lays_the_stage_block_over_the_llm_block(monkeypatch):
     bad["contexts"] = {"llm": {"modle": "x"}}
     with pytest.raises(ConfigError, match="contexts.llm"):
         check_config(bad)
+
+
+def test_llm_stages_lists_the_stages_that_run(monkeypatch):
+    monkeypatch.chdir(REPO)
+    cfg = _bare(_cfg(conditions=["A0", "G2"]))
+    cfg["llm"] = {"model": "m", "mode": "replay"}
+    cfg["size_match_structure"] = "gold"
+    stages = llm_stages(check_config(cfg))["stages"]
+    assert stages == {"structure induction": None, "A1 contexts": None}
+    cfg["size_match_structure"] = "induced"  # A0's windows are sized to induced structure
+    cfg["conditions"] = ["A0", "A1"]
+    cfg["contexts"] = {"llm": {"model": "small"}}
+    stages = llm_stages(check_config(cfg))["stages"]
+    assert stages["structure induction"]["model"] == "m"
+    assert stages["A1 contexts"]["model"] == "small" and stages["A1 contexts"]["mode"] == "replay"
+    cfg["induction"] = {"inducer": "texttiling"}
+    cfg["corpora"]["wiki"] = {"type": "wikipedia", "source": {"mode": "xml", "path": "x.xml"},
+                              "queries": {"llm": {"model": "writer"}}}
+    stages = llm_stages(check_config(cfg))["stages"]
+    assert stages["structure induction"] is None
+    assert stages["queries (wiki)"]["model"] == "writer"

@@ -51,3 +51,13 @@ def test_synthetic_queries_are_flagged_for_generated_funnels():
     assert synthetic_queries(corpus("markdown", {"funnel": [], "per_type": {}}))
     assert not synthetic_queries(corpus("markdown", {"queries": {"funnel": []}}))
     assert not synthetic_queries(corpus("qasper", {"funnel": []}))
+
+
+def test_identical_runs_have_no_effect_size():
+    from structablate.report.verdict import _numbers
+
+    row = {**_row("A4", "A3", 0.0, 0.0, 0.0, 1.0, "equivalent"), "dz": float("nan")}
+    text = _numbers(row, "covNDCG@10")
+    assert "dz = undefined (no spread)" in text and "nan" not in text
+    assert "dz = +0.25" in _numbers(_row("A2", "A0", 0.05, 0.0, 0.1, 0.2, "inconclusive"),
+                                    "covNDCG@10")

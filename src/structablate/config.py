@@ -117,6 +117,35 @@ def user_queries_of(corpus: Mapping[str, Any]) -> str | None:
     return None
 
 
+def generates_queries(corpus: Mapping[str, Any]) -> bool:
+    """Whether a corpus entry's questions are written by the LLM (Wikipedia corpora, and user
+    corpora without a queries file)."""
+    return corpus["type"] == "wikipedia" or (
+        corpus["type"] in BYO_TYPES and not user_queries_of(corpus))
+
+
+def llm_stages(cfg: Mapping[str, Any]) -> dict[str, dict[str, dict[str, Any] | None]]:
+    """``{"stages": {label: settings or None}}`` for the report's provenance: the llm settings
+    (:func:`stage_llm`) of every LLM stage of a checked config, None for a stage that does
+    not run. Labels: "structure induction" (the LLM inducer, when a condition uses induced
+    structure or fixed windows sized to it), "A1 contexts", and "queries (<corpus>)" per
+    corpus whose questions are generated."""
+    conds = [CONDITIONS[c] for c in cfg["conditions"]]
+    induced = cfg["induction"]["inducer"] == "llm" and any(
+        c.structure == "induced"
+        or (c.boundaries == "fixed" and cfg["size_match_structure"] == "induced")
+        for c in conds)
+    stages: dict[str, dict[str, Any] | None] = {
+        "structure induction": stage_llm(cfg, "induction") if induced else None,
+        "A1 contexts": stage_llm(cfg, "contexts") if any(
+            c.prefix == "context" for c in conds) else None,
+    }
+    for name, corpus in cfg["corpora"].items():
+        if generates_queries(corpus):
+            stages[f"queries ({name})"] = stage_llm(cfg, "queries", name)
+    return {"stages": stages}
+
+
 def _cross_checks(cfg: dict[str, Any], source: str) -> None:
     for name, corpus in cfg["corpora"].items():
         if corpus["type"] == "qasper" and not corpus.get("sources"):

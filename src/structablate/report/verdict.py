@@ -12,6 +12,8 @@ the equivalence test (TOST) verdict, and reads:
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -67,8 +69,11 @@ def answer(row: Mapping | None) -> str:
 
 
 def _numbers(row: Mapping, metric: str) -> str:
+    dz = row["dz"]
+    # every per-query difference equal: no spread, so no standardised effect size
+    dz_text = "undefined (no spread)" if dz is None or math.isnan(dz) else f"{dz:+.2f}"
     return (f"Δ {metric} = {row['delta']:+.4f} [95% CI {row['ci_low']:+.4f}, "
-            f"{row['ci_high']:+.4f}], Holm p = {row['p_holm']:.3g}, dz = {row['dz']:+.2f}, "
+            f"{row['ci_high']:+.4f}], Holm p = {row['p_holm']:.3g}, dz = {dz_text}, "
             f"{row['n_queries']} queries over {row['n_docs']} documents"
             + (f"; equivalence test: {row['verdict']}" if row.get("verdict") else ""))
 
