@@ -10,6 +10,8 @@ from structablate.config import ConfigError, check_config
 
 def _cfg(tmp_path, queries):
     cfg = yaml.safe_load((REPO / "config.yaml").read_text())
+    # the question writer of the default's Wikipedia corpus, as this corpus's top-level model
+    cfg["llm"].update(cfg["corpora"]["wikipedia"]["queries"]["llm"])
     cfg["llm"]["cache"] = str(REPO / cfg["llm"]["cache"])
     corpus = {"type": "markdown", "path": str(REPO / "resources/byo/qasper-markdown"),
               "heading_separator": " ::: "}
