@@ -13,7 +13,6 @@ the equivalence test (TOST) verdict, and reads:
 from __future__ import annotations
 
 import math
-
 from collections.abc import Mapping
 from dataclasses import dataclass
 
