@@ -36,7 +36,7 @@ rule contextualize:
         stats=f"{R}/{{corpus}}/chunks/A1.json",
     params:
         llm=llm_params("contexts"),
-        contexts={k: v for k, v in config["contexts"].items() if k != "llm"},
+        contexts=without_llm(config["contexts"]),
         tokenizer=chunk_tokenizer(),
     threads: 2
     resources:
@@ -68,7 +68,7 @@ rule induce_structure:
         llm=lambda w: llm_params("induction")(w)
         if config["induction"]["inducer"] == "llm"
         else None,
-        induction={k: v for k, v in config["induction"].items() if k != "llm"},
+        induction=without_llm(config["induction"]),
     threads: 2
     resources:
         gpu=lambda w: 1 if config["induction"]["inducer"] == "llm" else 0,

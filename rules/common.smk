@@ -12,6 +12,7 @@ from structablate.conditions import condition as get_condition
 from structablate.config import (
     BYO_TYPES,
     check_config,
+    generates_queries,
     llm_stages,
     stage_llm,
     user_queries_of,
@@ -35,6 +36,11 @@ def _alternatives(names):
 
 def corpora_of_type(kind):
     return [name for name, c in config["corpora"].items() if c["type"] == kind]
+
+
+def query_generating_corpora():
+    """Corpora whose questions the LLM writes (Wikipedia; user corpora without questions)."""
+    return [name for name, c in config["corpora"].items() if generates_queries(c)]
 
 
 def byo_corpora(with_queries):
@@ -122,10 +128,15 @@ def llm_params(stage):
     return params
 
 
+def without_llm(block):
+    """A stage's config block without its llm override (that travels in the llm param)."""
+    return {k: v for k, v in (block or {}).items() if k != "llm"}
+
+
 def query_generation_params(wildcards):
     """A generated-queries corpus's generation settings, without its llm override."""
-    q = config["corpora"][wildcards.corpus].get("queries") or {}
-    return {k: v for k, v in q.items() if k != "llm"} if isinstance(q, dict) else {}
+    q = config["corpora"][wildcards.corpus].get("queries")
+    return without_llm(q) if isinstance(q, dict) else {}
 
 
 def chunkset_of(wildcards):

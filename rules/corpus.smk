@@ -139,7 +139,7 @@ rule generate_queries:
         queries=query_generation_params,
     wildcard_constraints:
         # Wikipedia corpora, and user corpora that bring no questions of their own
-        corpus=_alternatives(corpora_of_type("wikipedia") + byo_corpora(with_queries=False)),
+        corpus=_alternatives(query_generating_corpora()),
     threads: 2
     resources:
         gpu=1,

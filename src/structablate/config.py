@@ -124,21 +124,29 @@ def generates_queries(corpus: Mapping[str, Any]) -> bool:
         corpus["type"] in BYO_TYPES and not user_queries_of(corpus))
 
 
+def stage_conditions(cfg: Mapping[str, Any]) -> dict[str, list[str]]:
+    """For each LLM stage of the condition grid, the conditions of a checked config that need
+    it: "induction" (with the LLM inducer: conditions on induced structure, and fixed windows
+    when they are sized to induced structure) and "contexts" (A1's situating contexts)."""
+    conds = cfg["conditions"]
+    return {
+        "induction": [c for c in conds if CONDITIONS[c].structure == "induced"
+                      or (CONDITIONS[c].boundaries == "fixed"
+                          and cfg["size_match_structure"] == "induced")]
+        if cfg["induction"]["inducer"] == "llm" else [],
+        "contexts": [c for c in conds if CONDITIONS[c].prefix == "context"],
+    }
+
+
 def llm_stages(cfg: Mapping[str, Any]) -> dict[str, dict[str, dict[str, Any] | None]]:
     """``{"stages": {label: settings or None}}`` for the report's provenance: the llm settings
     (:func:`stage_llm`) of every LLM stage of a checked config, None for a stage that does
-    not run. Labels: "structure induction" (the LLM inducer, when a condition uses induced
-    structure or fixed windows sized to it), "A1 contexts", and "queries (<corpus>)" per
-    corpus whose questions are generated."""
-    conds = [CONDITIONS[c] for c in cfg["conditions"]]
-    induced = cfg["induction"]["inducer"] == "llm" and any(
-        c.structure == "induced"
-        or (c.boundaries == "fixed" and cfg["size_match_structure"] == "induced")
-        for c in conds)
+    not run (:func:`stage_conditions`). Labels: "structure induction", "A1 contexts", and
+    "queries (<corpus>)" per corpus whose questions are generated."""
+    needs = stage_conditions(cfg)
     stages: dict[str, dict[str, Any] | None] = {
-        "structure induction": stage_llm(cfg, "induction") if induced else None,
-        "A1 contexts": stage_llm(cfg, "contexts") if any(
-            c.prefix == "context" for c in conds) else None,
+        label: stage_llm(cfg, stage) if needs[stage] else None
+        for label, stage in (("structure induction", "induction"), ("A1 contexts", "contexts"))
     }
     for name, corpus in cfg["corpora"].items():
         if generates_queries(corpus):
@@ -200,14 +208,7 @@ def _cross_checks(cfg: dict[str, Any], source: str) -> None:
                 if c not in CONDITIONS:
                     raise ConfigError(
                         f"{source}: statistics.{fam}.{name}: unknown condition {c!r}")
-    inducer = cfg["induction"]["inducer"]
-    needs_llm = {  # stage -> conditions that need it
-        "induction": [c for c in conds if CONDITIONS[c].structure == "induced"
-                      or (c in ("A0", "A1") and cfg["size_match_structure"] == "induced")]
-        if inducer == "llm" else [],
-        "contexts": [c for c in conds if CONDITIONS[c].prefix == "context"],
-    }
-    for stage, needs in needs_llm.items():
+    for stage, needs in stage_conditions(cfg).items():
         if needs and not stage_llm(cfg, stage).get("model"):
             raise ConfigError(
                 f"{source}: llm.model: conditions {', '.join(needs)} need an LLM for "
