@@ -49,6 +49,11 @@ def test_default_config_is_valid_and_filled(monkeypatch):
         ({"retrieval__method": "faiss"}, "retrieval.method: 'faiss' is not one of"),
         ({"chunking__t_min": 400}, "chunking.t_min: must not exceed chunking.t_max"),
         ({"rerankers": {"none": {}, "ce": {"top_n": 5}}}, "rerankers.ce.model"),
+        # a wrong key inside a oneOf branch is named, not just the branch's parent
+        ({"corpora__wikipedia__queries__llm__modle": "x"},
+         "corpora.wikipedia.queries.llm: Additional properties are not allowed ('modle'"),
+        ({"corpora__wikipedia__queries": 5},
+         "corpora.wikipedia.queries: 5 is not valid under any of the given schemas"),
     ],
 )
 def test_bad_values_name_their_key(monkeypatch, patch, message):

@@ -51,13 +51,24 @@ def _key_path(err: jsonschema.ValidationError) -> str:
     return ".".join(parts) if parts else "<top level>"
 
 
+def _deepest(err: jsonschema.ValidationError) -> jsonschema.ValidationError:
+    """For a oneOf/anyOf failure, the sub-error that reached deepest into the value (a wrong
+    key inside the matching branch, rather than "is not valid under any of the schemas");
+    otherwise ``err`` itself."""
+    if not err.context:
+        return err
+    subs = [_deepest(e) for e in err.context]
+    best = max(subs, key=lambda e: len(e.absolute_path))
+    return best if len(best.absolute_path) > len(err.absolute_path) else err
+
+
 def check_config(config: Mapping[str, Any], source: str = "config") -> dict[str, Any]:
     """A validated copy of ``config`` with defaults filled in; :class:`ConfigError` if not."""
     cfg = copy.deepcopy(dict(config))
     validator = _Validator(load_schema())
     errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
     if errors:
-        lines = [f"{_key_path(e)}: {e.message}" for e in errors[:10]]
+        lines = [f"{_key_path(d)}: {d.message}" for d in map(_deepest, errors[:10])]
         raise ConfigError(f"{source}: invalid configuration:\n  " + "\n  ".join(lines))
     # fill per-entry defaults of mappings keyed by user names (the schema's
     # additionalProperties), which the properties hook above does not reach on empty dicts
@@ -68,7 +79,7 @@ def check_config(config: Mapping[str, Any], source: str = "config") -> dict[str,
                       "$defs": schema.get("$defs", {})}
         for name, entry in cfg[section].items():
             validator = _Validator(sub_schema)
-            for err in validator.iter_errors(entry):
+            for err in map(_deepest, validator.iter_errors(entry)):
                 raise ConfigError(f"{source}: {section}.{name}.{_key_path(err)}: {err.message}")
     _cross_checks(cfg, source)
     return cfg
