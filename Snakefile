@@ -1,13 +1,19 @@
 # structablate: placebo-controlled ablation of document-structure mechanisms in dense retrieval.
-# The grid (corpus x condition x embedder x reranker) expands from config.yaml; every target is a
-# Parquet file, so a config edit reruns only the branches it invalidates.
+# The grid (corpus x condition x embedder x reranker) expands from the plan built from the
+# config (src/structablate/plan); every target is a file under `results:`, so a config or code
+# edit reruns only the branches it invalidates.
 
 from snakemake.utils import min_version
 
 min_version("9.0")
 
 
-configfile: "config.yaml"
+# The bundled default runs when no --configfile is given; `--configfile my.yaml` runs exactly
+# my.yaml (name several to merge them, e.g. `--configfile config.yaml my.yaml`), and
+# `--config key=value` overrides keys of whichever configuration runs.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config.yaml"
 
 
 include: "rules/common.smk"

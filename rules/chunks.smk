@@ -1,80 +1,71 @@
-# Chunking: one chunk table per chunkset (conditions that differ only in retrieval share one).
+# Chunking: one chunk table per chunkset (conditions that differ only in retrieval share one),
+# A1's situating contexts, and the induced structure the A family cuts along.
 
 
 rule chunk:
-    message:
-        "chunk {wildcards.corpus}/{wildcards.chunkset}"
     input:
-        documents=f"{R}/{{corpus}}/documents.parquet",
-        paragraphs=f"{R}/{{corpus}}/paragraphs.parquet",
+        documents=P.documents(W["corpus"]),
+        paragraphs=P.paragraphs(W["corpus"]),
         sections=structure_file,
         size_reference=size_reference_file,
     output:
-        chunks=f"{R}/{{corpus}}/chunks/{{chunkset}}.parquet",
-        stats=f"{R}/{{corpus}}/chunks/{{chunkset}}.json",
+        chunks=P.chunks(W["corpus"], W["chunkset"]),
+        stats=P.chunk_stats(W["corpus"], W["chunkset"]),
     params:
-        chunking=chunking_params,
+        settings=trigger("chunk"),
+    wildcard_constraints:
+        chunkset=_alternatives(PLAN.chunked),
+    resources:
+        mem_mb=lambda w, attempt: 8000 * attempt,
     conda:
         "../envs/cpu.yaml"
-    wildcard_constraints:
-        # G2 is always available: the BM25 non-lexicality check reads it
-        chunkset=_alternatives([c for c in {*CHUNKSETS, "G2"} if c != "A1"]),
     log:
-        "logs/{corpus}/chunk_{chunkset}.log",
+        log("{corpus}/chunk_{chunkset}"),
     script:
-        "../workflow_scripts/chunk.py"
+        glue("chunk")
 
 
 rule contextualize:
-    message:
-        "A1: LLM situating contexts for the size-matched windows of {wildcards.corpus}"
     input:
-        chunks=f"{R}/{{corpus}}/chunks/A0.parquet",
-        documents=f"{R}/{{corpus}}/documents.parquet",
+        chunks=P.chunks(W["corpus"], "A0"),
+        documents=P.documents(W["corpus"]),
+        recorded=PLAN.recorded_generations("contexts"),
     output:
-        chunks=f"{R}/{{corpus}}/chunks/A1.parquet",
-        stats=f"{R}/{{corpus}}/chunks/A1.json",
+        chunks=P.chunks(W["corpus"], "A1"),
+        stats=P.chunk_stats(W["corpus"], "A1"),
     params:
-        llm=llm_params("contexts"),
-        contexts=without_llm(config["contexts"]),
-        tokenizer=chunk_tokenizer(),
+        settings=trigger("contextualize"),
     threads: 2
     resources:
-        gpu=1,
+        gpu=int(PLAN.stage_llm("contexts").mode != "replay"),
     conda:
         "../envs/gpu.yaml"
     log:
-        "logs/{corpus}/contextualize.log",
+        log("{corpus}/contextualize"),
     script:
-        "../workflow_scripts/contextualize.py"
+        glue("contextualize")
 
 
 rule induce_structure:
-    message:
-        "induce section structure of {wildcards.corpus} ({params.induction[inducer]})"
     input:
-        documents=f"{R}/{{corpus}}/documents.parquet",
-        paragraphs=f"{R}/{{corpus}}/paragraphs.parquet",
-        gold_sections=f"{R}/{{corpus}}/sections_gold.parquet",
+        documents=P.documents(W["corpus"]),
+        paragraphs=P.paragraphs(W["corpus"]),
+        gold_sections=P.sections(W["corpus"], "gold"),
+        recorded=PLAN.recorded_generations("induction")
+        if PLAN.settings.induction.inducer == "llm" else [],
     output:
-        sections=f"{R}/{{corpus}}/sections_induced.parquet",
-        report=report(
-            f"{R}/{{corpus}}/induction_report.json",
-            category="Corpora",
-            subcategory="{corpus}",
-            caption="../resources/report/induction.rst",
-        ),
+        sections=P.sections(W["corpus"], "induced"),
+        report=report(P.induction_report(W["corpus"]), category="Corpora",
+                      subcategory="{corpus}", caption="../resources/report/induction.rst"),
     params:
-        llm=lambda w: llm_params("induction")(w)
-        if config["induction"]["inducer"] == "llm"
-        else None,
-        induction=without_llm(config["induction"]),
+        settings=trigger("induce_structure"),
     threads: 2
     resources:
-        gpu=lambda w: 1 if config["induction"]["inducer"] == "llm" else 0,
+        gpu=int(PLAN.settings.induction.inducer == "llm"
+                and PLAN.stage_llm("induction").mode != "replay"),
     conda:
         "../envs/gpu.yaml"
     log:
-        "logs/{corpus}/induce_structure.log",
+        log("{corpus}/induce_structure"),
     script:
-        "../workflow_scripts/induce_structure.py"
+        glue("induce_structure")

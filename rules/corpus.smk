@@ -1,174 +1,126 @@
-# Corpus construction: flat documents, paragraph table, gold sections, queries and qrels.
-
-from structablate.corpus.byo import input_files as byo_input_files
-
+# Corpus construction: flat documents, paragraph table, gold sections, questions and qrels.
 
 rule build_qasper:
-    message:
-        "QASPER corpus {wildcards.corpus}: flatten, verify, map evidence"
     input:
-        sources=lambda w: [s["path"] for s in config["corpora"][w.corpus]["sources"]
-                           if Path(s["path"]).exists()],
+        sources=lambda w: [s.path for s in PLAN.settings.corpora[w.corpus].sources
+                           if s.format == "v0.3"],
     output:
-        documents=f"{R}/{{corpus}}/documents.parquet",
-        paragraphs=f"{R}/{{corpus}}/paragraphs.parquet",
-        sections=f"{R}/{{corpus}}/sections_gold.parquet",
-        queries=f"{R}/{{corpus}}/queries.parquet",
-        qrels=f"{R}/{{corpus}}/qrels.parquet",
-        funnel=report(
-            f"{R}/{{corpus}}/funnel.json",
-            category="Corpora",
-            subcategory="{corpus}",
-            caption="../resources/report/funnel.rst",
-        ),
+        **CORPUS_TABLES,
+        **QUESTIONS,
+        funnel=funnel("funnel"),
     params:
-        sources=lambda w: config["corpora"][w.corpus]["sources"],
-        fuzzy_min_ratio=lambda w: config["corpora"][w.corpus]["fuzzy_min_ratio"],
-        keep_papers=lambda w: config["corpora"][w.corpus]["keep_papers_without_questions"],
+        settings=trigger("build_qasper"),
     wildcard_constraints:
-        corpus=_alternatives(corpora_of_type("qasper")),
+        corpus=_alternatives(corpora_where(lambda c: PLAN.corpus_kind(c) == "qasper")),
+    resources:
+        mem_mb=lambda w, attempt: 8000 * attempt,
     conda:
         "../envs/cpu.yaml"
     log:
-        "logs/{corpus}/build_qasper.log",
-    localrule: True
+        log("{corpus}/build_qasper"),
     script:
-        "../workflow_scripts/build_qasper.py"
+        glue("build_qasper")
 
 
 rule build_wikipedia:
-    message:
-        "Wikipedia corpus {wildcards.corpus}: fetch or read, normalise, verify, select"
-    output:
-        documents=f"{R}/{{corpus}}/documents.parquet",
-        paragraphs=f"{R}/{{corpus}}/paragraphs.parquet",
-        sections=f"{R}/{{corpus}}/sections_gold.parquet",
-        report=report(
-            f"{R}/{{corpus}}/corpus_report.json",
-            category="Corpora",
-            subcategory="{corpus}",
-            caption="../resources/report/wikipedia_corpus.rst",
-        ),
-    params:
-        source=lambda w: config["corpora"][w.corpus]["source"],
-        selection=lambda w: config["corpora"][w.corpus].get("selection", {}),
-        cache_dir=lambda w: f"{R}/cache/wikipedia/{w.corpus}",
-    wildcard_constraints:
-        corpus=_alternatives(corpora_of_type("wikipedia")),
-    conda:
-        "../envs/cpu.yaml"
-    log:
-        "logs/{corpus}/build_wikipedia.log",
-    script:
-        "../workflow_scripts/build_wikipedia.py"
-
-
-rule build_byo:
-    message:
-        "bring-your-own corpus {wildcards.corpus}: parse, verify, map user queries"
     input:
-        lambda w: byo_input_files(config["corpora"][w.corpus]),
+        export=lambda w: [PLAN.settings.corpora[w.corpus].source.path]
+        if PLAN.settings.corpora[w.corpus].source.mode == "xml" else [],
     output:
-        documents=f"{R}/{{corpus}}/documents.parquet",
-        paragraphs=f"{R}/{{corpus}}/paragraphs.parquet",
-        sections=f"{R}/{{corpus}}/sections_gold.parquet",
-        queries=f"{R}/{{corpus}}/queries.parquet",
-        qrels=f"{R}/{{corpus}}/qrels.parquet",
-        funnel=report(
-            f"{R}/{{corpus}}/funnel.json",
-            category="Corpora",
-            subcategory="{corpus}",
-            caption="../resources/report/byo_corpus.rst",
-        ),
+        **CORPUS_TABLES,
+        report=report(P.corpus_report(W["corpus"]), category="Corpora", subcategory="{corpus}",
+                      caption="../resources/report/wikipedia_corpus.rst"),
     params:
-        corpus=lambda w: config["corpora"][w.corpus],
+        settings=trigger("build_wikipedia"),
+        cache_dir=P.wikipedia_pages(W["corpus"]),
     wildcard_constraints:
-        corpus=_alternatives(byo_corpora(with_queries=True)),
+        corpus=_alternatives(corpora_where(lambda c: PLAN.corpus_kind(c) == "wikipedia")),
+    resources:
+        mem_mb=lambda w, attempt: 8000 * attempt,
     conda:
         "../envs/cpu.yaml"
     log:
-        "logs/{corpus}/build_byo.log",
-    localrule: True
+        log("{corpus}/build_wikipedia"),
     script:
-        "../workflow_scripts/build_byo.py"
+        glue("build_wikipedia")
 
 
-rule build_byo_documents:
-    message:
-        "bring-your-own corpus {wildcards.corpus} without user queries: parse and verify"
+rule build_user:
     input:
-        lambda w: byo_input_files(config["corpora"][w.corpus]),
+        user_files,
     output:
-        documents=f"{R}/{{corpus}}/documents.parquet",
-        paragraphs=f"{R}/{{corpus}}/paragraphs.parquet",
-        sections=f"{R}/{{corpus}}/sections_gold.parquet",
-        report=f"{R}/{{corpus}}/corpus_report.json",
+        **CORPUS_TABLES,
+        **QUESTIONS,
+        funnel=funnel("byo_corpus"),
     params:
-        corpus=lambda w: config["corpora"][w.corpus],
+        settings=trigger("build_user"),
     wildcard_constraints:
-        corpus=_alternatives(byo_corpora(with_queries=False)),
+        corpus=_alternatives(corpora_where(lambda c: PLAN.corpus_kind(c) == "user"
+                                           and not PLAN.generates_queries(c))),
     conda:
         "../envs/cpu.yaml"
     log:
-        "logs/{corpus}/build_byo.log",
-    localrule: True
+        log("{corpus}/build_user"),
     script:
-        "../workflow_scripts/build_byo.py"
+        glue("build_user")
+
+
+rule build_user_documents:
+    input:
+        user_files,
+    output:
+        **CORPUS_TABLES,
+        report=P.corpus_report(W["corpus"]),
+    params:
+        settings=trigger("build_user_documents", "build_user"),
+    wildcard_constraints:
+        corpus=_alternatives(corpora_where(lambda c: PLAN.corpus_kind(c) == "user"
+                                           and PLAN.generates_queries(c))),
+    conda:
+        "../envs/cpu.yaml"
+    log:
+        log("{corpus}/build_user"),
+    script:
+        glue("build_user")
 
 
 rule generate_queries:
-    message:
-        "synthetic queries for {wildcards.corpus}: pipeline-chosen spans, LLM writing, leakage "
-        "filter, paraphrase, balancing"
     input:
-        documents=f"{R}/{{corpus}}/documents.parquet",
-        paragraphs=f"{R}/{{corpus}}/paragraphs.parquet",
-        sections=f"{R}/{{corpus}}/sections_gold.parquet",
+        **CORPUS_TABLES,
+        recorded=lambda w: PLAN.recorded_generations("queries", w.corpus),
     output:
-        queries=f"{R}/{{corpus}}/queries.parquet",
-        qrels=f"{R}/{{corpus}}/qrels.parquet",
-        funnel=report(
-            f"{R}/{{corpus}}/funnel.json",
-            category="Corpora",
-            subcategory="{corpus}",
-            caption="../resources/report/query_funnel.rst",
-        ),
-        candidates=f"{R}/{{corpus}}/query_candidates.parquet",
+        **QUESTIONS,
+        funnel=funnel("query_funnel"),
+        candidates=P.query_candidates(W["corpus"]),
     params:
-        llm=llm_params("queries"),
-        queries=query_generation_params,
+        settings=trigger("generate_queries"),
     wildcard_constraints:
         # Wikipedia corpora, and user corpora that bring no questions of their own
-        corpus=_alternatives(query_generating_corpora()),
+        corpus=_alternatives(corpora_where(PLAN.generates_queries)),
     threads: 2
     resources:
-        gpu=1,
+        gpu=lambda w: int(PLAN.stage_llm("queries", w.corpus).mode != "replay"),
     conda:
         "../envs/gpu.yaml"
     log:
-        "logs/{corpus}/generate_queries.log",
+        log("{corpus}/generate_queries"),
     script:
-        "../workflow_scripts/generate_queries.py"
+        glue("generate_queries")
 
 
 rule bm25_check:
-    message:
-        "BM25 gold-top-1 and evidence ROUGE-L of {wildcards.corpus} (non-lexicality check)"
     input:
-        chunks=f"{R}/{{corpus}}/chunks/G2.parquet",
-        documents=f"{R}/{{corpus}}/documents.parquet",
-        queries=f"{R}/{{corpus}}/queries.parquet",
-        qrels=f"{R}/{{corpus}}/qrels.parquet",
+        chunks=P.chunks(W["corpus"], "G2"),
+        documents=P.documents(W["corpus"]),
+        **QUESTIONS,
     output:
-        json=f"{R}/{{corpus}}/bm25.json",
-        per_query=f"{R}/{{corpus}}/bm25_per_query.parquet",
+        json=P.bm25(W["corpus"]),
+        per_query=P.bm25_per_query(W["corpus"]),
     params:
-        chunkset="G2",
-        include_prefix=False,
+        settings=trigger("bm25_check"),
     conda:
         "../envs/cpu.yaml"
     log:
-        "logs/{corpus}/bm25_check.log",
-    localrule: True
+        log("{corpus}/bm25_check"),
     script:
-        "../workflow_scripts/bm25_check.py"
+        glue("bm25_check")

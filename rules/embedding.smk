@@ -1,47 +1,43 @@
-# Embedding: chunk and query vectors per embedder, through the content-addressed cache
-# (results/cache/embeddings.sqlite), so a text shared by several chunksets is embedded once.
+# Embedding: chunk and question vectors per embedder, through the content-addressed cache
+# ({results}/cache/embeddings), so a text shared by several chunksets is embedded once.
 
 
 rule embed_chunks:
-    message:
-        "embed {wildcards.corpus}/{wildcards.chunkset} with {wildcards.embedder}"
     input:
-        chunks=f"{R}/{{corpus}}/chunks/{{chunkset}}.parquet",
-        documents=f"{R}/{{corpus}}/documents.parquet",
+        chunks=P.chunks(W["corpus"], W["chunkset"]),
+        documents=P.documents(W["corpus"]),
     output:
-        vectors=f"{R}/{{corpus}}/{{embedder}}/embeddings/{{chunkset}}.npy",
-        stats=f"{R}/{{corpus}}/{{embedder}}/embeddings/{{chunkset}}.json",
+        vectors=P.vectors(W["corpus"], W["embedder"], W["chunkset"]),
+        stats=P.vector_stats(W["corpus"], W["embedder"], W["chunkset"]),
     params:
-        embedder=lambda w: config["embedders"][w.embedder],
-        cache=f"{R}/cache/embeddings.sqlite",
+        settings=trigger("embed_chunks", "embed"),
+        cache=P.cache("embeddings.sqlite"),
     threads: 2
     resources:
-        gpu=1,
+        gpu=lambda w: int(PLAN.settings.embedders[w.embedder].device.startswith("cuda")),
     conda:
         "../envs/gpu.yaml"
     log:
-        "logs/{corpus}/{embedder}/embed_{chunkset}.log",
+        log("{corpus}/{embedder}/embed_{chunkset}"),
     script:
-        "../workflow_scripts/embed.py"
+        glue("embed")
 
 
 rule embed_queries:
-    message:
-        "embed queries of {wildcards.corpus} with {wildcards.embedder}"
     input:
-        queries=f"{R}/{{corpus}}/queries.parquet",
+        queries=P.queries(W["corpus"]),
     output:
-        vectors=f"{R}/{{corpus}}/{{embedder}}/embeddings/queries.npy",
-        stats=f"{R}/{{corpus}}/{{embedder}}/embeddings/queries.json",
+        vectors=P.vectors(W["corpus"], W["embedder"], "queries"),
+        stats=P.vector_stats(W["corpus"], W["embedder"], "queries"),
     params:
-        embedder=lambda w: config["embedders"][w.embedder],
-        cache=f"{R}/cache/embeddings.sqlite",
+        settings=trigger("embed_queries", "embed"),
+        cache=P.cache("embeddings.sqlite"),
     threads: 2
     resources:
-        gpu=1,
+        gpu=lambda w: int(PLAN.settings.embedders[w.embedder].device.startswith("cuda")),
     conda:
         "../envs/gpu.yaml"
     log:
-        "logs/{corpus}/{embedder}/embed_queries.log",
+        log("{corpus}/{embedder}/embed_queries"),
     script:
-        "../workflow_scripts/embed.py"
+        glue("embed")

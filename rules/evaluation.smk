@@ -1,120 +1,94 @@
-# Evaluation: per-query scores for every cell and condition, and per-cell summaries.
-
+# Evaluation: per-question scores for every cell and condition, per-cell summaries and
+# contrasts, TREC exports.
 
 rule score:
-    message:
-        "score {wildcards.corpus}/{wildcards.embedder}/{wildcards.reranker}/{wildcards.condition}"
     input:
-        run=f"{R}/{{corpus}}/{{embedder}}/{{reranker}}/runs/{{condition}}.parquet",
-        chunks=lambda w: f"{R}/{w.corpus}/chunks/{chunkset_of(w)}.parquet",
-        queries=f"{R}/{{corpus}}/queries.parquet",
-        qrels=f"{R}/{{corpus}}/qrels.parquet",
+        run=P.run(*CELL, W["condition"]),
+        chunks=lambda w: P.chunks(w.corpus, chunkset_of(w)),
+        queries=P.queries(W["corpus"]),
+        qrels=P.qrels(W["corpus"]),
     output:
-        scores=f"{R}/{{corpus}}/{{embedder}}/{{reranker}}/scores/{{condition}}.parquet",
+        scores=P.scores(*CELL, W["condition"]),
     params:
-        measures=config["metrics"]["measures"],
+        settings=trigger("score"),
     conda:
         "../envs/cpu.yaml"
     log:
-        "logs/{corpus}/{embedder}/{reranker}/score_{condition}.log",
+        log("{corpus}/{embedder}/{reranker}/score_{condition}"),
     script:
-        "../workflow_scripts/score.py"
+        glue("score")
 
 
 rule summarize_cell:
-    message:
-        "summarize {wildcards.corpus}/{wildcards.embedder}/{wildcards.reranker}"
     input:
-        scores=expand(
-            f"{R}/{{{{corpus}}}}/{{{{embedder}}}}/{{{{reranker}}}}/scores/{{condition}}.parquet",
-            condition=CONDITIONS,
-        ),
+        scores=cell_inputs(P.scores),
     output:
-        summary=report(
-            f"{R}/{{corpus}}/{{embedder}}/{{reranker}}/summary.parquet",
-            category="Per-condition means",
-            subcategory="{corpus} / {embedder} / {reranker}",
-            caption="../resources/report/summary.rst",
-        ),
+        summary=report(P.cell_table(*CELL, "summary"), category="Per-condition means",
+                       subcategory="{corpus} / {embedder} / {reranker}",
+                       caption="../resources/report/summary.rst"),
     params:
-        conditions=CONDITIONS,
+        settings=trigger("summarize_cell"),
+    localrule: True
     conda:
         "../envs/cpu.yaml"
     log:
-        "logs/{corpus}/{embedder}/{reranker}/summarize.log",
-    localrule: True
+        log("{corpus}/{embedder}/{reranker}/summarize"),
     script:
-        "../workflow_scripts/summarize_cell.py"
+        glue("summarize_cell")
 
 
 rule summary_markdown:
-    message:
-        "write the Markdown summary of all cells"
     input:
-        summaries=[
-            f"{R}/{corpus}/{embedder}/{reranker}/summary.parquet"
-            for corpus in config["corpora"]
-            for embedder in EMBEDDERS
-            for reranker in rerankers_for(embedder)
-        ],
+        summaries=[P.cell_table(c.corpus, c.embedder, c.reranker, "summary")
+                   for c in PLAN.cells()],
     output:
-        markdown=f"{R}/summary.md",
+        markdown=P.summary_markdown(),
     params:
-        rerankers=config["rerankers"],
-        embedders=config["embedders"],
+        settings=trigger("summary_markdown"),
+    localrule: True
     conda:
         "../envs/cpu.yaml"
     log:
-        "logs/summary_markdown.log",
-    localrule: True
+        log("summary_markdown"),
     script:
-        "../workflow_scripts/summary_markdown.py"
+        glue("summary_markdown")
 
 
 rule contrasts:
-    message:
-        "contrasts of {wildcards.corpus}/{wildcards.embedder}/{wildcards.reranker}"
     input:
-        scores=expand(
-            f"{R}/{{{{corpus}}}}/{{{{embedder}}}}/{{{{reranker}}}}/scores/{{condition}}.parquet",
-            condition=CONDITIONS,
-        ),
+        scores=cell_inputs(P.scores),
     output:
-        contrasts=report(
-            f"{R}/{{corpus}}/{{embedder}}/{{reranker}}/contrasts.parquet",
-            category="Contrasts",
-            subcategory="{corpus} / {embedder} / {reranker}",
-            caption="../resources/report/contrasts.rst",
-        ),
-        contrasts_qtype=f"{R}/{{corpus}}/{{embedder}}/{{reranker}}/contrasts_qtype.parquet",
-        dose_response=f"{R}/{{corpus}}/{{embedder}}/{{reranker}}/dose_response.parquet",
+        contrasts=report(P.cell_table(*CELL, "contrasts"), category="Contrasts",
+                         subcategory="{corpus} / {embedder} / {reranker}",
+                         caption="../resources/report/contrasts.rst"),
+        contrasts_qtype=P.cell_table(*CELL, "contrasts_qtype"),
+        dose_response=P.cell_table(*CELL, "dose_response"),
     params:
-        conditions=CONDITIONS,
-        statistics=config["statistics"],
-        seed=config["seed"],
+        settings=trigger("contrasts"),
+    resources:
+        mem_mb=lambda w, attempt: 16000 * attempt,
+        runtime=lambda w, attempt: 120 * attempt,
     conda:
         "../envs/cpu.yaml"
     log:
-        "logs/{corpus}/{embedder}/{reranker}/contrasts.log",
+        log("{corpus}/{embedder}/{reranker}/contrasts"),
     script:
-        "../workflow_scripts/contrasts.py"
+        glue("contrasts")
 
 
 rule trec_export:
-    message:
-        "TREC run and qrels of {wildcards.corpus}/{wildcards.embedder}/{wildcards.reranker}/"
-        "{wildcards.condition}"
     input:
-        run=f"{R}/{{corpus}}/{{embedder}}/{{reranker}}/runs/{{condition}}.parquet",
-        chunks=lambda w: f"{R}/{w.corpus}/chunks/{chunkset_of(w)}.parquet",
-        qrels=f"{R}/{{corpus}}/qrels.parquet",
+        run=P.run(*CELL, W["condition"]),
+        chunks=lambda w: P.chunks(w.corpus, chunkset_of(w)),
+        qrels=P.qrels(W["corpus"]),
     output:
-        run=f"{R}/{{corpus}}/{{embedder}}/{{reranker}}/trec/{{condition}}.run",
-        qrels=f"{R}/{{corpus}}/{{embedder}}/{{reranker}}/trec/{{condition}}.qrels",
+        run=P.trec_run(*CELL, W["condition"]),
+        qrels=P.trec_qrels(*CELL, W["condition"]),
+    params:
+        settings=trigger("trec_export"),
     conda:
         "../envs/cpu.yaml"
     log:
-        "logs/{corpus}/{embedder}/{reranker}/trec_{condition}.log",
-    localrule: True
+        log("{corpus}/{embedder}/{reranker}/trec_{condition}"),
     script:
-        "../workflow_scripts/trec_export.py"
+        glue("trec_export")

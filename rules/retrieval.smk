@@ -1,51 +1,47 @@
-# Retrieval: top-k chunks per query for every condition (flat or two-stage), no reranker.
-# qrels feed only the two-stage section-recall diagnostic, never the ranking.
+# Retrieval: top-k chunks per question for every condition (flat or two-stage), and the
+# optional cross-encoder reranking. qrels feed only the two-stage section-recall diagnostic,
+# never the ranking.
 
 
 rule retrieve:
-    message:
-        "retrieve {wildcards.corpus}/{wildcards.embedder}/{wildcards.condition}"
     input:
-        chunks=lambda w: f"{R}/{w.corpus}/chunks/{chunkset_of(w)}.parquet",
-        vectors=lambda w: f"{R}/{w.corpus}/{w.embedder}/embeddings/{chunkset_of(w)}.npy",
-        queries=f"{R}/{{corpus}}/queries.parquet",
-        query_vectors=f"{R}/{{corpus}}/{{embedder}}/embeddings/queries.npy",
-        qrels=f"{R}/{{corpus}}/qrels.parquet",
+        chunks=lambda w: P.chunks(w.corpus, chunkset_of(w)),
+        vectors=lambda w: P.vectors(w.corpus, w.embedder, chunkset_of(w)),
+        queries=P.queries(W["corpus"]),
+        query_vectors=P.vectors(W["corpus"], W["embedder"], "queries"),
+        qrels=P.qrels(W["corpus"]),
     output:
-        run=f"{R}/{{corpus}}/{{embedder}}/none/runs/{{condition}}.parquet",
+        run=P.run(W["corpus"], W["embedder"], "none", W["condition"]),
     params:
-        retrieval=retrieval_params,
-        condition=lambda w: w.condition,
+        settings=trigger("retrieve"),
+    resources:
+        mem_mb=lambda w, attempt: 8000 * attempt,
     conda:
         "../envs/cpu.yaml"
     log:
-        "logs/{corpus}/{embedder}/retrieve_{condition}.log",
+        log("{corpus}/{embedder}/retrieve_{condition}"),
     script:
-        "../workflow_scripts/retrieve.py"
+        glue("retrieve")
 
 
 rule rerank:
-    message:
-        "rerank {wildcards.corpus}/{wildcards.embedder}/{wildcards.condition} with "
-        "{wildcards.reranker}"
     input:
-        run=f"{R}/{{corpus}}/{{embedder}}/none/runs/{{condition}}.parquet",
-        chunks=lambda w: f"{R}/{w.corpus}/chunks/{chunkset_of(w)}.parquet",
-        documents=f"{R}/{{corpus}}/documents.parquet",
-        queries=f"{R}/{{corpus}}/queries.parquet",
+        run=P.run(W["corpus"], W["embedder"], "none", W["condition"]),
+        chunks=lambda w: P.chunks(w.corpus, chunkset_of(w)),
+        documents=P.documents(W["corpus"]),
+        queries=P.queries(W["corpus"]),
     output:
-        run=f"{R}/{{corpus}}/{{embedder}}/{{reranker}}/runs/{{condition}}.parquet",
+        run=P.run(W["corpus"], W["embedder"], W["reranker"], W["condition"]),
     params:
-        reranker=lambda w: config["rerankers"][w.reranker],
-        seed=config["seed"],
+        settings=trigger("rerank"),
     wildcard_constraints:
-        reranker=_alternatives([r for r in RERANKERS if r != "none"]),
+        reranker=_alternatives([r for r in PLAN.rerankers if r != "none"]),
     threads: 2
     resources:
         gpu=1,
     conda:
         "../envs/gpu.yaml"
     log:
-        "logs/{corpus}/{embedder}/{reranker}/rerank_{condition}.log",
+        log("{corpus}/{embedder}/{reranker}/rerank_{condition}"),
     script:
-        "../workflow_scripts/rerank.py"
+        glue("rerank")

@@ -147,8 +147,8 @@ def test_glue_script_writes_contract_tables(tmp_path, monkeypatch):
         params=SimpleNamespace(corpus={"type": "html", "path": [str(p) for p in pages],
                                        "queries": str(qfile)}),
         output=SimpleNamespace(**out), wildcards=SimpleNamespace(corpus="pydocs"),
-        log=[str(tmp_path / "build.log")], rule="build_byo")
-    runpy.run_path(str(REPO / "workflow_scripts" / "build_byo.py"),
+        log=[str(tmp_path / "build.log")], rule="build_user")
+    runpy.run_path(str(REPO / "workflow_scripts" / "build_user.py"),
                    init_globals={"snakemake": smk})
     docs = check_table(pl.read_parquet(out["documents"]), "documents")
     assert docs["doc_id"].to_list() == ["controlflow", "datastructures"]

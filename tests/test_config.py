@@ -6,7 +6,9 @@ import pytest
 import yaml
 from conftest import REPO
 
-from structablate.config import ConfigError, check_config, llm_stages, stage_llm
+from structablate.config import ConfigError, check_config
+from structablate.plan import Plan
+from structablate.settings import dump
 
 BASE = yaml.safe_load((REPO / "config.yaml").read_text())
 
@@ -53,7 +55,7 @@ def test_default_config_is_valid_and_filled(monkeypatch):
         ({"corpora__wikipedia__queries__llm__modle": "x"},
          "corpora.wikipedia.queries.llm: Additional properties are not allowed ('modle'"),
         ({"corpora__wikipedia__queries": 5},
-         "corpora.wikipedia.queries: 5 is not valid under any of the given schemas"),
+         "corpora.wikipedia.queries: 5 is not of type 'object'"),
     ],
 )
 def test_bad_values_name_their_key(monkeypatch, patch, message):
@@ -96,18 +98,19 @@ def test_stage_llm_lays_the_stage_block_over_the_llm_block(monkeypatch):
                   "llamacpp": {"n_ctx": 8192, "n_threads": 2}}
     cfg["induction"] = {"inducer": "llm", "llm": {"model": "qwen", "cache": "ind.jsonl",
                                                   "llamacpp": {"n_ctx": 4096}}}
-    cfg = check_config(cfg)
-    ind = stage_llm(cfg, "induction")
-    assert ind["model"] == "qwen" and ind["cache"] == "ind.jsonl"
-    assert ind["mode"] == "replay"  # not overridden: from the llm block
-    assert ind["llamacpp"] == {"n_ctx": 4096, "n_threads": 2}  # nested blocks merge
-    ctx = stage_llm(cfg, "contexts")
-    assert ctx["model"] == "big" and ctx["cache"] == "all.jsonl"
-    assert cfg["llm"]["model"] == "big" and cfg["llm"]["llamacpp"]["n_ctx"] == 8192  # unchanged
+    plan = Plan.from_config(cfg)
+    ind = plan.stage_llm("induction")
+    assert ind.model == "qwen" and ind.cache == "ind.jsonl"
+    assert ind.mode == "replay"  # not overridden: from the llm block
+    # nested blocks merge
+    assert (ind.llamacpp.n_ctx, ind.llamacpp.n_threads) == (4096, 2)
+    ctx = plan.stage_llm("contexts")
+    assert ctx.model == "big" and ctx.cache == "all.jsonl"
+    assert plan.settings.llm.model == "big" and plan.settings.llm.llamacpp.n_ctx == 8192
     with pytest.raises(ValueError, match="corpus"):
-        stage_llm(cfg, "queries")
+        plan.stage_llm("queries")
     with pytest.raises(ValueError, match="unknown LLM stage"):
-        stage_llm(cfg, "rerank")
+        plan.stage_llm("rerank")
     bad = _cfg()
     bad["contexts"] = {"llm": {"modle": "x"}}
     with pytest.raises(ConfigError, match="contexts.llm"):
@@ -119,17 +122,17 @@ def test_llm_stages_lists_the_stages_that_run(monkeypatch):
     cfg = _bare(_cfg(conditions=["A0", "G2"]))
     cfg["llm"] = {"model": "m", "mode": "replay"}
     cfg["size_match_structure"] = "gold"
-    stages = llm_stages(check_config(cfg))["stages"]
+    stages = Plan.from_config(cfg).llm_stages()
     assert stages == {"structure induction": None, "A1 contexts": None}
     cfg["size_match_structure"] = "induced"  # A0's windows are sized to induced structure
     cfg["conditions"] = ["A0", "A1"]
     cfg["contexts"] = {"llm": {"model": "small"}}
-    stages = llm_stages(check_config(cfg))["stages"]
+    stages = {k: dump(v) for k, v in Plan.from_config(cfg).llm_stages().items()}
     assert stages["structure induction"]["model"] == "m"
     assert stages["A1 contexts"]["model"] == "small" and stages["A1 contexts"]["mode"] == "replay"
     cfg["induction"] = {"inducer": "texttiling"}
     cfg["corpora"]["wiki"] = {"type": "wikipedia", "source": {"mode": "xml", "path": "x.xml"},
                               "queries": {"llm": {"model": "writer"}}}
-    stages = llm_stages(check_config(cfg))["stages"]
+    stages = Plan.from_config(cfg).llm_stages()
     assert stages["structure induction"] is None
-    assert stages["queries (wiki)"]["model"] == "writer"
+    assert stages["queries (wiki)"].model == "writer"

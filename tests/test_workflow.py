@@ -1,8 +1,10 @@
-"""Real Snakemake runs of the workflow on a 4-paper real QASPER subset.
+"""Real Snakemake runs of the workflow on a 4-paper real QASPER subset and the bundled
+Wikipedia sample.
 
 Checks: the run completes and writes contract tables for every condition; a second invocation
-has nothing to do; a chunking edit reruns only the branch it affects; a fresh run in another
-folder gives byte-identical Parquet outputs.
+has nothing to do; a config or code edit reruns exactly the branch it affects (and a comment,
+docstring or device change reruns nothing); a fresh run in another folder gives byte-identical
+Parquet and .npy outputs.
 """
 
 import json
@@ -12,26 +14,47 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
-from workflow_util import job_counts, snakemake, write_project
+from workflow_util import copy_workflow, job_counts, snakemake, write_project
 
 from structablate.tables import check_table
 
 pytestmark = pytest.mark.slow
 
 CONDITIONS = ["A0", "G2", "G3", "G4"]
+CORPORA = ("qasper", "wikipedia")
 
 
 def _write_project(root: Path, **chunking) -> None:
-    write_project(root, CONDITIONS, tweak=lambda cfg: cfg["chunking"].update(chunking))
+    write_project(root, CONDITIONS, corpora=CORPORA,
+                  tweak=lambda cfg: cfg["chunking"].update(chunking))
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory):
+def workflow(tmp_path_factory):
+    """A copy of the workflow whose package code the tests edit."""
+    root = tmp_path_factory.mktemp("code")
+    copy_workflow(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory, workflow):
     root = tmp_path_factory.mktemp("wf") / "a"
     _write_project(root)
-    proc = snakemake(root)
+    proc = snakemake(root, workflow=workflow)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return root
+
+
+def dry_run(project, workflow):
+    proc = snakemake(project, "-n", workflow=workflow)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return job_counts(proc.stdout), proc.stdout + proc.stderr
+
+
+# what follows any change of a cell's scores: its aggregates and the report
+AGGREGATES = {"summarize_cell": 2, "contrasts": 2, "summary_markdown": 1, "report_cell": 2,
+              "report_corpus": 2, "report_page": 1, "all": 1}
 
 
 def test_run_writes_scores_for_every_condition(project):
@@ -49,64 +72,118 @@ def test_run_writes_scores_for_every_condition(project):
     assert set(g4["stage"]) <= {"routed", "backfill"} and g4["section_recall"].null_count() == 0
     summary = (project / "results" / "summary.md").read_text()
     assert all(f"| {c} |" in summary for c in CONDITIONS)
-    assert (project / "logs" / "qasper" / "build_qasper.log").exists()
+    # logs live with their results
+    assert (project / "results" / "logs" / "qasper" / "build_qasper.log").exists()
+    assert not (project / "logs").exists()
 
 
-def test_second_run_has_nothing_to_do(project):
-    proc = snakemake(project, "-n")
-    assert proc.returncode == 0
-    assert "Nothing to be done" in proc.stdout + proc.stderr
+def test_second_run_has_nothing_to_do(project, workflow):
+    counts, out = dry_run(project, workflow)
+    assert counts == {} and "Nothing to be done" in out
 
 
-def test_snap_edit_reruns_only_fixed_window_branch(project):
+def _with_config(project, edit):
     cfg_path = project / "config.yaml"
     original = cfg_path.read_text()
     cfg = yaml.safe_load(original)
-    cfg["chunking"]["fixed_snap_tokens"] = 5
+    edit(cfg)
     cfg_path.write_text(yaml.safe_dump(cfg, allow_unicode=True))
-    try:
-        proc = snakemake(project, "-n")
-    finally:
-        cfg_path.write_text(original)
-    counts = job_counts(proc.stdout)
-    # A0's chunks, vectors, run, scores and TREC export, then the cell's aggregates and report
-    per_a0 = {"chunk": 1, "embed_chunks": 1, "retrieve": 1, "score": 1, "trec_export": 1}
-    aggregates = {"summarize_cell": 1, "contrasts": 1, "summary_markdown": 1, "report_cell": 1,
-                  "report_corpus": 1, "report_page": 1, "all": 1}
-    assert counts == per_a0 | aggregates, proc.stdout[-3000:]
-    assert "chunks/A0.parquet" in proc.stdout and "chunks/G2.parquet" not in proc.stdout
+    return original
 
 
-def test_separator_edit_reruns_only_breadcrumb_branches(project):
-    cfg_path = project / "config.yaml"
-    original = cfg_path.read_text()
-    cfg = yaml.safe_load(original)
-    cfg["chunking"]["breadcrumb_separator"] = " > "
-    cfg_path.write_text(yaml.safe_dump(cfg, allow_unicode=True))
+def test_snap_edit_reruns_only_fixed_window_branch(project, workflow):
+    original = _with_config(project, lambda c: c["chunking"].update(fixed_snap_tokens=5))
     try:
-        proc = snakemake(project, "-n")
+        counts, out = dry_run(project, workflow)
     finally:
-        cfg_path.write_text(original)
-    counts = job_counts(proc.stdout)
+        (project / "config.yaml").write_text(original)
+    # per corpus: A0's chunks, vectors, run, scores and TREC export, then the aggregates
+    per_a0 = {"chunk": 2, "embed_chunks": 2, "retrieve": 2, "score": 2, "trec_export": 2}
+    assert counts == per_a0 | AGGREGATES, out[-3000:]
+    assert "chunks/A0.parquet" in out and "chunks/G2.parquet" not in out
+
+
+def test_separator_edit_reruns_only_breadcrumb_branches(project, workflow):
+    original = _with_config(project,
+                            lambda c: c["chunking"].update(breadcrumb_separator=" > "))
+    try:
+        counts, _ = dry_run(project, workflow)
+    finally:
+        (project / "config.yaml").write_text(original)
     # G3's chunk table and vectors change; G3 and G4 (which share them) are retrieved again
-    assert counts["chunk"] == 1 and counts["embed_chunks"] == 1
-    assert counts["retrieve"] == 2 and counts["score"] == 2
+    assert counts["chunk"] == 2 and counts["embed_chunks"] == 2
+    assert counts["retrieve"] == 4 and counts["score"] == 4
+
+
+def test_device_and_thread_settings_rerun_nothing(project, workflow):
+    def edit(cfg):
+        cfg["embedders"]["minilm"]["device"] = "cuda:3"
+        cfg["llm"]["llamacpp"]["n_threads"] = 7
+    original = _with_config(project, edit)
+    try:
+        counts, out = dry_run(project, workflow)
+    finally:
+        (project / "config.yaml").write_text(original)
+    assert counts == {}, out[-3000:]
+
+
+def _edit_file(path: Path, new: str):
+    original = path.read_text()
+    path.write_text(new.replace("{original}", original))
+    return original
+
+
+def test_package_code_edit_reruns_exactly_the_jobs_it_computes(project, workflow):
+    fixed = workflow / "src" / "structablate" / "chunking" / "fixed.py"
+    original = _edit_file(fixed, "{original}\n\nEDITED_FOR_A_TEST = 1\n")
+    try:
+        counts, out = dry_run(project, workflow)
+    finally:
+        fixed.write_text(original)
+    per_a0 = {"chunk": 2, "embed_chunks": 2, "retrieve": 2, "score": 2, "trec_export": 2}
+    assert counts == per_a0 | AGGREGATES, out[-3000:]
+    assert "chunks/A0.parquet" in out and "chunks/G3.parquet" not in out
+    # comments and docstrings are not code: nothing reruns
+    _edit_file(fixed, '"""An edited docstring."""\n# a comment\n{original}\n# another\n')
+    glue = workflow / "workflow_scripts" / "chunk.py"
+    glue_original = _edit_file(glue, "# a comment in the glue\n{original}")
+    try:
+        counts, out = dry_run(project, workflow)
+    finally:
+        fixed.write_text(original)
+        glue.write_text(glue_original)
+    assert counts == {}, out[-3000:]
+
+
+def test_wikipedia_export_edit_reruns_only_the_wikipedia_branch(project, workflow):
+    export = project / "wikipedia.xml"
+    original = export.read_text(encoding="utf-8")
+    export.write_text(original.replace("</mediawiki>", "</mediawiki>\n"), encoding="utf-8")
+    try:
+        counts, out = dry_run(project, workflow)
+    finally:
+        export.write_text(original, encoding="utf-8")
+    assert counts["build_wikipedia"] == 1 and "build_qasper" not in counts, out[-3000:]
+    assert "results/qasper/" not in re.sub(r"rule all:\n(?:    .*\n)*", "", out)
+    assert counts["summarize_cell"] == 1 and counts["retrieve"] == 4
 
 
 def test_fresh_run_is_byte_identical(project, tmp_path):
     other = tmp_path / "b"
     _write_project(other)
-    proc = snakemake(other)
+    proc = snakemake(other)  # the repository's workflow, not the copy
     assert proc.returncode == 0, proc.stderr[-4000:]
     a, b = project / "results", other / "results"
     files = sorted(p.relative_to(a) for p in a.rglob("*.parquet"))
-    # corpus (5), induced sections, BM25 per query, chunksets (3), runs (4), scores (4),
-    # summary, contrasts (3)
     files = [f for f in files if f.parts[0] != "report"]
-    assert len(files) == 5 + 1 + 1 + 3 + 4 + 4 + 1 + 3
+    # per corpus: corpus (5), induced sections, BM25 per query, chunksets (3), runs (4),
+    # scores (4), summary, contrasts (3); the Wikipedia corpus adds its query candidates
+    assert len(files) == 2 * (5 + 1 + 1 + 3 + 4 + 4 + 1 + 3) + 1
     for rel in files:
         assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
-    for rel in sorted(p.relative_to(a) for p in a.rglob("*.npy")):
+    npys = sorted(p.relative_to(a) for p in a.rglob("*.npy"))
+    assert len(npys) == 2 * 4
+    for rel in npys:
         assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
 
 

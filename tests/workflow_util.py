@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -41,9 +43,10 @@ def write_project(
     cfg["corpora"] = {name: cfg["corpora"][name] for name in corpora}
     if "qasper" in cfg["corpora"]:
         cfg["corpora"]["qasper"]["sources"] = [{"format": "v0.3", "path": "papers.json"}]
-    if "wikipedia" in cfg["corpora"]:
+    if "wikipedia" in cfg["corpora"]:  # a copy, so a test may edit the export
         src = cfg["corpora"]["wikipedia"]["source"]
-        src["path"] = str(REPO / src["path"])
+        shutil.copy2(REPO / src["path"], root / "wikipedia.xml")
+        src["path"] = "wikipedia.xml"
     cfg["conditions"] = conditions
     _absolute_caches(cfg)
     if tweak is not None:
@@ -51,12 +54,34 @@ def write_project(
     (root / "config.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True))
 
 
-def snakemake(root: Path, *args: str, timeout: int = 1200) -> subprocess.CompletedProcess:
-    """Run the workflow's CLI in ``root`` with its config.yaml (only) and 2 cores."""
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+WORKFLOW_PARTS = ("Snakefile", "rules", "workflow_scripts", "src", "profiles", "envs",
+                  "resources/report", "config.yaml")
+
+
+def copy_workflow(dest: Path) -> Path:
+    """A copy of the workflow (Snakefile, rules, glue, package, profiles, report captions) in
+    ``dest``, whose code a test may edit; returns the copy's Snakefile. Run it with
+    ``snakemake(..., workflow=dest)`` so jobs import the copy's package too."""
+    for part in WORKFLOW_PARTS:
+        src, dst = REPO / part, dest / part
+        if src.is_dir():
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
+    return dest / "Snakefile"
+
+
+def snakemake(root: Path, *args: str, timeout: int = 1200,
+              workflow: Path = REPO) -> subprocess.CompletedProcess:
+    """Run the workflow's CLI in ``root`` with its config.yaml (only) and 2 cores; ``workflow``
+    is the folder of the Snakefile (the repository, or a :func:`copy_workflow` copy)."""
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(workflow / "Snakefile"),
            "--directory", str(root), "--configfile", str(root / "config.yaml"),
-           "--replace-workflow-config", "--cores", "2", *args]
-    return subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout)
+           "--cores", "2", *args]
+    env = dict(os.environ, PYTHONPATH=str(workflow / "src"))
+    return subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout,
+                          env=env)
 
 
 def job_counts(output: str) -> dict[str, int]:

@@ -1,20 +1,25 @@
-"""Glue: chunk or query texts -> vectors (.npy) and embedding statistics (.json)."""
+"""Glue: chunk or question texts -> vectors (.npy) and embedding statistics (.json)."""
 
 from structablate.chunking.build import chunk_texts
 from structablate.embedding import Embedder, EmbedderConfig, EmbeddingCache, embed_texts
 from structablate.io import read_parquet, write_json, write_npy
+from structablate.settings import dump
 from structablate.workflow import setup
 
-log = setup(snakemake)  # noqa: F821
-smk = snakemake  # noqa: F821
-cfg = EmbedderConfig(**smk.params.embedder)
-if "queries" in smk.input.keys():
-    texts = [cfg.query_instruction + t for t in read_parquet(smk.input.queries)["text"]]
-else:
-    texts = chunk_texts(read_parquet(smk.input.chunks), read_parquet(smk.input.documents))
-cache = EmbeddingCache(smk.params.cache)
-vectors, stats = embed_texts(texts, Embedder(cfg), cache, desc=smk.rule)
-cache.close()
-log.info("embedded %s", stats.as_dict())
-write_npy(vectors, smk.output.vectors)
-write_json({"model": cfg.model, **stats.as_dict()}, smk.output.stats)
+
+def main(smk):
+    log, settings = setup(smk)
+    cfg = EmbedderConfig(**dump(settings["embedder"]))
+    if "queries" in smk.input.keys():
+        texts = [cfg.query_instruction + t for t in read_parquet(smk.input.queries)["text"]]
+    else:
+        texts = chunk_texts(read_parquet(smk.input.chunks), read_parquet(smk.input.documents))
+    cache = EmbeddingCache(smk.params.cache)
+    vectors, stats = embed_texts(texts, Embedder(cfg), cache, desc=smk.rule)
+    cache.close()
+    log.info("embedded %s", stats.as_dict())
+    write_npy(vectors, smk.output.vectors)
+    write_json({"model": cfg.model, **stats.as_dict()}, smk.output.stats)
+
+
+main(snakemake)  # noqa: F821

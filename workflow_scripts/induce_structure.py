@@ -1,28 +1,29 @@
-"""Glue: documents + paragraphs (+ gold sections) -> induced sections table + induction report.
-
-params: ``llm`` (the llm config block), ``induction`` (the induction block; ``inducer: llm |
-texttiling``). input: documents, paragraphs, optional gold_sections (for the report only; the
-inducer never sees it). output: sections, report.
-"""
+"""Glue: documents + paragraphs (+ gold sections, for the report only; the inducer never sees
+them) -> induced sections table + induction report."""
 
 from pathlib import Path
 
 from structablate.corpus.flatten import sections_frame
 from structablate.io import read_parquet, write_json, write_parquet
+from structablate.settings import dump
 from structablate.structure import documents_from_frames, induce_documents
-from structablate.workflow import setup
+from structablate.workflow import llm_config, setup
 
-log = setup(snakemake)  # noqa: F821
-smk = snakemake  # noqa: F821
-gold_path = getattr(smk.input, "gold_sections", None)
-docs = documents_from_frames(  # gold sections ride along for the report; inducers ignore them
-    read_parquet(smk.input.documents), read_parquet(smk.input.paragraphs),
-    read_parquet(gold_path) if gold_path else None)
-pairs, report = induce_documents(docs, smk.params.induction, getattr(smk.params, "llm", None),
-                                 base_dir=Path.cwd())
-report["corpus"] = getattr(smk.wildcards, "corpus", None)
-log.info("induced %d documents with %s: %d usable, %d repaired, %.1f sections/doc",
-         report["n_documents"], report["inducer"], report["usable"], report["repaired"],
-         report["mean_sections_per_doc"] or 0.0)
-write_parquet(sections_frame(pairs), smk.output.sections)
-write_json(report, smk.output.report)
+
+def main(smk):
+    log, settings = setup(smk)
+    docs = documents_from_frames(
+        read_parquet(smk.input.documents), read_parquet(smk.input.paragraphs),
+        read_parquet(smk.input.gold_sections))
+    induction = {k: v for k, v in dump(settings["induction"]).items() if k != "llm"}
+    llm = llm_config(settings["llm"]) if settings["llm"] is not None else None
+    pairs, report = induce_documents(docs, induction, llm, base_dir=Path.cwd())
+    report["corpus"] = smk.wildcards.corpus
+    log.info("induced %d documents with %s: %d usable, %d repaired, %.1f sections/doc",
+             report["n_documents"], report["inducer"], report["usable"], report["repaired"],
+             report["mean_sections_per_doc"] or 0.0)
+    write_parquet(sections_frame(pairs), smk.output.sections)
+    write_json(report, smk.output.report)
+
+
+main(snakemake)  # noqa: F821

@@ -7,58 +7,64 @@ import polars as pl
 from structablate.io import read_parquet, write_json, write_parquet
 from structablate.report import figures, render, tables
 from structablate.report.provenance import cell_flags
+from structablate.settings import dump
 from structablate.workflow import setup
 
-log = setup(snakemake)  # noqa: F821
-smk = snakemake  # noqa: F821
-conds = list(smk.params.conditions)
-cell = (smk.wildcards.corpus, smk.wildcards.embedder, smk.wildcards.reranker)
-label = tables.cell_label(*cell)
-scores = {c: read_parquet(p) for c, p in zip(conds, smk.input.scores, strict=True)}
-runs = dict(zip(conds, smk.input.runs, strict=True))
-summary = read_parquet(smk.input.summary)
-contrasts = read_parquet(smk.input.contrasts)
-dose = read_parquet(smk.input.dose_response)
-measures = list(dict.fromkeys(summary["measure"]))
-metric = smk.params.metric if smk.params.metric in measures else measures[0]
 
-cis = tables.condition_cis(scores, n_boot=smk.params.n_boot, seed=smk.params.seed)
-write_parquet(cis, smk.output.cis)
-log.info("per-condition CIs: %d rows (%d replicates)", cis.height, smk.params.n_boot)
+def main(smk):
+    log, settings = setup(smk)
+    conds = list(settings["conditions"])
+    n_boot, seed = settings["n_boot"], settings["seed"]
+    cell = (smk.wildcards.corpus, smk.wildcards.embedder, smk.wildcards.reranker)
+    label = tables.cell_label(*cell)
+    scores = {c: read_parquet(p) for c, p in zip(conds, smk.input.scores, strict=True)}
+    runs = dict(zip(conds, smk.input.runs, strict=True))
+    summary = read_parquet(smk.input.summary)
+    contrasts = read_parquet(smk.input.contrasts)
+    dose = read_parquet(smk.input.dose_response)
+    measures = list(dict.fromkeys(summary["measure"]))
+    metric = settings["metric"] if settings["metric"] in measures else measures[0]
 
-two_stage = tables.two_stage_conditions(conds)
-sr = tables.section_recall({c: read_parquet(runs[c]) for c in two_stage},
-                           read_parquet(smk.input.queries), n_boot=smk.params.n_boot,
-                           seed=smk.params.seed)
-write_parquet(sr, smk.output.section_recall)
+    cis = tables.condition_cis(scores, n_boot=n_boot, seed=seed)
+    write_parquet(cis, smk.output.cis)
+    log.info("per-condition CIs: %d rows (%d replicates)", cis.height, n_boot)
 
-# did the reranker of this cell have a trained head? (the rerank rule records it per row)
-observed = None
-if cell[2] != "none":
-    first = pl.read_parquet(runs[conds[0]], n_rows=1)
-    if "reranker_trained" in first.columns:
-        observed = bool(first["reranker_trained"][0])
-flags = cell_flags(cell, smk.params.reranker, observed)
-for f in flags:
-    log.warning(f)
-write_json({"cell": list(cell), "reranker_trained": observed, "flags": flags,
-            "metric": metric, "conditions": conds}, smk.output.cell)
+    two_stage = tables.two_stage_conditions(conds)
+    sr = tables.section_recall({c: read_parquet(runs[c]) for c in two_stage},
+                               read_parquet(smk.input.queries), n_boot=n_boot, seed=seed)
+    write_parquet(sr, smk.output.section_recall)
 
-warn = [render.Note(f, "warning") for f in flags]
-Path(smk.output.contrasts_table).write_text(render.standalone_html(
-    f"Contrasts, {label}",
-    [*warn, tables.contrast_table(contrasts, measures, title=f"Contrasts, {label}")]),
-    encoding="utf-8")
-Path(smk.output.means_table).write_text(render.standalone_html(
-    f"Per-condition means, {label}",
-    [*warn, tables.condition_means_table(summary, conds, title=f"Per-condition means, {label}"),
-     tables.condition_ci_table(cis, metric)]), encoding="utf-8")
-figures.save(figures.condition_bars(cis, measures, conds,
-                                    title=f"Per-condition means, 95% CI — {label}"),
-             smk.output.bars)
-figures.save(figures.dose_response_plot(dose, cis, metric,
-                                        title=f"Breadcrumb-depth dose-response — {label}"),
-             smk.output.dose)
-figures.save(figures.section_recall_plot(sr, title=f"Stage-1 section recall — {label}"),
-             smk.output.section_recall_fig)
-log.info("wrote the report of %s", label)
+    # did the reranker of this cell have a trained head? (the rerank rule records it per row)
+    observed = None
+    if cell[2] != "none":
+        first = pl.read_parquet(runs[conds[0]], n_rows=1)
+        if "reranker_trained" in first.columns:
+            observed = bool(first["reranker_trained"][0])
+    flags = cell_flags(cell, {cell[2]: dump(settings["reranker"])}, observed)
+    for f in flags:
+        log.warning(f)
+    write_json({"cell": list(cell), "reranker_trained": observed, "flags": flags,
+                "metric": metric, "conditions": conds}, smk.output.cell)
+
+    warn = [render.Note(f, "warning") for f in flags]
+    Path(smk.output.contrasts_table).write_text(render.standalone_html(
+        f"Contrasts, {label}",
+        [*warn, tables.contrast_table(contrasts, measures, title=f"Contrasts, {label}")]),
+        encoding="utf-8")
+    Path(smk.output.means_table).write_text(render.standalone_html(
+        f"Per-condition means, {label}",
+        [*warn,
+         tables.condition_means_table(summary, conds, title=f"Per-condition means, {label}"),
+         tables.condition_ci_table(cis, metric)]), encoding="utf-8")
+    figures.save(figures.condition_bars(cis, measures, conds,
+                                        title=f"Per-condition means, 95% CI — {label}"),
+                 smk.output.bars)
+    figures.save(figures.dose_response_plot(dose, cis, metric,
+                                            title=f"Breadcrumb-depth dose-response — {label}"),
+                 smk.output.dose)
+    figures.save(figures.section_recall_plot(sr, title=f"Stage-1 section recall — {label}"),
+                 smk.output.section_recall_fig)
+    log.info("wrote the report of %s", label)
+
+
+main(snakemake)  # noqa: F821

@@ -10,34 +10,36 @@ from structablate.io import read_parquet, write_parquet
 from structablate.report import figures, render, tables
 from structablate.workflow import setup
 
-log = setup(snakemake)  # noqa: F821
-smk = snakemake  # noqa: F821
-corpus = smk.wildcards.corpus
-metric = smk.params.metric
 
-frames = [read_parquet(p) for p in smk.input.contrasts]
-frames = [f for f in frames if f.height]
-contrasts = pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame(
-    schema={"metric": pl.String})
-figures.save(figures.forest_plot(contrasts, metric, title=f"Contrasts of {corpus}, {metric}"),
-             smk.output.forest)
+def main(smk):
+    log, settings = setup(smk)
+    corpus = smk.wildcards.corpus
+    metric = settings["metric"]
+    chunksets, embedders = settings["chunksets"], settings["embedders"]
 
-chunks = {cs: read_parquet(p) for cs, p in zip(smk.params.chunksets, smk.input.chunks,
-                                                strict=True)}
-stats = {}
-paths = iter(smk.input.embed_stats)
-for e in smk.params.embedders:  # expand() order: embedder outer, chunkset inner
-    for cs in smk.params.chunksets:
-        stats[(e, cs)] = json.loads(Path(next(paths)).read_text())
-sm = tables.size_matching(chunks, stats, smk.params.conditions)
-write_parquet(sm, smk.output.size_matching)
-Path(smk.output.size_matching_table).write_text(render.standalone_html(
-    f"Size matching and truncation, {corpus}",
-    [tables.size_matching_table(sm, smk.params.size_match_structure,
-                                title=f"Size matching and truncation, {corpus}")]),
-    encoding="utf-8")
+    frames = [f for f in map(read_parquet, smk.input.contrasts) if f.height]
+    contrasts = pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame(
+        schema={"metric": pl.String})
+    figures.save(figures.forest_plot(contrasts, metric,
+                                     title=f"Contrasts of {corpus}, {metric}"),
+                 smk.output.forest)
 
-report = json.loads(Path(smk.input.corpus_report).read_text())
-figures.save(figures.funnel_plot(tables.funnel_steps(report), title=f"Corpus funnel, {corpus}"),
-             smk.output.funnel)
-log.info("wrote the corpus report of %s (%d contrast rows)", corpus, contrasts.height)
+    chunks = {cs: read_parquet(p) for cs, p in zip(chunksets, smk.input.chunks, strict=True)}
+    paths = iter(smk.input.embed_stats)  # embedder outer, chunkset inner (rule order)
+    stats = {(e, cs): json.loads(Path(next(paths)).read_text())
+             for e in embedders for cs in chunksets}
+    sm = tables.size_matching(chunks, stats, settings["conditions"])
+    write_parquet(sm, smk.output.size_matching)
+    Path(smk.output.size_matching_table).write_text(render.standalone_html(
+        f"Size matching and truncation, {corpus}",
+        [tables.size_matching_table(sm, settings["size_match_structure"],
+                                    title=f"Size matching and truncation, {corpus}")]),
+        encoding="utf-8")
+
+    report = json.loads(Path(smk.input.corpus_report).read_text())
+    figures.save(figures.funnel_plot(tables.funnel_steps(report),
+                                     title=f"Corpus funnel, {corpus}"), smk.output.funnel)
+    log.info("wrote the corpus report of %s (%d contrast rows)", corpus, contrasts.height)
+
+
+main(snakemake)  # noqa: F821

@@ -1,4 +1,4 @@
-"""Glue: every cell's and corpus's report data -> results/report/index.{md,html} and the
+"""Glue: every cell's and corpus's report data -> {results}/report/index.{md,html} and the
 overview document of `snakemake --report`."""
 
 import json
@@ -7,16 +7,8 @@ from pathlib import Path
 
 from structablate.io import read_parquet
 from structablate.report import CellData, CorpusData, build_page, overview_html, write_page
+from structablate.settings import dump
 from structablate.workflow import setup
-
-log = setup(snakemake)  # noqa: F821
-smk = snakemake  # noqa: F821
-p = smk.params
-page_dir = Path(smk.output.html).parent
-
-
-def rel(path):
-    return os.path.relpath(path, page_dir).replace(os.sep, "/")
 
 
 def a1_cost(path):
@@ -29,35 +21,47 @@ def a1_cost(path):
             "a1_llm_calls": llm.get("generated", 0) + llm.get("cache_hits", 0)}
 
 
-cells = []
-for i, cell in enumerate(p.cells):
-    d = page_dir.joinpath(*cell)
-    meta = json.loads(Path(smk.input.cell[i]).read_text())
-    cells.append(CellData(
-        cell=tuple(cell),
-        summary=read_parquet(smk.input.summaries[i]),
-        contrasts=read_parquet(smk.input.contrasts[i]),
-        cis=read_parquet(smk.input.cis[i]),
-        section_recall=read_parquet(smk.input.section_recall[i]),
-        dose=read_parquet(smk.input.dose[i]),
-        observed_trained=meta["reranker_trained"],
-        figures={"bars": rel(d / "condition_bars.png"), "dose": rel(d / "dose_response.png"),
-                 "section_recall": rel(d / "section_recall.png")},
-    ))
-corpora = []
-for i, name in enumerate(p.corpora):
-    d = page_dir / name
-    corpora.append(CorpusData(
-        name=name, kind=p.corpus_types[name],
-        funnel=json.loads(Path(smk.input.corpus_reports[i]).read_text()),
-        size_matching=read_parquet(smk.input.size_matching[i]),
-        figures={"forest": rel(d / "forest.png"), "funnel": rel(d / "funnel.png")},
-        **a1_cost(smk.input.a1_stats[i] if smk.input.a1_stats else None),
-    ))
-intro, sections = build_page(
-    cells, corpora, embedders=p.embedders, rerankers=p.rerankers, conditions=p.conditions,
-    measures=p.measures, primary=p.primary, llm=p.llm,
-    size_match_structure=p.size_match_structure, inducer=p.inducer)
-write_page(intro, sections, smk.output.markdown, smk.output.html)
-Path(smk.output.overview).write_text(overview_html(intro, sections), encoding="utf-8")
-log.info("summary page: %d cells, %d corpora", len(cells), len(corpora))
+def main(smk):
+    log, s = setup(smk)
+    page_dir = Path(smk.output.html).parent
+
+    def rel(path):
+        return os.path.relpath(path, page_dir).replace(os.sep, "/")
+
+    cells = []
+    for i, cell in enumerate(s["cells"]):
+        d = page_dir.joinpath(cell.corpus, cell.embedder, cell.reranker)
+        meta = json.loads(Path(smk.input.cell[i]).read_text())
+        cells.append(CellData(
+            cell=(cell.corpus, cell.embedder, cell.reranker),
+            summary=read_parquet(smk.input.summaries[i]),
+            contrasts=read_parquet(smk.input.contrasts[i]),
+            cis=read_parquet(smk.input.cis[i]),
+            section_recall=read_parquet(smk.input.section_recall[i]),
+            dose=read_parquet(smk.input.dose[i]),
+            observed_trained=meta["reranker_trained"],
+            figures={"bars": rel(d / "condition_bars.png"),
+                     "dose": rel(d / "dose_response.png"),
+                     "section_recall": rel(d / "section_recall.png")},
+        ))
+    corpora = []
+    for i, name in enumerate(s["corpora"]):
+        d = page_dir / name
+        corpora.append(CorpusData(
+            name=name, kind=s["corpus_types"][name],
+            funnel=json.loads(Path(smk.input.corpus_reports[i]).read_text()),
+            size_matching=read_parquet(smk.input.size_matching[i]),
+            figures={"forest": rel(d / "forest.png"), "funnel": rel(d / "funnel.png")},
+            **a1_cost(smk.input.a1_stats[i] if smk.input.a1_stats else None),
+        ))
+    llm = {"stages": {k: dump(v) if v is not None else None for k, v in s["llm"].items()}}
+    intro, sections = build_page(
+        cells, corpora, embedders=dump(s["embedders"]), rerankers=dump(s["rerankers"]),
+        conditions=s["conditions"], measures=list(s["measures"]), primary=dump(s["primary"]),
+        llm=llm, size_match_structure=s["size_match_structure"], inducer=s["inducer"])
+    write_page(intro, sections, smk.output.markdown, smk.output.html)
+    Path(smk.output.overview).write_text(overview_html(intro, sections), encoding="utf-8")
+    log.info("summary page: %d cells, %d corpora", len(cells), len(corpora))
+
+
+main(snakemake)  # noqa: F821

@@ -4,7 +4,12 @@ from structablate.io import read_parquet
 from structablate.metrics.trec import write_trec_qrels, write_trec_run
 from structablate.workflow import setup
 
-setup(snakemake)  # noqa: F821
-smk = snakemake  # noqa: F821
-write_trec_run(read_parquet(smk.input.run), smk.output.run, tag=smk.wildcards.condition)
-write_trec_qrels(read_parquet(smk.input.qrels), read_parquet(smk.input.chunks), smk.output.qrels)
+
+def main(smk):
+    setup(smk)
+    write_trec_run(read_parquet(smk.input.run), smk.output.run, tag=smk.wildcards.condition)
+    write_trec_qrels(read_parquet(smk.input.qrels), read_parquet(smk.input.chunks),
+                     smk.output.qrels)
+
+
+main(snakemake)  # noqa: F821

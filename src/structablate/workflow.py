@@ -1,4 +1,19 @@
-"""Helpers shared by the thin scripts in ``workflow_scripts/``: logging into the rule's log."""
+"""What every glue script in ``workflow_scripts/`` shares: logging into the rule's log, thread
+limits, and the job's settings from the plan.
+
+Each glue script has one shape::
+
+    from structablate.workflow import setup
+
+    def main(smk):
+        log, settings = setup(smk)
+        ...  # read smk.input, call one package function, write smk.output
+
+    main(snakemake)  # noqa: F821
+
+``settings`` is :meth:`structablate.plan.Plan.rule_settings` for the job's rule and wildcards:
+the same typed values the rule's ``params`` (its rerun trigger) were computed from.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +23,9 @@ import sys
 from typing import Any
 
 
-def setup(smk: Any) -> logging.Logger:
-    """Send this script's log records, warnings and progress bars to the rule's ``log:`` file.
+def setup(smk: Any) -> tuple[logging.Logger, dict[str, Any]]:
+    """Send this job's log records, warnings and progress bars to the rule's ``log:`` file,
+    set thread limits, and return ``(logger, settings)``.
 
     ``smk`` is the ``snakemake`` object Snakemake injects into a script.
     """
@@ -33,4 +49,31 @@ def setup(smk: Any) -> logging.Logger:
             os.environ[var] = str(int(threads))
         if "torch" in sys.modules:
             sys.modules["torch"].set_num_threads(int(threads))
-    return logging.getLogger(f"structablate.{smk.rule}")
+    return logging.getLogger(f"structablate.{smk.rule}"), job_settings(smk)
+
+
+def job_settings(smk: Any) -> dict[str, Any]:
+    """The job's settings from the plan (built from ``smk.config``)."""
+    from structablate.plan import Plan
+
+    plan = Plan.from_config(smk.config, check_files=False)
+    return plan.rule_settings(smk.rule, dict(smk.wildcards.items()))
+
+
+def llm_config(llm: Any) -> dict[str, Any]:
+    """An :class:`~structablate.settings.LLMSettings` as the mapping
+    :func:`structablate.llm.client.client_from_config` reads: backend blocks without unset
+    (null) keys. # TODO(phase 2): client_from_config takes the settings object itself."""
+    from structablate.settings import dump
+
+    cfg = dump(llm)
+    for name in ("llamacpp", "vllm", "openai"):
+        block = {k: v for k, v in cfg[name].items() if v is not None}
+        if name == "llamacpp":
+            block.pop("use_extra_bufts", None)
+        if name == "vllm":
+            block.update(block.pop("engine_args", {}))
+        cfg[name] = block
+    if cfg.get("max_tokens") is None:
+        cfg.pop("max_tokens", None)
+    return cfg

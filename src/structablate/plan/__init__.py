@@ -1,0 +1,461 @@
+"""The plan: one typed view of a run, built once from the validated config.
+
+:class:`Plan` joins three things the Snakefile, the rules, the glue scripts and the report
+all read:
+
+* **settings** — the typed :class:`~structablate.settings.Settings` (every key's only
+  default lives there);
+* **grid** — corpora, conditions, chunksets, cells (corpus × embedder × reranker), and the one
+  answer to which LLM stage each condition needs (:meth:`Plan.stage_conditions`);
+* **paths** — every results path (:class:`~structablate.plan.paths.Paths`).
+
+A rule's settings come from :meth:`Plan.rule_settings` (rule name and wildcards -> the typed
+values that rule's job uses, and nothing else). The same call feeds the rule's ``params``
+(:meth:`Plan.trigger`: those values without their ``runtime`` keys, plus the fingerprint of
+the code the job runs), so Snakemake reruns a job exactly when something that can change its
+outputs changes, and the glue (:func:`structablate.workflow.setup`) reads the very values the
+trigger was computed from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from structablate.conditions import CONDITIONS, Condition, chunksets_for
+from structablate.errors import ConfigError
+from structablate.plan.paths import Paths
+from structablate.settings import (
+    LLMSettings,
+    QueryGenSettings,
+    Settings,
+    UserCorpus,
+    UserQueriesFile,
+    WikipediaCorpus,
+    dump,
+    dump_outputs,
+    load_settings,
+)
+from structablate.settings._core import build_settings
+
+__all__ = ["LLM_STAGES", "Cell", "Paths", "Plan"]
+
+LLM_STAGES = ("induction", "contexts", "queries")
+"""The stages that call an LLM: structure induction (A family), A1 situating contexts, and
+synthetic question generation (per corpus)."""
+
+
+@dataclass(frozen=True, order=True)
+class Cell:
+    """One cell of the grid: a corpus, an embedder and a reranker (``none``: no reranker)."""
+
+    corpus: str
+    embedder: str
+    reranker: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.corpus} / {self.embedder} / {self.reranker}"
+
+
+def only(obj: Any, keep: Iterable[str]) -> Any:
+    """``obj`` (a settings object) with every field not in ``keep`` reset to its default, so a
+    job that does not use a key neither sees it nor reruns when it changes."""
+    keep = set(keep)
+    reset = {}
+    for f in dataclasses.fields(obj):
+        if f.name in keep:
+            continue
+        if f.default is not dataclasses.MISSING:
+            reset[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            reset[f.name] = f.default_factory()
+    return replace(obj, **reset)
+
+
+class Plan:
+    """Settings, grid and paths of one run (see the module docstring)."""
+
+    def __init__(self, settings: Settings, source: str = "config", *, check_files: bool = True):
+        self.settings = settings
+        self.source = source
+        self.paths = Paths(settings.results)
+        self._check(check_files)
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], source: str = "config", *,
+                    check_files: bool = True) -> Plan:
+        """Validate a YAML config mapping and plan it; :class:`ConfigError` names the key."""
+        _refuse_secrets(config, source)
+        return cls(load_settings(config, source), source, check_files=check_files)
+
+    # ------------------------------------------------------------------ grid
+    @property
+    def conditions(self) -> list[str]:
+        """The conditions run, in config order."""
+        return list(self.settings.conditions)
+
+    @staticmethod
+    def condition(name: str) -> Condition:
+        return CONDITIONS[name]
+
+    @property
+    def chunksets(self) -> list[str]:
+        """Distinct chunksets of the conditions (A4 reads A3's, G4 reads G3's)."""
+        return chunksets_for(self.conditions)
+
+    @property
+    def chunked(self) -> list[str]:
+        """Chunksets the ``chunk`` rule cuts: every chunkset but A1 (contextualised from A0's
+        windows), and G2 always (the BM25 non-lexicality check reads it)."""
+        return [c for c in dict.fromkeys([*self.chunksets, "G2"]) if c != "A1"]
+
+    @property
+    def corpora(self) -> list[str]:
+        return list(self.settings.corpora)
+
+    def corpus_kind(self, corpus: str) -> str:
+        """``qasper``, ``wikipedia`` or ``user`` (Markdown, HTML, JSONL)."""
+        c = self.settings.corpora[corpus]
+        return "user" if isinstance(c, UserCorpus) else c.type
+
+    def user_queries(self, corpus: str) -> str | None:
+        """The questions file of a user corpus, or None (questions are generated)."""
+        q = getattr(self.settings.corpora[corpus], "queries", None)
+        if isinstance(q, str):
+            return q
+        if isinstance(q, UserQueriesFile):
+            return q.path
+        return None
+
+    def generates_queries(self, corpus: str) -> bool:
+        """Whether an LLM writes the corpus's questions (Wikipedia; user corpora without a
+        questions file)."""
+        kind = self.corpus_kind(corpus)
+        return kind == "wikipedia" or (kind == "user" and self.user_queries(corpus) is None)
+
+    def query_generation(self, corpus: str) -> QueryGenSettings:
+        """The question-generation settings of a corpus whose questions are generated."""
+        c = self.settings.corpora[corpus]
+        q = getattr(c, "queries", None)
+        return q if isinstance(q, QueryGenSettings) else QueryGenSettings()
+
+    @property
+    def embedders(self) -> list[str]:
+        return list(self.settings.embedders)
+
+    @property
+    def rerankers(self) -> list[str]:
+        return list(self.settings.rerankers)
+
+    def rerankers_for(self, embedder: str) -> list[str]:
+        """Rerankers applied to an embedder's runs (``none`` always; others as configured)."""
+        out = []
+        for name, rr in self.settings.rerankers.items():
+            if name == "none" or rr.embedders is None or embedder in rr.embedders:
+                out.append(name)
+        return out
+
+    def cells(self, corpus: str | None = None) -> list[Cell]:
+        """Every cell in grid order (corpus, embedder, reranker), of one corpus if given."""
+        return [Cell(c, e, r) for c in self.corpora if corpus in (None, c)
+                for e in self.embedders for r in self.rerankers_for(e)]
+
+    @property
+    def primary(self) -> Cell:
+        """The pre-registered primary cell's embedder and reranker (corpus left empty);
+        the embedder defaults to the last one listed (the paper's strong embedder)."""
+        p = self.settings.statistics.primary
+        return Cell("", p.embedder or self.embedders[-1], p.reranker)
+
+    @property
+    def primary_metric(self) -> str:
+        return self.settings.statistics.primary.metric
+
+    @property
+    def tokenizer(self) -> str:
+        """The tokenizer that counts chunk tokens: chunking.tokenizer or the first embedder's
+        model (one per corpus, so every embedder sees identical chunks)."""
+        return self.settings.chunking.tokenizer or self.settings.embedders[
+            self.embedders[0]].model
+
+    def structure_of(self, chunkset: str) -> str:
+        """The sections table (``gold`` or ``induced``) a chunkset's boundaries follow, or for
+        fixed windows the one that labels each window with a section (gold)."""
+        return CONDITIONS[chunkset].structure or "gold"
+
+    def size_reference(self, chunkset: str) -> str | None:
+        """Whose structural chunks size a fixed-window chunkset (None: not fixed windows)."""
+        if CONDITIONS[chunkset].boundaries != "fixed":
+            return None
+        return self.settings.size_match_structure
+
+    def funnel_file(self, corpus: str) -> str:
+        """The funnel the report draws for a corpus: Wikipedia's selection report, or the
+        question funnel every other corpus writes (QASPER, user and generated questions)."""
+        if self.corpus_kind(corpus) == "wikipedia":
+            return self.paths.corpus_report(corpus)
+        return self.paths.funnel(corpus)
+
+    # ------------------------------------------------------------------ LLM stages
+    def stage_conditions(self) -> dict[str, list[str]]:
+        """For each grid-level LLM stage, the conditions that need it: ``induction`` (with
+        the LLM inducer: conditions on induced structure, and fixed windows sized to induced
+        structure) and ``contexts`` (A1)."""
+        s = self.settings
+        induced = [c for c in self.conditions if CONDITIONS[c].structure == "induced"
+                   or (CONDITIONS[c].boundaries == "fixed"
+                       and s.size_match_structure == "induced")]
+        return {
+            "induction": induced if s.induction.inducer == "llm" else [],
+            "contexts": [c for c in self.conditions if CONDITIONS[c].prefix == "context"],
+        }
+
+    @property
+    def needs_induced_structure(self) -> bool:
+        """Whether any condition reads induced sections (whichever inducer makes them)."""
+        s = self.settings
+        return any(CONDITIONS[c].structure == "induced"
+                   or (CONDITIONS[c].boundaries == "fixed" and s.size_match_structure ==
+                       "induced") for c in self.conditions)
+
+    def stage_llm(self, stage: str, corpus: str | None = None) -> LLMSettings:
+        """The llm settings ``stage`` runs with: the ``llm`` block with the stage's own
+        ``llm`` block laid over it key by key (backend blocks merge one level deep)."""
+        if stage not in LLM_STAGES:
+            raise ValueError(f"unknown LLM stage {stage!r} (one of {', '.join(LLM_STAGES)})")
+        s = self.settings
+        if stage == "queries":
+            if corpus is None:
+                raise ValueError("stage 'queries' needs the corpus name")
+            over = self.query_generation(corpus).llm
+        else:
+            over = getattr(s, stage).llm
+        merged = dump(s.llm)
+        for key, value in (over or {}).items():
+            if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+                merged[key] = {**merged[key], **value}
+            else:
+                merged[key] = value
+        if merged.get("cache") is None:
+            merged["cache"] = self.paths.cache("llm")
+        return build_settings(LLMSettings, merged)
+
+    def recorded_generations(self, stage: str, corpus: str | None = None) -> list[str]:
+        """The recorded generation file a stage replays, as a rule input (a file a replaying
+        job reads must be declared, so an edit to it reruns the job); none otherwise."""
+        llm = self.stage_llm(stage, corpus)
+        if llm.mode == "replay" and llm.cache and llm.cache.endswith(".jsonl"):
+            return [llm.cache]
+        return []
+
+    def llm_stages(self) -> dict[str, LLMSettings | None]:
+        """Label -> llm settings of every LLM stage (None: the stage does not run), for the
+        report's provenance: "structure induction", "A1 contexts", "queries (<corpus>)"."""
+        needs = self.stage_conditions()
+        out: dict[str, LLMSettings | None] = {
+            label: self.stage_llm(stage) if needs[stage] else None
+            for label, stage in (("structure induction", "induction"),
+                                 ("A1 contexts", "contexts"))}
+        for name in self.corpora:
+            if self.generates_queries(name):
+                out[f"queries ({name})"] = self.stage_llm("queries", name)
+        return out
+
+    # ------------------------------------------------------------------ per-rule settings
+    def rule_settings(self, rule: str, wildcards: Mapping[str, str] | Any = None
+                      ) -> dict[str, Any]:
+        """The typed settings a job of ``rule`` uses (see the module docstring)."""
+        w = _wildcards(wildcards)
+        s = self.settings
+        if rule not in _RULES:
+            raise KeyError(f"no settings are planned for rule {rule!r}")
+        return _RULES[rule](self, s, w)
+
+    def trigger(self, rule: str, script: str | Path) -> Callable[[Any], dict[str, Any]]:
+        """A ``params`` function: the rule's settings without ``runtime`` keys, plus the
+        fingerprint of the package code its job runs (``code``)."""
+        from structablate.plan.code import fingerprint
+
+        def params(wildcards: Any = None) -> dict[str, Any]:
+            w = _wildcards(wildcards)
+            name = w.get("condition") or w.get("chunkset")
+            cond = CONDITIONS.get(name) if name else None
+            out = {k: dump_outputs(v) for k, v in self.rule_settings(rule, w).items()}
+            out["code"] = fingerprint(script, cond)
+            return out
+
+        return params
+
+    # ------------------------------------------------------------------ checks
+    def _check(self, check_files: bool) -> None:
+        s, src = self.settings, self.source
+
+        def fail(key: str, message: str) -> None:
+            raise ConfigError(f"{src}: {key}: {message}")
+
+        for name, c in s.corpora.items():
+            kind = self.corpus_kind(name)
+            if kind == "qasper" and check_files:
+                for i, source in enumerate(c.sources):
+                    if source.format == "v0.3" and not Path(source.path).exists():
+                        fail(f"corpora.{name}.sources[{i}].path", f"no file {source.path}")
+            if self.generates_queries(name):
+                q = self.query_generation(name)
+                for key in ("sentences", "multihop_sentences"):
+                    lo, hi = getattr(q, key)
+                    if not 1 <= lo <= hi:
+                        fail(f"corpora.{name}.queries.{key}",
+                             f"must be [lo, hi] with 1 <= lo <= hi, got [{lo}, {hi}]")
+                if q.span_min_chars > q.span_max_chars:
+                    fail(f"corpora.{name}.queries.span_min_chars",
+                         "must not exceed span_max_chars")
+                if not self.stage_llm("queries", name).model:
+                    key = ("llm.model" if isinstance(c, WikipediaCorpus)
+                           else f"corpora.{name}.queries")
+                    fail(key, f"the questions of corpus {name!r} are generated by an LLM; set "
+                              f"llm.model or corpora.{name}.queries.llm.model"
+                         + ("" if isinstance(c, WikipediaCorpus) else
+                            ", or give a questions file (docs/byo.md)"))
+        for rname, rr in s.rerankers.items():
+            if rname != "none" and not rr.model:
+                fail(f"rerankers.{rname}.model", "a reranker needs a model")
+            for e in rr.embedders or ():
+                if e not in s.embedders:
+                    fail(f"rerankers.{rname}.embedders", f"unknown embedder {e!r}")
+        p = s.statistics.primary
+        if p.embedder is not None and p.embedder not in s.embedders:
+            fail("statistics.primary.embedder", f"unknown embedder {p.embedder!r} (one of "
+                 f"{', '.join(s.embedders)})")
+        if p.reranker not in s.rerankers:
+            fail("statistics.primary.reranker", f"unknown reranker {p.reranker!r} (one of "
+                 f"{', '.join(s.rerankers)})")
+        if p.reranker not in self.rerankers_for(self.primary.embedder):
+            fail("statistics.primary.reranker", f"reranker {p.reranker!r} does not rerank "
+                 f"embedder {self.primary.embedder!r} (rerankers.{p.reranker}.embedders)")
+        if p.metric not in s.metrics.measures:
+            fail("statistics.primary.metric", f"{p.metric!r} is not among metrics.measures "
+                 f"({', '.join(s.metrics.measures)})")
+        for stage, needs in self.stage_conditions().items():
+            if needs and not self.stage_llm(stage).model:
+                fail("llm.model", f"conditions {', '.join(needs)} need an LLM for {stage} "
+                     f"(set llm.model or {stage}.llm.model"
+                     + (", or induction.inducer: texttiling for the A family)"
+                        if stage == "induction" else ")"))
+        if s.chunking.t_min > s.chunking.t_max:
+            fail("chunking.t_min", "must not exceed chunking.t_max")
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _wildcards(w: Any) -> dict[str, str]:
+    if w is None:
+        return {}
+    if isinstance(w, Mapping):
+        return dict(w)
+    return {k: str(v) for k, v in w.items()} if hasattr(w, "items") else dict(vars(w))
+
+
+def _refuse_secrets(config: Mapping[str, Any], source: str) -> None:
+    """API keys belong in the environment: a key written into the config would end up in
+    Snakemake's metadata and logs in plain text."""
+    blocks: list[tuple[str, Any]] = [("llm", config.get("llm"))]
+    blocks += [(f"{st}.llm", (config.get(st) or {}).get("llm")) for st in ("induction",
+                                                                           "contexts")]
+    for name, c in (config.get("corpora") or {}).items():
+        q = c.get("queries") if isinstance(c, Mapping) else None
+        if isinstance(q, Mapping):
+            blocks.append((f"corpora.{name}.queries.llm", q.get("llm")))
+    for where, block in blocks:
+        openai = (block or {}).get("openai") if isinstance(block, Mapping) else None
+        if isinstance(openai, Mapping) and "api_key" in openai:
+            raise ConfigError(
+                f"{source}: {where}.openai.api_key: API keys are not read from the config "
+                "(they would be stored in plain text in .snakemake/metadata); put the key in "
+                "an environment variable and name it in api_key_env (default OPENAI_API_KEY)")
+
+
+def _user_build(plan: Plan, s: Settings, w: dict[str, str]) -> dict[str, Any]:
+    c = s.corpora[w["corpus"]]
+    return {"corpus": replace(c, queries=plan.user_queries(w["corpus"]))}
+
+
+def _chunk(plan: Plan, s: Settings, w: dict[str, str]) -> dict[str, Any]:
+    cond = CONDITIONS[w["chunkset"]]
+    keep = {"t_max", "t_min"}
+    if cond.boundaries == "fixed":
+        keep.add("fixed_snap_tokens")
+    if cond.prefix in ("breadcrumb", "placebo"):
+        keep |= {"breadcrumb_separator", "breadcrumb_include_title"}
+    if cond.prefix == "placebo":
+        keep.add("placebo_forbid_identical")
+    out: dict[str, Any] = {"chunking": only(s.chunking, keep), "tokenizer": plan.tokenizer}
+    if cond.prefix == "placebo":
+        out["seed"] = s.seed
+    return out
+
+
+def _retrieve(plan: Plan, s: Settings, w: dict[str, str]) -> dict[str, Any]:
+    r = s.retrieval
+    keep = {"top_k", "method"}
+    if r.method == "hnsw":
+        keep.add("hnsw")
+    if CONDITIONS[w["condition"]].retrieval == "two_stage":
+        keep.add("hier_top_sections")
+    return {"retrieval": only(r, keep), "condition": w["condition"]}
+
+
+def _statistics(plan: Plan, s: Settings) -> Any:
+    """The statistics block with the primary cell resolved (embedder filled in)."""
+    st = s.statistics
+    return replace(st, primary=replace(st.primary, embedder=plan.primary.embedder))
+
+
+_RULES: dict[str, Callable[[Plan, Settings, dict[str, str]], dict[str, Any]]] = {
+    "build_qasper": lambda p, s, w: {"corpus": s.corpora[w["corpus"]]},
+    "build_wikipedia": lambda p, s, w: {
+        "source": s.corpora[w["corpus"]].source, "selection": s.corpora[w["corpus"]].selection},
+    "build_user": _user_build,
+    "build_user_documents": _user_build,
+    "generate_queries": lambda p, s, w: {
+        "queries": replace(p.query_generation(w["corpus"]), llm=None),
+        "llm": p.stage_llm("queries", w["corpus"])},
+    "bm25_check": lambda p, s, w: {},
+    "induce_structure": lambda p, s, w: {
+        "induction": replace(s.induction, llm=None),
+        "llm": p.stage_llm("induction") if s.induction.inducer == "llm" else None},
+    "chunk": _chunk,
+    "contextualize": lambda p, s, w: {
+        "contexts": replace(s.contexts, llm=None), "llm": p.stage_llm("contexts"),
+        "tokenizer": p.tokenizer},
+    "embed_chunks": lambda p, s, w: {"embedder": s.embedders[w["embedder"]]},
+    "embed_queries": lambda p, s, w: {"embedder": s.embedders[w["embedder"]]},
+    "retrieve": _retrieve,
+    "rerank": lambda p, s, w: {"reranker": s.rerankers[w["reranker"]], "seed": s.seed},
+    "score": lambda p, s, w: {"measures": s.metrics.measures},
+    "summarize_cell": lambda p, s, w: {"conditions": p.conditions},
+    "summary_markdown": lambda p, s, w: {"embedders": s.embedders, "rerankers": s.rerankers,
+                                         "cells": p.cells()},
+    "contrasts": lambda p, s, w: {"statistics": _statistics(p, s), "seed": s.seed,
+                                  "conditions": p.conditions},
+    "trec_export": lambda p, s, w: {},
+    "report_cell": lambda p, s, w: {
+        "conditions": p.conditions, "metric": p.primary_metric,
+        "n_boot": s.statistics.bootstrap_iters, "seed": s.seed,
+        "reranker": s.rerankers[w["reranker"]]},
+    "report_corpus": lambda p, s, w: {
+        "metric": p.primary_metric, "conditions": p.conditions, "chunksets": p.chunksets,
+        "embedders": p.embedders, "size_match_structure": s.size_match_structure},
+    "report_page": lambda p, s, w: {
+        "cells": p.cells(), "corpora": p.corpora,
+        "corpus_types": {c: s.corpora[c].type for c in p.corpora},
+        "generated_queries": {c: p.generates_queries(c) for c in p.corpora},
+        "embedders": s.embedders, "rerankers": s.rerankers, "llm": p.llm_stages(),
+        "conditions": p.conditions, "measures": s.metrics.measures,
+        "primary": _statistics(p, s).primary, "size_match_structure": s.size_match_structure,
+        "inducer": s.induction.inducer},
+}

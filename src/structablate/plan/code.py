@@ -1,0 +1,141 @@
+"""Code fingerprints: which package code computes a rule's outputs, as one short hash.
+
+Snakemake reruns a ``script:`` rule when the script file is newer than its outputs, but it
+knows nothing of the package the script calls: an edit to ``chunking/fixed.py`` would leave
+every chunk table stale. The plan therefore passes each job a fingerprint of exactly the code
+that computes its outputs as a param, so ``--rerun-triggers params`` reruns it when (and only
+when) that code changes; the profiles switch Snakemake's own mtime-based code trigger off.
+
+* The modules a glue script needs are found by reading imports statically (``import`` and
+  ``from … import`` anywhere in a file, function-local imports included), transitively within
+  the ``structablate`` package.
+* A module's fingerprint is the hash of its syntax tree with docstrings removed, so comments,
+  docstrings and formatting never rerun work, while any change to what runs does.
+* Some modules serve only some conditions (fixed windows, the placebo, two-stage routing):
+  :data:`CONDITION_MODULES` says which, and a job of another condition leaves them out, so an
+  edit to the fixed-window code reruns only the fixed-window branch.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from collections.abc import Callable, Iterable
+from functools import cache
+from pathlib import Path
+
+from structablate.conditions import Condition
+
+PACKAGE = "structablate"
+SRC = Path(__file__).resolve().parents[2]
+"""The folder holding the ``structablate`` package (``src/``)."""
+
+CONDITION_MODULES: dict[str, Callable[[Condition], bool]] = {
+    "structablate.chunking.fixed": lambda c: c.boundaries == "fixed",
+    "structablate.chunking.placebo": lambda c: c.prefix == "placebo",
+    "structablate.chunking.prefix": lambda c: c.prefix in ("breadcrumb", "placebo"),
+    "structablate.retrieval.two_stage": lambda c: c.retrieval == "two_stage",
+}
+"""Modules used only by conditions for which the predicate holds."""
+
+NOT_OUTPUT_CODE = frozenset({"structablate.plan.code"})
+"""Modules that decide when jobs rerun but never what they compute."""
+
+
+def module_file(module: str) -> Path | None:
+    """The source file of a ``structablate`` module (package ``__init__`` or module file)."""
+    rel = Path(*module.split("."))
+    for cand in (SRC / rel / "__init__.py", SRC / rel.with_suffix(".py")):
+        if cand.is_file():
+            return cand
+    return None
+
+
+def _imports(tree: ast.AST, module: str | None, is_package: bool) -> set[str]:
+    """Absolute ``structablate`` module names imported anywhere in ``tree``."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                if module is None:
+                    continue
+                parts = module.split(".")
+                base = parts if is_package else parts[:-1]
+                base = base[: len(base) - node.level + 1]
+                prefix = ".".join(base + ([node.module] if node.module else []))
+            else:
+                prefix = node.module or ""
+            out.add(prefix)
+            out.update(f"{prefix}.{a.name}" for a in node.names)
+    return {m for m in out if m == PACKAGE or m.startswith(PACKAGE + ".")}
+
+
+@cache
+def _parsed(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def _direct(path: Path, module: str | None) -> set[str]:
+    found = _imports(_parsed(path), module, path.name == "__init__.py")
+    return {m for m in found if module_file(m) is not None}
+
+
+@cache
+def closure(path: Path, module: str | None = None) -> frozenset[str]:
+    """Every ``structablate`` module the file at ``path`` needs, transitively. Importing a
+    submodule runs its parent packages' ``__init__``, so those count too."""
+    seen: set[str] = set()
+    todo = list(_direct(path, module))
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        parts = m.split(".")
+        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
+        f = module_file(m)
+        if f is not None:
+            todo.extend(_direct(f, m) - seen)
+    return frozenset(seen)
+
+
+def _strip_docstrings(tree: ast.Module) -> ast.Module:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                    and isinstance(body[0].value.value, str)):
+                node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+@cache
+def source_hash(path: Path) -> str:
+    """sha256 of a file's syntax tree without docstrings (comments never reach the tree)."""
+    tree = _strip_docstrings(ast.parse(path.read_text(encoding="utf-8")))
+    return hashlib.sha256(ast.dump(tree, annotate_fields=True).encode()).hexdigest()
+
+
+@cache
+def relevant_modules(script: Path, condition: Condition | None = None) -> list[str]:
+    """The package modules whose code computes the outputs of a job running ``script``, for
+    ``condition`` when the job has one (modules of other conditions left out)."""
+    mods = closure(script) - NOT_OUTPUT_CODE
+    if condition is not None:
+        mods = {m for m in mods if m not in CONDITION_MODULES or CONDITION_MODULES[m](condition)}
+    return sorted(mods)
+
+
+def fingerprint(script: str | Path, condition: Condition | None = None,
+                extra: Iterable[str] = ()) -> str:
+    """A 16-hex-digit fingerprint of ``script`` and the package code it runs (see module
+    docstring); ``extra`` names further modules that count."""
+    script = Path(script).resolve()
+    h = hashlib.sha256(source_hash(script).encode())
+    for m in sorted(set(relevant_modules(script, condition)) | set(extra)):
+        f = module_file(m)
+        if f is not None:
+            h.update(f"{m}:{source_hash(f)}".encode())
+    return h.hexdigest()[:16]

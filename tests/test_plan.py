@@ -1,0 +1,155 @@
+"""The plan: grid, paths, per-rule settings, rerun triggers and code fingerprints."""
+
+import copy
+import shutil
+
+import pytest
+import yaml
+from conftest import REPO
+
+from structablate.conditions import CONDITIONS
+from structablate.plan import Cell, Plan
+from structablate.plan import code as code_mod
+
+BASE = yaml.safe_load((REPO / "config.yaml").read_text())
+
+
+@pytest.fixture
+def plan(monkeypatch):
+    monkeypatch.chdir(REPO)
+    return Plan.from_config(BASE)
+
+
+def _plan(monkeypatch, edit):
+    monkeypatch.chdir(REPO)
+    cfg = copy.deepcopy(BASE)
+    edit(cfg)
+    return Plan.from_config(cfg)
+
+
+def test_grid_of_the_default(plan):
+    assert plan.conditions == ["A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "A4", "G2", "G3",
+                               "G4"]
+    # A4 reads A3's chunkset and G4 G3's; A1 is contextualised from A0's windows
+    assert plan.chunksets == ["A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "G2", "G3"]
+    assert "A1" not in plan.chunked and "G2" in plan.chunked
+    assert plan.cells() == [Cell("qasper", "minilm", "none"), Cell("wikipedia", "minilm", "none")]
+    assert plan.primary == Cell("", "minilm", "none")
+    assert [plan.corpus_kind(c) for c in plan.corpora] == ["qasper", "wikipedia"]
+    assert plan.generates_queries("wikipedia") and not plan.generates_queries("qasper")
+    stages = plan.stage_conditions()
+    # fixed windows are sized to induced structure, so A0 and A1 need the inducer too
+    assert stages["induction"] == ["A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "A4"]
+    assert stages["contexts"] == ["A1"]
+
+
+def test_grid_with_gold_sizing_and_a_reranker(monkeypatch):
+    def edit(cfg):
+        cfg["conditions"] = ["A0", "G2", "G3", "G4"]
+        cfg["size_match_structure"] = "gold"
+        cfg["embedders"]["big"] = dict(cfg["embedders"]["minilm"])
+        cfg["rerankers"] = {"none": {}, "ce": {"model": "x", "embedders": ["big"]}}
+        cfg["statistics"]["primary"].pop("embedder")
+    plan = _plan(monkeypatch, edit)
+    assert plan.stage_conditions() == {"induction": [], "contexts": []}
+    assert not plan.needs_induced_structure
+    assert plan.rerankers_for("minilm") == ["none"] and plan.rerankers_for("big") == ["none", "ce"]
+    assert Cell("qasper", "big", "ce") in plan.cells()
+    assert plan.primary.embedder == "big"  # the last embedder listed: the strong one
+
+
+def test_paths_are_one_function_of_results(plan):
+    p = plan.paths
+    assert p.chunks("qasper", "A0") == "results/qasper/chunks/A0.parquet"
+    assert p.run("{corpus}", "{embedder}", "none", "{condition}") == (
+        "results/{corpus}/{embedder}/none/runs/{condition}.parquet")
+    assert p.log("qasper/chunk_A0") == "results/logs/qasper/chunk_A0.log"
+    assert plan.funnel_file("wikipedia") == "results/wikipedia/corpus_report.json"
+    assert plan.funnel_file("qasper") == "results/qasper/funnel.json"
+
+
+def test_a_job_sees_and_reruns_on_only_the_keys_it_uses(monkeypatch):
+    def with_snap(n):
+        return _plan(monkeypatch, lambda cfg: cfg["chunking"].update(fixed_snap_tokens=n))
+
+    a, b = with_snap(15), with_snap(5)
+    for chunkset, changes in [("A0", True), ("G3", False), ("A2", False)]:
+        w = {"corpus": "qasper", "chunkset": chunkset}
+        ta = a.trigger("chunk", REPO / "workflow_scripts/chunk.py")(w)
+        tb = b.trigger("chunk", REPO / "workflow_scripts/chunk.py")(w)
+        assert (ta != tb) is changes, chunkset
+    # the G3 job does not even see the fixed-window key
+    assert b.rule_settings("chunk", {"chunkset": "G3"})["chunking"].fixed_snap_tokens == 15
+    assert b.rule_settings("chunk", {"chunkset": "A0"})["chunking"].fixed_snap_tokens == 5
+    assert "seed" in b.rule_settings("chunk", {"chunkset": "P"})
+
+
+def test_runtime_settings_do_not_trigger_reruns(monkeypatch):
+    def plan_with(**emb):
+        return _plan(monkeypatch, lambda cfg: cfg["embedders"]["minilm"].update(emb))
+
+    w = {"corpus": "qasper", "embedder": "minilm", "chunkset": "G2"}
+    script = REPO / "workflow_scripts/embed.py"
+    base = plan_with(device="cpu")
+    assert base.trigger("embed_chunks", script)(w) == plan_with(device="cuda:1").trigger(
+        "embed_chunks", script)(w)
+    assert base.trigger("embed_chunks", script)(w) != plan_with(batch_size=16).trigger(
+        "embed_chunks", script)(w)
+    # the job still gets the device it runs on
+    assert plan_with(device="cuda:1").rule_settings("embed_chunks", w)["embedder"].device == (
+        "cuda:1")
+    lw = {"corpus": "qasper"}
+    threads = _plan(monkeypatch, lambda cfg: cfg["llm"]["llamacpp"].update(n_threads=16))
+    iscript = REPO / "workflow_scripts/induce_structure.py"
+    assert threads.trigger("induce_structure", iscript)(lw) == base.trigger(
+        "induce_structure", iscript)(lw)
+
+
+@pytest.fixture
+def src_copy(tmp_path, monkeypatch):
+    """A copy of the package and glue scripts whose files a test may edit."""
+    shutil.copytree(REPO / "src" / "structablate", tmp_path / "src" / "structablate")
+    shutil.copytree(REPO / "workflow_scripts", tmp_path / "workflow_scripts")
+    monkeypatch.setattr(code_mod, "SRC", tmp_path / "src")
+    for f in (code_mod.closure, code_mod.relevant_modules, code_mod.source_hash,
+              code_mod._parsed):
+        f.cache_clear()
+    yield tmp_path
+    for f in (code_mod.closure, code_mod.relevant_modules, code_mod.source_hash,
+              code_mod._parsed):
+        f.cache_clear()
+
+
+def _prints(root):
+    chunk = root / "workflow_scripts" / "chunk.py"
+    retrieve = root / "workflow_scripts" / "retrieve.py"
+    for f in (code_mod.source_hash, code_mod._parsed):
+        f.cache_clear()
+    return {c: (code_mod.fingerprint(chunk, CONDITIONS[c]),
+                code_mod.fingerprint(retrieve, CONDITIONS[c])) for c in CONDITIONS}
+
+
+def test_fingerprints_follow_code_not_comments(src_copy):
+    before = _prints(src_copy)
+    fixed = src_copy / "src" / "structablate" / "chunking" / "fixed.py"
+    text = fixed.read_text()
+    # a comment and a docstring edit change nothing
+    fixed.write_text(text.replace('"""', '"""Edited docstring. ', 1) + "\n# a comment\n")
+    assert _prints(src_copy) == before
+    # a change to what runs reruns the fixed-window conditions' chunking only
+    fixed.write_text(text + "\nEXTRA_CONSTANT = 1\n")
+    after = _prints(src_copy)
+    changed = {c for c in CONDITIONS if after[c][0] != before[c][0]}
+    assert changed == {"A0", "A1"}
+    assert all(after[c][1] == before[c][1] for c in CONDITIONS)  # retrieval never runs it
+    two = src_copy / "src" / "structablate" / "retrieval" / "two_stage.py"
+    two.write_text(two.read_text() + "\nEXTRA_CONSTANT = 1\n")
+    again = _prints(src_copy)
+    assert {c for c in CONDITIONS if again[c][1] != after[c][1]} == {"A4", "G4"}
+
+
+def test_glue_closure_is_read_from_imports(plan):
+    mods = code_mod.relevant_modules((REPO / "workflow_scripts" / "score.py").resolve())
+    assert "structablate.metrics.cov_ndcg" in mods and "structablate.io" in mods
+    assert "structablate.chunking.fixed" not in mods
+    assert "structablate.plan.code" not in mods  # decides reruns, computes nothing
