@@ -33,7 +33,7 @@ import yaml
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from structablate.corpus.byo import (
+from structablate.corpus.files import (
     DEFAULT_LEAD_HEADING,
     ByoInputError,
     HeadingStack,

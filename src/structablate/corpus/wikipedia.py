@@ -40,6 +40,7 @@ from structablate.corpus.mediawiki_fetch import (
     WikipediaSourceError,
     iter_xml_pages,
 )
+from structablate.corpus.result import CorpusBuild
 from structablate.corpus.verify import verify_document
 from structablate.corpus.wikitext import (
     DEFAULT_DROP_SECTIONS,
@@ -322,6 +323,22 @@ def build_wikipedia_corpus(
     return docs, report
 
 
+def build_wikipedia(
+    source_cfg: dict,
+    selection_cfg: dict | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    *,
+    name: str | None = None,
+) -> CorpusBuild:
+    """:func:`build_wikipedia_corpus` as a :class:`~structablate.corpus.result.CorpusBuild`:
+    the accepted documents in walk order, no questions of its own (they are generated), and the
+    selection report (with ``corpus`` = ``name`` when given)."""
+    docs, report = build_wikipedia_corpus(source_cfg, selection_cfg, cache_dir)
+    if name is not None:
+        report["corpus"] = name
+    return CorpusBuild(tuple(docs), None, report)
+
+
 __all__ = [
     "DEFAULT_SELECTION",
     "DEFAULT_TOPIC_KEYWORDS",
@@ -330,6 +347,7 @@ __all__ = [
     "TopicClassifier",
     "WikipediaSourceError",
     "assess_page",
+    "build_wikipedia",
     "build_wikipedia_corpus",
     "select_documents",
     "selection_config",
