@@ -39,7 +39,8 @@ def text_of(wikitext: str) -> str:
      "The formula CnH2n+2 and CH3CH2OH and H2O."),
     # units: names by default, symbols with abbr=on / cvt, multipliers in words
     ("It has {{convert|22|e6acre|e6ha}} of forest.", "It has 22 million acres of forest."),
-    ("A rise of {{convert|5|C-change|F-change}}.", "A rise of 5 degrees Celsius."),
+    ("A rise of {{convert|5|C-change|F-change}}, {{convert|-60|F|abbr=off}}.",
+     "A rise of 5 °C, -60 degrees Fahrenheit."),
     ("Runs {{convert|5|km|mi|abbr=on}}, {{cvt|10|m}}, {{convert|1|mi|km}}.",
      "Runs 5 km, 10 m, 1 mile."),
     ("A {{convert|100|nmi|km|adj=on}} orbit of {{convert|1200|to|1500|ft|m}}.",

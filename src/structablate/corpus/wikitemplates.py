@@ -12,7 +12,8 @@ Every renderer takes the renderer object of :mod:`structablate.corpus.wikitext` 
 text. Rendering choices (``docs/wikipedia.md`` lists them all):
 
 * units (``convert``, ``cvt``): the input value(s) and unit as the page shows them — unit names
-  spelled out by default (``5 kilometres``), symbols with ``abbr=on`` / ``cvt`` (``5 km``),
+  spelled out by default (``5 kilometres``), symbols with ``abbr=on`` / ``cvt`` (``5 km``)
+  and for temperatures (``5 °C``, unless ``abbr=off``),
   ``adj=on`` hyphenated (``5-kilometre``), ``sp=us`` American spelling, ``e6`` multipliers as
   words (``22 million acres``), ranges with their joiner (``5–10 km``, ``1 to 2 km``). The
   converted value in brackets is not computed (the module's rounding rules are not
@@ -286,6 +287,7 @@ UNITS: dict[str, tuple[str, str, str]] = {
 }
 """Unit code -> (symbol, singular name, plural name), the common codes of Module:Convert."""
 
+_TEMPERATURES = frozenset({"C", "F", "K", "°C", "°F", "C-change", "F-change", "K-change"})
 _MULTIPLIERS = {"e3": "thousand", "e6": "million", "e9": "billion", "e12": "trillion"}
 _SI_WORD_PREFIX = {"k": "thousand", "M": "million", "G": "billion", "T": "trillion"}
 _US_SPELLING = (("metre", "meter"), ("litre", "liter"))
@@ -338,6 +340,8 @@ def render_convert(r: _Renders, tpl: Template, *, abbreviate: bool = False) -> s
         i += 2
     unit = vals[i] if i < len(vals) else ""
     words = _unit_words(unit)
+    if unit in _TEMPERATURES and abbr not in ("off", "out"):
+        abbreviate = True  # temperatures show their symbol unless abbr=off
     value = numbers[0] + "".join(j + n for j, n in zip(joiners, numbers[1:], strict=True))
     if not unit:
         return value

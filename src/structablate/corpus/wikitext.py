@@ -23,12 +23,15 @@ Structure
     * The document title is never part of the text.
 
 Inline markup
-    * Templates are dropped, except a small documented set rendered to their visible text
-      (``{{lang}}``, ``{{nowrap}}``, ``{{convert}}``, ``{{ndash}}``, dates, ...) and quotation
-      templates rendered as their own paragraph.
+    * Templates go through the template table of :mod:`structablate.corpus.wikitemplates`:
+      text-bearing ones (units, numbers, dates, languages, transliterations, chemical
+      formulas, ship names, fractions, scientific notation, quotations, ...) render to the text
+      a reader sees; the rest are dropped. :class:`TemplateCounts` (``doc.meta["templates"]``)
+      counts them by name as rendered, dropped by rule, or unrecognised.
     * ``<ref>`` and ``<references>`` are dropped; so are tables (``{| ... |}``), galleries,
-      ``<math>``, block code, timelines, comments, ``[[File:...]]``/``[[Image:...]]`` (captions
-      included), ``[[Category:...]]`` links and interlanguage links.
+      ``<math>`` (``<chem>`` / ``<ce>`` render their formula), block code, timelines,
+      comments, ``[[File:...]]``/``[[Image:...]]`` (captions included), ``[[Category:...]]``
+      links and interlanguage links.
     * Internal links render as their label (or target, or the pipe-trick label); external links
       as their label (numbered ``[url]`` and bare URLs vanish). Bold/italic and inline HTML tags
       render as their contents; ``<br>`` as a space; HTML entities as their character, a
@@ -37,9 +40,8 @@ Inline markup
 Blocks and paragraphs
     * Blank lines separate paragraphs; consecutive non-blank lines join with a space (as
       MediaWiki renders them). Tables, horizontal rules and block tags end a paragraph.
-    * Lists (``*``, ``#``, ``:``, ``;`` lines, and HTML ``<li>``): a run of consecutive list
-      lines is one paragraph, its items joined by a space in order; a list always starts and
-      ends a paragraph.
+    * Lists (``*``, ``#``, ``:``, ``;`` lines, and HTML ``<li>``): every item is a paragraph of
+      its own.
     * Inside a paragraph every whitespace run becomes one space; spaces left before
       ``. , ; : ! ?`` and inside brackets by removed markup are removed, empty brackets
       ``()`` are removed, and a paragraph with no letter or digit is dropped.
