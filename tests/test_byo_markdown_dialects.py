@@ -93,9 +93,14 @@ def test_front_matter_comments_links_and_other_dialect_markup():
         "Apple", "A fruit.",
         "A claim.", "The footnote text.",
     ]
-    # what stays literal: a lone bracket pair (no second label), and prose brackets with spaces
-    doc = md("# T\n\nSee [sic] and [a b] [c d] here.\n")
-    assert paras(doc) == ["See [sic] and [a b] [c d] here."]
+    # what stays literal: a lone bracket pair (no second label), prose brackets with spaces,
+    # indexing and character classes, and LaTeX braces after emphasis (QASPER's Markdown)
+    doc = md("# T\n\nSee [sic] and [a b] [c d] here.\n\n"
+             "Index x[i][j], tfl[word][i], class [A-Z][a-z]{1,}.\n\n"
+             "Sum *x*{i=1} and *U*{:j} and *y*{.5}.\n")
+    assert paras(doc) == ["See [sic] and [a b] [c d] here.",
+                          "Index x[i][j], tfl[word][i], class [A-Z][a-z]{1,}.",
+                          "Sum x{i=1} and U{:j} and y{.5}."]
 
 
 def test_real_docs_headings_and_text_carry_no_dialect_markup():

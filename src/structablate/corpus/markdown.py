@@ -66,17 +66,27 @@ from structablate.corpus.flatten import DocumentBuilder, FlatDocument
 
 EXTENSIONS = (".md", ".markdown")
 
-# One attribute of an attribute list: #id, .class or key=value (value bare or quoted).
-_ATTR = r"""(?:\#[^\s{}#.]+|\.[^\s{}#.=]+|[\w:-]+=(?:"[^"\n]*"|'[^'\n]*'|[^\s{}"']+))"""
-# ``{: …}`` (Python-Markdown, kramdown) may also hold bare words (``{: checked }``);
+# One attribute of an attribute list: #id, .class or key=value (value bare or quoted); ids,
+# classes and keys start with a letter and keys have two characters or more, so LaTeX such
+# as {i=1} or {.5} is never read as one.
+_ATTR = (r"""(?:\#[A-Za-z_][^\s{}#]*|\.[A-Za-z_-][\w-]*"""
+         r"""|[A-Za-z][\w:-]+=(?:"[^"\n]*"|'[^'\n]*'|[^\s{}"']+))""")
+# ``{: …}`` (Python-Markdown, kramdown) may also hold bare words of two letters or more
+# (``{: checked }``);
 # ``{…}`` without the colon (Pandoc, Python-Markdown) only #id, .class and key=value.
-ATTR_LIST = (r"\{(?::[ \t]*(?:" + _ATTR + r"|[\w-]+)(?:[ \t]+(?:" + _ATTR + r"|[\w-]+))*"
-             r"|[ \t]*" + _ATTR + r"(?:[ \t]+" + _ATTR + r")*)[ \t]*\}")
+ATTR_LIST = (r"\{(?::[ \t]*(?:" + _ATTR + r"|[A-Za-z][\w-]+)(?:[ \t]+(?:" + _ATTR
+             + r"|[A-Za-z][\w-]+))*|[ \t]*" + _ATTR + r"(?:[ \t]+" + _ATTR + r")*)[ \t]*\}")
 _ATTR_TRAILING = re.compile(r"[ \t\n]*" + ATTR_LIST + r"[ \t]*$")
 _ATTR_LEADING = re.compile(r"^" + ATTR_LIST)
 # A reference link whose label no definition in the file resolves: [text][id], [text][]
-# (the two brackets may sit on either side of a line break)
-_UNRESOLVED_REF = re.compile(r"\[([^\[\]\n]+)\](?:\n[ \t]*)?\[([^\[\]\s]*)\]")
+# (the two brackets may sit on either side of a line break). The id is a dotted name, an
+# anchor slug or a word, and the first bracket does not follow a word character, so indexing
+# (x[i][j], tfl[word][i]) and character classes ([A-Z][a-z]) stay as written.
+_REF_ID = (r"(?:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"  # a dotted name: markdown.Markdown
+           r"|[A-Za-z0-9]{2,}(?:-[A-Za-z0-9]{2,})+"  # an anchor slug: third-party-extensions
+           r"|[A-Za-z_]\w{2,})?")  # a word of three characters or more, or nothing: [text][]
+_UNRESOLVED_REF = re.compile(
+    r"(?<![\w\]\\])\[([^\[\]\n]*[^\[\]\s][^\[\]\n]*)\](?:\n[ \t]*)?\[(" + _REF_ID + r")\]")
 _PLACEHOLDER = re.compile("\ue000([0-9]+)\ue001")
 _ABBREVIATION = re.compile(r"^[ \t]*\*\[[^\]\n]+\]:")
 _TOC_MARKERS = frozenset({"[toc]", "[[_toc_]]", "[[toc]]"})
