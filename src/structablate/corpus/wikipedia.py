@@ -289,6 +289,11 @@ def select_documents(
     for d in docs:
         if isinstance(d.meta.get("templates"), TemplateCounts):
             templates.update(d.meta["templates"])
+    if templates.unrecognised:
+        worst = list(templates.as_dict()["unrecognised"].items())[:10]
+        top = ", ".join(f"{k} ({v})" for k, v in worst)
+        log.warning("templates the normaliser could not render (dropped; see report "
+                    "'templates.unrecognised'): %s", top)
     report = {
         "n_candidates": len(order),
         "n_examined": examined,
