@@ -8,7 +8,7 @@ import pytest
 
 from structablate.corpus.byo import ByoInputError, build_byo_corpus
 from structablate.corpus.jsonl import parse_record
-from structablate.corpus.qasper import qrels_frame, queries_frame
+from structablate.corpus.questions import qrels_frame, queries_frame
 from structablate.corpus.verify import verify_document
 
 TEXT = "Lead words.\n\nAlpha one.\nstill alpha.\n\nBeta.\n\nGamma.\n\nTail of alpha."

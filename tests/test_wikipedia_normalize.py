@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from conftest import shared_file
 
 from structablate.corpus.verify import verify_document
 from structablate.corpus.wikitext import (
@@ -18,7 +19,10 @@ from structablate.corpus.wikitext import (
     transcludes,
 )
 
-DEV_EXPORT = Path("/work/shared/data/wikipedia/enwiki-2016-sample-dev.xml.bz2")
+
+def dev_export() -> Path:
+    """The real dev export (skips the test when absent)."""
+    return shared_file("wikipedia", "enwiki-2016-sample-dev.xml.bz2")
 
 
 def paragraphs_by_path(doc):
@@ -79,9 +83,12 @@ def test_inline_rules():
     )
     doc = normalize_wikitext("t", "t", text)
     assert [doc.paragraph_text(i) for i in range(len(doc.paragraphs))] == [
-        "A bars and Baz and Qux link; label and and bare. It weighs 5 kg, runs 1 to 2 km, "
-        "bonjour–ok & done now. Formula gone.",
-        "first item second item nested",
+        "A bars and Baz and Qux link; label and and bare. It weighs 5 kilograms, runs 1 to 2 "
+        "kilometres, bonjour–ok & done now. Formula gone.",
+        # every list item is a paragraph of its own
+        "first item",
+        "second item",
+        "nested",
         "After the list.",
         "Tail paragraph with bold and it.",
     ]
@@ -137,7 +144,7 @@ def test_categories_redirects_templates():
 
 def _dev_pages():
     ns = "{http://www.mediawiki.org/xml/export-0.10/}"
-    with bz2.open(DEV_EXPORT) as fh:
+    with bz2.open(dev_export()) as fh:
         for page in ET.parse(fh).getroot().iter(ns + "page"):
             text = page.find(f"{ns}revision/{ns}text").text or ""
             if page.findtext(ns + "ns") == "0" and not is_redirect(text):

@@ -33,7 +33,7 @@ from collections.abc import Iterator, Mapping
 import lxml.html
 from lxml import etree
 
-from structablate.corpus.byo import (
+from structablate.corpus.files import (
     DEFAULT_LEAD_HEADING,
     ByoInputError,
     HeadingStack,

@@ -32,7 +32,7 @@ import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from structablate.corpus.byo import (
+from structablate.corpus.files import (
     DEFAULT_LEAD_HEADING,
     ByoInputError,
     HeadingStack,

@@ -1,9 +1,12 @@
 """Markdown adapter: ``.md`` files to flat documents, parsed with markdown-it-py.
 
-Rules (``docs/byo.md`` has them with examples):
+The flat text is what a reader sees on the rendered page: CommonMark plus the dialect markup
+of documentation sites (MkDocs / Python-Markdown, PHP Markdown Extra, kramdown, Pandoc,
+GitLab). Rules (``docs/byo.md`` has them with examples):
 
 * **Front matter** — a YAML block between a first line ``---`` and the next ``---`` (or
-  ``...``) line is read for ``title``, ``id`` and ``topic`` and removed from the text.
+  ``...``) line, or a TOML block between ``+++`` lines (Hugo), is read for ``title``, ``id``
+  and ``topic`` and removed from the text.
 * **Title** — if the first block of the file is a level-1 heading (ATX ``#`` or setext
   ``===``) and it is the file's only level-1 heading, it is the document title and ``##``
   headings are level 1. Otherwise the front matter ``title`` (else the file name stem) is the
@@ -16,24 +19,43 @@ Rules (``docs/byo.md`` has them with examples):
 * **Paragraphs** — every block of running text is one paragraph: a paragraph, each list
   item's text (an ordered item keeps its number, ``3.``; bullets are dropped; nested items
   are paragraphs of their own), each table row (cells joined by `` | ``, header row
-  included), each fenced or indented code block (``code_blocks: keep``, the default;
-  ``drop`` removes them). Blockquotes are transparent (their paragraphs are paragraphs).
-  Raw HTML blocks, HTML comments and thematic breaks are dropped.
+  included), each definition-list term and each of its definitions' paragraphs, each fenced or
+  indented code block (``code_blocks: keep``, the default; ``drop`` removes them).
+  Blockquotes are transparent (their paragraphs are paragraphs).
+* **Admonitions** (``!!! note "Title"``, collapsible ``??? note`` / ``???+ note``, body
+  indented by four spaces) — the title is a paragraph of its own (the type capitalised when no
+  title is given, none for ``""``), then the body's blocks as above: what the rendered box
+  shows, not an indented code block.
+* **Footnotes** (``[^1]``) — the reference marker is dropped; each definition's paragraphs stay
+  where the definition is written.
+* **Dropped** — raw HTML blocks, HTML comments, thematic breaks, link reference definitions,
+  abbreviation definitions (``*[HTML]: Hyper Text Markup Language``, Markdown Extra),
+  table-of-contents markers (``[TOC]``, ``[[_TOC_]]``) and attribute lists (``{: #id .class
+  key=value}``, ``{#id}``, ``{.class}``) after a heading, at the end of a block, on a line of
+  their own or right after an inline element, so they reach neither the text nor a heading
+  path.
 * **Inline markup** is rendered to plain text: emphasis and strikethrough markers are
-  stripped, a link becomes its text, an image its alt text, inline code its content, inline
-  HTML tags are dropped (the text between them stays), entities and backslash escapes are
-  resolved. Line breaks inside a block become single spaces (the flat-text contract).
+  stripped, a link becomes its text, a reference link whose label is defined nowhere in the
+  file (``[text][id]``, ``[text][]``: cross-references that MkDocs plugins resolve at build
+  time) its text too, an image its alt text, inline code its content, inline HTML tags are
+  dropped (the text between them stays), entities and backslash escapes are resolved. Line
+  breaks inside a block become single spaces (the flat-text contract).
 """
 
 from __future__ import annotations
 
+import re
+import tomllib
 from collections.abc import Iterator, Mapping
 
 import yaml
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
+from mdit_py_plugins.admon import admon_plugin
+from mdit_py_plugins.deflist import deflist_plugin
+from mdit_py_plugins.footnote import footnote_plugin
 
-from structablate.corpus.byo import (
+from structablate.corpus.files import (
     DEFAULT_LEAD_HEADING,
     ByoInputError,
     HeadingStack,
@@ -44,20 +66,64 @@ from structablate.corpus.flatten import DocumentBuilder, FlatDocument
 
 EXTENSIONS = (".md", ".markdown")
 
+# One attribute of an attribute list: #id, .class or key=value (value bare or quoted); ids,
+# classes and keys start with a letter and keys have two characters or more, so LaTeX such
+# as {i=1} or {.5} is never read as one.
+_ATTR = (r"""(?:\#[A-Za-z_][^\s{}#]*|\.[A-Za-z_-][\w-]*"""
+         r"""|[A-Za-z][\w:-]+=(?:"[^"\n]*"|'[^'\n]*'|[^\s{}"']+))""")
+# ``{: …}`` (Python-Markdown, kramdown) may also hold bare words of two letters or more
+# (``{: checked }``);
+# ``{…}`` without the colon (Pandoc, Python-Markdown) only #id, .class and key=value.
+ATTR_LIST = (r"\{(?::[ \t]*(?:" + _ATTR + r"|[A-Za-z][\w-]+)(?:[ \t]+(?:" + _ATTR
+             + r"|[A-Za-z][\w-]+))*|[ \t]*" + _ATTR + r"(?:[ \t]+" + _ATTR + r")*)[ \t]*\}")
+_ATTR_TRAILING = re.compile(r"[ \t\n]*" + ATTR_LIST + r"[ \t]*$")
+_ATTR_LEADING = re.compile(r"^" + ATTR_LIST)
+# A reference link whose label no definition in the file resolves: [text][id], [text][]
+# (the two brackets may sit on either side of a line break). The id is a dotted name, an
+# anchor slug or a word, and the first bracket does not follow a word character, so indexing
+# (x[i][j], tfl[word][i]) and character classes ([A-Z][a-z]) stay as written.
+_REF_ID = (r"(?:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"  # a dotted name: markdown.Markdown
+           r"|[A-Za-z0-9]{2,}(?:-[A-Za-z0-9]{2,})+"  # an anchor slug: third-party-extensions
+           r"|[A-Za-z_]\w{2,})?")  # a word of three characters or more, or nothing: [text][]
+_UNRESOLVED_REF = re.compile(
+    r"(?<![\w\]\\])\[([^\[\]\n]*[^\[\]\s][^\[\]\n]*)\](?:\n[ \t]*)?\[(" + _REF_ID + r")\]")
+_PLACEHOLDER = re.compile("\ue000([0-9]+)\ue001")
+_ABBREVIATION = re.compile(r"^[ \t]*\*\[[^\]\n]+\]:")
+_TOC_MARKERS = frozenset({"[toc]", "[[_toc_]]", "[[toc]]"})
+# inline tokens after which an attribute list applies to that element (Python-Markdown)
+_INLINE_ELEMENT_ENDS = frozenset({"link_close", "strong_close", "em_close", "s_close",
+                                  "image", "code_inline"})
+
 
 def _parser() -> MarkdownIt:
-    return MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+    md = (MarkdownIt("commonmark", {"html": True})
+          .enable(["table", "strikethrough"])
+          .use(admon_plugin)
+          .use(deflist_plugin)
+          .use(footnote_plugin))
+    # footnote definitions stay where they are written; escapes stay separate tokens, so an
+    # escaped brace (\{) is never read as the start of an attribute list
+    md.disable(["footnote_tail", "text_join"])
+    return md
 
 
 def split_front_matter(text: str, where: str) -> tuple[dict, str]:
     """``(front matter mapping, text)``; the front matter lines are blanked, not removed, so
     line numbers of the rest stay those of the file."""
     lines = text.split("\n")
-    if not lines or lines[0].rstrip() != "---":
+    if not lines or lines[0].rstrip() not in ("---", "+++"):
         return {}, text
+    toml = lines[0].rstrip() == "+++"
+    ends = ("+++",) if toml else ("---", "...")
     for i in range(1, len(lines)):
-        if lines[i].rstrip() in ("---", "..."):
+        if lines[i].rstrip() in ends:
             block = "\n".join(lines[1:i])
+            if toml:
+                try:
+                    meta = tomllib.loads(block)
+                except tomllib.TOMLDecodeError as exc:
+                    raise ByoInputError(where, f"front matter is not valid TOML: {exc}") from None
+                return meta, "\n" * (i + 1) + "\n".join(lines[i + 1 :])
             try:
                 meta = yaml.safe_load(block) if block.strip() else {}
             except yaml.YAMLError as exc:
@@ -74,17 +140,56 @@ def split_front_matter(text: str, where: str) -> tuple[dict, str]:
 
 
 def inline_text(children: list[Token] | None) -> str:
-    """Plain text of an inline token's children (markup stripped, see the module rules)."""
-    out: list[str] = []
+    """Plain text of an inline token's children (markup stripped, see the module rules).
+
+    Attribute lists are removed where the dialects read them: right after an inline element
+    (``**x**{#id}``) and at the end of the block (``Heading {: #id }``, or a last line of its
+    own); a reference link left unresolved renders as its text.
+    """
+    parts: list[tuple[str, str]] = []  # (kind, text); only "text" parts hold markup to read
+    prev: str | None = None
     for t in children or ():
-        if t.type in ("text", "code_inline"):
-            out.append(t.content)
+        if t.type == "text":
+            body = t.content
+            if prev in _INLINE_ELEMENT_ENDS:
+                body = _ATTR_LEADING.sub("", body)
+            if prev == "html_inline" and parts and parts[-1][1][-1:].isspace():
+                body = body.lstrip(" \t")  # a dropped tag or comment leaves one space, not two
+            parts.append(("text", body))
+        elif t.type in ("text_special", "code_inline"):
+            parts.append(("literal", t.content))
         elif t.type in ("softbreak", "hardbreak"):
-            out.append("\n")
+            parts.append(("text", "\n"))
         elif t.type == "image":
-            out.append(inline_text(t.children))
-        # link_open/close, em/strong/s open/close, html_inline: no text of their own
-    return "".join(out)
+            parts.append(("literal", inline_text(t.children)))
+        # link_open/close, em/strong/s open/close, html_inline, footnote_ref: no text
+        prev = t.type
+    # a trailing attribute list (in the last text part, after any trailing line breaks)
+    for k in range(len(parts) - 1, -1, -1):
+        kind, body = parts[k]
+        if kind == "text" and not body.strip():
+            continue
+        if kind == "text":
+            parts[k] = (kind, _ATTR_TRAILING.sub("", body))
+        break
+    # unresolved reference links, with literal parts (code, escapes) held as placeholders so
+    # that ``[`code`][id]`` resolves and a bracket inside code is never read as markup
+    joined = "".join(p if kind == "text" else f"\ue000{k}\ue001"
+                     for k, (kind, p) in enumerate(parts))
+    if "[" in joined:
+        joined = _UNRESOLVED_REF.sub(r"\1", joined)
+    return _PLACEHOLDER.sub(lambda m: parts[int(m.group(1))][1], joined)
+
+
+def block_text(children: list[Token] | None) -> str:
+    """:func:`inline_text` of a paragraph-like block, less the lines a reader never sees:
+    abbreviation definitions (``*[HTML]: …``) and a table-of-contents marker (``[TOC]``)."""
+    text = inline_text(children)
+    if "*[" in text:
+        text = "\n".join(ln for ln in text.split("\n") if not _ABBREVIATION.match(ln))
+    if " ".join(text.split()).casefold() in _TOC_MARKERS:
+        return ""
+    return text
 
 
 def parse_markdown(
@@ -158,7 +263,7 @@ def parse_markdown(
                 builder.add_paragraph(" | ".join(" ".join(c.split()) for c in row), path())
             row = None
         elif typ == "inline":
-            body = inline_text(t.children)
+            body = block_text(t.children)
             if row is not None:
                 row.append(body)
             else:

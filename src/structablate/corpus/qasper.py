@@ -40,12 +40,32 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import polars as pl
-
 from structablate.corpus.evidence import SECTION_SEP, EvidenceMapper, fold
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
+from structablate.corpus.questions import MappedQuestion, qrels_frame, queries_frame
+from structablate.corpus.result import CorpusBuild
 from structablate.corpus.verify import VerificationError, verify_document
-from structablate.tables import frame
+
+# MappedQuestion, queries_frame and qrels_frame live in structablate.corpus.questions; they stay
+# importable from here for the glue that has not moved to CorpusBuild yet.
+__all__ = [
+    "FLOAT_PREFIX",
+    "MappedQuestion",
+    "QasperCorpus",
+    "QasperFormatError",
+    "QasperFunnel",
+    "build_qasper",
+    "build_qasper_corpus",
+    "flatten_paper",
+    "hf_record_to_v03",
+    "map_questions",
+    "qrels_frame",
+    "queries_frame",
+    "question_type",
+    "read_hf",
+    "read_sources",
+    "read_v03",
+]
 
 FLOAT_PREFIX = "FLOAT SELECTED"
 _LETTER = re.compile(r"[^\W\d_]")
@@ -101,16 +121,6 @@ class QasperFunnel:
             "multi_span_share": (sum(s > 1 for s in self.spans_per_question) / n) if n else 0.0,
             "mean_spans_per_question": (sum(self.spans_per_question) / n) if n else 0.0,
         }
-
-
-@dataclass(frozen=True)
-class MappedQuestion:
-    qid: str
-    doc_id: str
-    text: str
-    qtype: str
-    spans: tuple[tuple[int, int], ...]
-    steps: tuple[str, ...]
 
 
 # --------------------------------------------------------------------------------------------
@@ -409,32 +419,20 @@ def build_qasper_corpus(
     return QasperCorpus(docs, questions, funnel)
 
 
-def queries_frame(questions: Iterable[MappedQuestion]) -> pl.DataFrame:
-    """``queries`` table: qid, doc_id, text, qtype, plus ``n_spans`` and ``evidence_steps``."""
-    qs = list(questions)
-    df = frame(
-        "queries",
-        {
-            "qid": [q.qid for q in qs],
-            "doc_id": [q.doc_id for q in qs],
-            "text": [q.text for q in qs],
-            "qtype": [q.qtype for q in qs],
-        },
+def build_qasper(
+    papers: Mapping[str, Mapping],
+    *,
+    fuzzy_min_ratio: float = 0.85,
+    keep_papers_without_questions: bool = True,
+    source: str = "",
+) -> CorpusBuild:
+    """:func:`build_qasper_corpus` as a :class:`~structablate.corpus.result.CorpusBuild`:
+    documents sorted by paper id, the kept questions, and the funnel (``QasperFunnel.as_dict``,
+    what ``funnel.json`` holds) as the report."""
+    c = build_qasper_corpus(
+        papers,
+        fuzzy_min_ratio=fuzzy_min_ratio,
+        keep_papers_without_questions=keep_papers_without_questions,
+        source=source,
     )
-    return df.with_columns(
-        pl.Series("n_spans", [len(q.spans) for q in qs], dtype=pl.Int32),
-        pl.Series("evidence_steps", [list(q.steps) for q in qs], dtype=pl.List(pl.String)),
-    )
-
-
-def qrels_frame(questions: Iterable[MappedQuestion]) -> pl.DataFrame:
-    """``qrels`` table: one row per (qid, gold span), with the cascade step that mapped it."""
-    rows: dict[str, list] = {"qid": [], "doc_id": [], "start": [], "end": [], "step": []}
-    for q in questions:
-        for (s, e), step in zip(q.spans, q.steps, strict=True):
-            rows["qid"].append(q.qid)
-            rows["doc_id"].append(q.doc_id)
-            rows["start"].append(s)
-            rows["end"].append(e)
-            rows["step"].append(step)
-    return frame("qrels", rows)
+    return CorpusBuild(tuple(c.documents), tuple(c.questions), c.funnel.as_dict(), "annotated")

@@ -30,10 +30,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from structablate.corpus.byo import ByoInputError, read_text
 from structablate.corpus.evidence import EvidenceMapper, fold
+from structablate.corpus.files import ByoInputError, read_text
 from structablate.corpus.flatten import FlatDocument
-from structablate.corpus.qasper import MappedQuestion
+from structablate.corpus.questions import MappedQuestion
 
 DEFAULT_QTYPE = "user"
 

@@ -29,7 +29,7 @@ import logging
 import os
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -40,10 +40,12 @@ from structablate.corpus.mediawiki_fetch import (
     WikipediaSourceError,
     iter_xml_pages,
 )
+from structablate.corpus.result import CorpusBuild
 from structablate.corpus.verify import verify_document
 from structablate.corpus.wikitext import (
     DEFAULT_DROP_SECTIONS,
     DEFAULT_LEAD_HEADING,
+    TemplateCounts,
     WikitextError,
     heading_depth,
     is_redirect,
@@ -68,19 +70,52 @@ DEFAULT_TOPIC_KEYWORDS: dict[str, list[str]] = {
 }
 """Topic buckets in match order, with the example keywords of the paper's Table 7."""
 
+DEPTH_MEASURES = ("headings", "with_title")
+"""How ``min_depth`` counts (:attr:`WikipediaSelection.depth_measure`)."""
+
+
+@dataclass(frozen=True)
+class WikipediaSelection:
+    """The ``selection`` settings of a Wikipedia corpus; the only place their defaults live
+    (the paper's Table 6 / Table 11 values).
+
+    * ``seed`` — shuffle seed of the walk;
+    * ``n_docs`` — stop after this many accepted documents;
+    * ``min_words`` — whitespace tokens of the flat text, at least;
+    * ``min_depth`` — heading depth, at least, counted as ``depth_measure`` says;
+    * ``depth_measure`` — ``"headings"`` (default): heading levels below the title, the depth
+      of the gold heading tree (``==`` is 1, ``===`` 2, ``====`` 3; the lead is depth 1) — the
+      paper's convention when it calls QASPER's flat section lists "depth 1" and counts
+      breadcrumb depths; ``"with_title"``: the title counts as level 1, as MediaWiki numbers its
+      headings (``==`` renders ``<h2>``), so an article whose deepest headings are ``===``
+      has depth 3. Appendix E's "heading depth ≥ 3" reads either way;
+    * ``min_sections`` — gold sections (headings with text, the lead counted), at least;
+    * ``max_per_bucket`` — cap per topic bucket (``None``: no cap);
+    * ``topic_keywords`` — bucket -> keywords, in match order; ``fallback_topic`` otherwise;
+    * ``lead_heading`` — section title of the text before the first heading;
+    * ``drop_sections`` — headings dropped with their subtree (case-folded).
+    """
+
+    seed: int = 20260710
+    n_docs: int = 200
+    min_words: int = 3000
+    min_depth: int = 3
+    depth_measure: str = "headings"
+    min_sections: int = 12
+    max_per_bucket: int | None = 60
+    topic_keywords: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
+        (b, tuple(k)) for b, k in DEFAULT_TOPIC_KEYWORDS.items())
+    fallback_topic: str = "other"
+    lead_heading: str = DEFAULT_LEAD_HEADING
+    drop_sections: tuple[str, ...] = DEFAULT_DROP_SECTIONS
+
+
 DEFAULT_SELECTION: dict = {
-    "seed": 20260710,
-    "n_docs": 200,
-    "min_words": 3000,
-    "min_depth": 3,
-    "min_sections": 12,
-    "max_per_bucket": 60,
-    "topic_keywords": DEFAULT_TOPIC_KEYWORDS,
-    "fallback_topic": "other",
-    "lead_heading": DEFAULT_LEAD_HEADING,
-    "drop_sections": list(DEFAULT_DROP_SECTIONS),
+    f.name: getattr(WikipediaSelection(), f.name) for f in fields(WikipediaSelection)
 }
-"""Selection defaults: the paper's Table 6 / Table 11 values."""
+DEFAULT_SELECTION["topic_keywords"] = {b: list(k) for b, k in WikipediaSelection.topic_keywords}
+DEFAULT_SELECTION["drop_sections"] = list(WikipediaSelection.drop_sections)
+"""Selection defaults as a plain mapping (from :class:`WikipediaSelection`)."""
 
 DEFAULT_XML: dict = {"path": None, "require_template": None}
 """``xml`` source keys: ``path`` of the export; ``require_template`` (e.g. ``"featured
@@ -97,6 +132,9 @@ def selection_config(cfg: dict | None) -> dict:
     for key in ("n_docs", "min_words", "min_depth", "min_sections"):
         if not isinstance(out[key], int) or out[key] < 0:
             raise ValueError(f"selection.{key} must be a non-negative integer, got {out[key]!r}")
+    if out["depth_measure"] not in DEPTH_MEASURES:
+        raise ValueError(f"selection.depth_measure must be one of {', '.join(DEPTH_MEASURES)}, "
+                         f"got {out['depth_measure']!r}")
     if out["max_per_bucket"] is not None and (
         not isinstance(out["max_per_bucket"], int) or out["max_per_bucket"] < 1
     ):
@@ -188,12 +226,15 @@ def assess_page(record: PageRecord, sel: dict, classifier: TopicClassifier) -> O
         out.detail = "; ".join(violations[:10])
         return out
     words, depth, n_sections = word_count(doc.text), heading_depth(doc), len(doc.sections)
+    counts = doc.meta.get("templates")
     out.stats.update(words=words, depth=depth, sections=n_sections,
                      paragraphs=len(doc.paragraphs), topic=topic,
-                     matched_category=cat, matched_keyword=kw)
+                     matched_category=cat, matched_keyword=kw,
+                     templates_unrecognised=sum(counts.unrecognised.values()) if counts else 0)
     doc.meta.update(words=words, depth=depth)
+    measured_depth = depth + 1 if sel.get("depth_measure") == "with_title" else depth
     for key, value, reason in (("min_words", words, "too_few_words"),
-                               ("min_depth", depth, "too_shallow"),
+                               ("min_depth", measured_depth, "too_shallow"),
                                ("min_sections", n_sections, "too_few_sections")):
         if value < sel[key]:
             out.reason, out.detail = reason, f"{key.split('_', 1)[1]} {value} < {sel[key]}"
@@ -244,6 +285,15 @@ def select_documents(
     for r in rejects:
         reject_counts[r["reason"]] = reject_counts.get(r["reason"], 0) + 1
     n = len(docs)
+    templates = TemplateCounts()
+    for d in docs:
+        if isinstance(d.meta.get("templates"), TemplateCounts):
+            templates.update(d.meta["templates"])
+    if templates.unrecognised:
+        worst = list(templates.as_dict()["unrecognised"].items())[:10]
+        top = ", ".join(f"{k} ({v})" for k, v in worst)
+        log.warning("templates the normaliser could not render (dropped; see report "
+                    "'templates.unrecognised'): %s", top)
     report = {
         "n_candidates": len(order),
         "n_examined": examined,
@@ -254,6 +304,7 @@ def select_documents(
         "reject_counts": dict(sorted(reject_counts.items())),
         "documents": rows,
         "rejects": rejects,
+        "templates": templates.as_dict(),
         "selection": {**sel, "topic_keywords": [[b, list(k)] for b, k in sel["topic_keywords"]]},
     }
     return docs, report
@@ -322,16 +373,35 @@ def build_wikipedia_corpus(
     return docs, report
 
 
+def build_wikipedia(
+    source_cfg: dict,
+    selection_cfg: dict | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    *,
+    name: str | None = None,
+) -> CorpusBuild:
+    """:func:`build_wikipedia_corpus` as a :class:`~structablate.corpus.result.CorpusBuild`:
+    the accepted documents in walk order, no questions of its own (they are generated), and the
+    selection report (with ``corpus`` = ``name`` when given)."""
+    docs, report = build_wikipedia_corpus(source_cfg, selection_cfg, cache_dir)
+    if name is not None:
+        report["corpus"] = name
+    return CorpusBuild(tuple(docs), None, report)
+
+
 __all__ = [
     "DEFAULT_SELECTION",
     "DEFAULT_TOPIC_KEYWORDS",
     "DEFAULT_XML",
+    "DEPTH_MEASURES",
     "Outcome",
     "TopicClassifier",
     "WikipediaSourceError",
     "assess_page",
+    "build_wikipedia",
     "build_wikipedia_corpus",
     "select_documents",
     "selection_config",
     "walk_order",
+    "WikipediaSelection",
 ]

@@ -23,12 +23,15 @@ Structure
     * The document title is never part of the text.
 
 Inline markup
-    * Templates are dropped, except a small documented set rendered to their visible text
-      (``{{lang}}``, ``{{nowrap}}``, ``{{convert}}``, ``{{ndash}}``, dates, ...) and quotation
-      templates rendered as their own paragraph.
+    * Templates go through the template table of :mod:`structablate.corpus.wikitemplates`:
+      text-bearing ones (units, numbers, dates, languages, transliterations, chemical
+      formulas, ship names, fractions, scientific notation, quotations, ...) render to the text
+      a reader sees; the rest are dropped. :class:`TemplateCounts` (``doc.meta["templates"]``)
+      counts them by name as rendered, dropped by rule, or unrecognised.
     * ``<ref>`` and ``<references>`` are dropped; so are tables (``{| ... |}``), galleries,
-      ``<math>``, block code, timelines, comments, ``[[File:...]]``/``[[Image:...]]`` (captions
-      included), ``[[Category:...]]`` links and interlanguage links.
+      ``<math>`` (``<chem>`` / ``<ce>`` render their formula), block code, timelines,
+      comments, ``[[File:...]]``/``[[Image:...]]`` (captions included), ``[[Category:...]]``
+      links and interlanguage links.
     * Internal links render as their label (or target, or the pipe-trick label); external links
       as their label (numbered ``[url]`` and bare URLs vanish). Bold/italic and inline HTML tags
       render as their contents; ``<br>`` as a space; HTML entities as their character, a
@@ -37,9 +40,8 @@ Inline markup
 Blocks and paragraphs
     * Blank lines separate paragraphs; consecutive non-blank lines join with a space (as
       MediaWiki renders them). Tables, horizontal rules and block tags end a paragraph.
-    * Lists (``*``, ``#``, ``:``, ``;`` lines, and HTML ``<li>``): a run of consecutive list
-      lines is one paragraph, its items joined by a space in order; a list always starts and
-      ends a paragraph.
+    * Lists (``*``, ``#``, ``:``, ``;`` lines, and HTML ``<li>``): every item is a paragraph of
+      its own.
     * Inside a paragraph every whitespace run becomes one space; spaces left before
       ``. , ; : ! ?`` and inside brackets by removed markup are removed, empty brackets
       ``()`` are removed, and a paragraph with no letter or digit is dropped.
@@ -54,7 +56,9 @@ Errors
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 import mwparserfromhell
 from mwparserfromhell.nodes import (
@@ -71,6 +75,7 @@ from mwparserfromhell.nodes import (
 from mwparserfromhell.wikicode import Wikicode
 
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
+from structablate.corpus.wikitemplates import group_thousands, renderer_for, template_rule
 
 DEFAULT_LEAD_HEADING = "Introduction"
 
@@ -130,43 +135,13 @@ _ALNUM = re.compile(r"\w")
 
 # Tags dropped with their contents.
 _DROP_TAGS = frozenset({
-    "ref", "references", "gallery", "math", "chem", "ce", "score", "timeline", "graph",
+    "ref", "references", "gallery", "math", "score", "timeline", "graph",
     "mapframe", "maplink", "imagemap", "syntaxhighlight", "source", "pre", "includeonly",
     "templatedata", "templatestyles", "hiero", "inputbox", "categorytree", "indicator",
     "charinsert", "section", "style", "script", "table",
 })
 # Tags whose contents form their own paragraph(s).
 _BLOCK_TAGS = frozenset({"blockquote", "poem", "div", "p", "center", "ul", "ol", "dl"})
-
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
-           "September", "October", "November", "December")
-
-# Templates rendered to one positional argument (1-based).
-_ARG_TEMPLATES: dict[str, int] = {
-    "nowrap": 1, "nobr": 1, "small": 1, "smaller": 1, "big": 1, "larger": 1, "large": 1,
-    "abbr": 1, "abbrlink": 1, "sic": 1, "not a typo": 1, "proper name": 1, "em": 1,
-    "strong": 1, "mvar": 1, "var": 1, "math": 1, "tooltip": 1, "ill": 1,
-    "interlanguage link": 1, "nihongo": 1, "center": 1, "lang": 2, "transl": 2,
-    "angbr": 1, "smallcaps": 1, "sc": 1, "uc": 1, "lc": 1, "visible anchor": 1,
-    "linktext": 1, "keypress": 1, "code": 1, "mono": 1, "serif": 1, "resize": 1,
-    "nowrap begin": 0, "chem name": 1, "sub": 1, "sup": 1,
-}
-# Templates rendered to a fixed string.
-_LITERAL_TEMPLATES: dict[str, str] = {
-    "nbsp": " ", "ndash": "–", "mdash": "—", "snd": " – ", "spnd": " – ", "spaced ndash": " – ",
-    "spaced en dash": " – ", "sndash": " – ", "spaced mdash": " — ", "'": "'", "pipe": "|",
-    "!": "|", "=": "=", "dot": "·", "middot": "·", "·": "·", "bull": "•", "en dash": "–",
-    "em dash": "—", "zwsp": "", "clear": "\n\n", "-": "\n\n", "break": " ", "px2": "",
-}
-# Quotation templates: first positional (or ``text``/``quote``) argument as a paragraph.
-_QUOTE_TEMPLATES = frozenset({"quote", "blockquote", "quotation", "cquote", "quote box",
-                              "poem quote", "rquote", "gquote", "centered pull quote"})
-_DATE_TEMPLATES = frozenset({"birth date", "death date", "start date", "end date",
-                             "birth date and age", "death date and age", "start date and age",
-                             "dob", "dda", "bda"})
-_CONVERT_JOINERS = frozenset({"-", "–", "to", "and", "or", "by", "x", "×", "+/-", "±", "&",
-                              "and(-)", "to(-)"})
-
 
 _NOWIKI_SPLIT = re.compile(r"(<nowiki\s*>.*?</nowiki\s*>|<nowiki\s*/>)", re.S | re.I)
 _COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
@@ -216,8 +191,45 @@ def _canonical_title(title: str) -> str:
     return t[:1].upper() + t[1:]
 
 
+@dataclass
+class TemplateCounts:
+    """Templates met while rendering, by name: ``rendered`` (a renderer of the template table
+    gave their text), ``dropped`` (templates that show no article text: references,
+    maintenance tags, hatnotes, boxes, layout) and ``unrecognised`` (no rule: dropped, and
+    reported so a user sees what the normaliser could not render). Parser functions are
+    counted under ``name:``."""
+
+    rendered: Counter = field(default_factory=Counter)
+    dropped: Counter = field(default_factory=Counter)
+    unrecognised: Counter = field(default_factory=Counter)
+
+    def update(self, other: TemplateCounts) -> None:
+        self.rendered.update(other.rendered)
+        self.dropped.update(other.dropped)
+        self.unrecognised.update(other.unrecognised)
+
+    def as_dict(self) -> dict:
+        """``{rendered, dropped, unrecognised}`` by name (most frequent first, then by name),
+        and ``totals``."""
+
+        def ordered(c: Counter) -> dict[str, int]:
+            return dict(sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
+
+        return {
+            "rendered": ordered(self.rendered),
+            "dropped": ordered(self.dropped),
+            "unrecognised": ordered(self.unrecognised),
+            "totals": {"rendered": sum(self.rendered.values()),
+                       "dropped": sum(self.dropped.values()),
+                       "unrecognised": sum(self.unrecognised.values())},
+        }
+
+
 class _Renderer:
     """Renders mwparserfromhell nodes to plain text with block markers."""
+
+    def __init__(self, counts: TemplateCounts | None = None):
+        self.counts = counts if counts is not None else TemplateCounts()
 
     def render(self, code: Wikicode | None) -> str:
         if code is None:
@@ -274,75 +286,27 @@ class _Renderer:
         return self.render(mwparserfromhell.parse(target))
 
     # -- templates -----------------------------------------------------------------------
-    @staticmethod
-    def _positional(tpl: Template) -> list:
-        return [p for p in tpl.params if not p.showkey]
-
-    def _arg(self, tpl: Template, i: int) -> str:
-        pos = self._positional(tpl)
-        return self.render(pos[i - 1].value).strip() if 0 < i <= len(pos) else ""
-
     def template(self, tpl: Template) -> str:
         name = _template_name(tpl)
         if not name:
             return ""
-        if ":" in name:
+        if ":" in name:  # a parser function or magic word: {{formatnum:1234}}, {{#if:…}}
             magic = name.partition(":")[0]
             if magic in ("formatnum", "lc", "uc", "lcfirst", "ucfirst"):
-                value = str(tpl.name).split(":", 1)[1].strip()
-                return self.render(mwparserfromhell.parse(value))
+                self.counts.rendered[magic + ":"] += 1
+                value = self.render(mwparserfromhell.parse(str(tpl.name).split(":", 1)[1]))
+                return group_thousands(value) if magic == "formatnum" else value.strip()
+            self.counts.dropped[magic + ":"] += 1
             return ""
-        if name in _LITERAL_TEMPLATES:
-            return _LITERAL_TEMPLATES[name]
-        if name in _ARG_TEMPLATES:
-            return self._arg(tpl, _ARG_TEMPLATES[name]) if _ARG_TEMPLATES[name] else ""
-        if name.startswith("lang-"):
-            return self._arg(tpl, 1)
-        if name in ("convert", "cvt"):
-            vals = [self.render(p.value).strip() for p in self._positional(tpl)]
-            if len(vals) >= 4 and vals[1] in _CONVERT_JOINERS:
-                return f"{vals[0]} {vals[1]} {vals[2]} {vals[3]}"
-            return " ".join(vals[:2])
-        if name == "frac":
-            vals = [self.render(p.value).strip() for p in self._positional(tpl)]
-            if len(vals) == 3:
-                return f"{vals[0]} {vals[1]}/{vals[2]}"
-            if len(vals) == 2:
-                return f"{vals[0]}/{vals[1]}"
-            return f"1/{vals[0]}" if vals else ""
-        if name == "val":
-            unit = tpl.get("u").value.strip() if tpl.has("u") else ""
-            return " ".join(x for x in (self._arg(tpl, 1), str(unit)) if x)
-        if name in ("c.", "circa", "ca.", "fl.", "floruit", "r.", "reign", "d.", "b."):
-            short = {"circa": "c.", "ca.": "c.", "floruit": "fl.", "reign": "r."}.get(name, name)
-            value = self._arg(tpl, 1)
-            return f"{short} {value}".strip()
-        if name == "as of":
-            year, month = self._arg(tpl, 1), self._arg(tpl, 2)
-            if month.isdigit() and 1 <= int(month) <= 12:
-                return f"As of {_MONTHS[int(month) - 1]} {year}"
-            return f"As of {year}".strip()
-        if name in ("us$", "usd"):
-            return f"US${self._arg(tpl, 1)}"
-        if name in ("gbp", "£"):
-            return f"£{self._arg(tpl, 1)}"
-        if name in _DATE_TEMPLATES:
-            return self._date(tpl)
-        if name in _QUOTE_TEMPLATES:
-            for key in ("text", "quote", "1"):
-                if tpl.has(key):
-                    return "\n\n" + self.render(tpl.get(key).value) + "\n\n"
-            return ""
+        render = renderer_for(name)
+        if render is not None:
+            self.counts.rendered[name] += 1
+            return render(self, tpl)
+        if template_rule(name) == "drop":
+            self.counts.dropped[name] += 1
+        else:
+            self.counts.unrecognised[name] += 1
         return ""
-
-    def _date(self, tpl: Template) -> str:
-        parts = [self.render(p.value).strip() for p in self._positional(tpl)][:3]
-        parts = [p for p in parts if p.isdigit()]
-        if len(parts) == 3 and 1 <= int(parts[1]) <= 12:
-            return f"{int(parts[2])} {_MONTHS[int(parts[1]) - 1]} {parts[0]}"
-        if len(parts) == 2 and 1 <= int(parts[1]) <= 12:
-            return f"{_MONTHS[int(parts[1]) - 1]} {parts[0]}"
-        return parts[0] if parts else ""
 
     # -- tags ----------------------------------------------------------------------------
     def tag(self, tag: Tag) -> str:
@@ -365,7 +329,8 @@ class _Renderer:
         if name == "nowiki":
             return str(tag.contents or "").translate(_PROTECT)
         if name in ("li", "dt", "dd"):
-            return "\n" + _LIST + self.render(tag.contents) + "\n"
+            inner = " ".join(self.render(tag.contents).split("\n"))
+            return "\n" + _LIST + inner + "\n"
         if name in _BLOCK_TAGS:
             return "\n\n" + self.render(tag.contents) + "\n\n"
         return self.render(tag.contents)
@@ -384,7 +349,9 @@ def _clean_paragraph(text: str) -> str:
 
 
 def split_paragraphs(body: str) -> list[str]:
-    """Split a rendered section body into cleaned paragraphs (blank lines and list runs)."""
+    """Split a rendered section body into cleaned paragraphs: blank lines separate paragraphs,
+    consecutive text lines join, and every list item (``*``, ``#``, ``:``, ``;`` line or
+    ``<li>``) is a paragraph of its own."""
     out: list[str] = []
     current: list[str] = []
     kind: str | None = None
@@ -404,6 +371,7 @@ def split_paragraphs(body: str) -> list[str]:
             flush()
             continue
         if stripped.startswith(_LIST):
+            flush()  # a list item starts a paragraph of its own
             line_kind = "list"
             stripped = stripped.lstrip(_LIST + " \t")
         else:
@@ -429,9 +397,9 @@ def _check_rendered(body: str, where: Sequence[str]) -> None:
         )
 
 
-def heading_title(heading: Heading) -> str:
+def heading_title(heading: Heading, renderer: _Renderer | None = None) -> str:
     """The visible text of a heading (markup rendered, whitespace collapsed)."""
-    text = _Renderer().render(heading.title).replace(_LIST, " ").replace(_FMT, "")
+    text = (renderer or _Renderer()).render(heading.title).replace(_LIST, " ").replace(_FMT, "")
     return " ".join(text.translate(_UNPROTECT).split())
 
 
@@ -477,7 +445,7 @@ def normalize_wikitext(
             continue
         flush()
         level = max(1, node.level - 1)
-        text = heading_title(node)
+        text = heading_title(node, renderer)
         if not text:
             raise WikitextError("empty_heading", f"heading {str(node).strip()!r} has no text")
         if dropping_at is not None and level > dropping_at:
@@ -490,7 +458,9 @@ def normalize_wikitext(
             continue
         stack.append((level, text))
     flush()
-    return builder.build(topic=topic, **meta)
+    doc = builder.build(topic=topic, **meta)
+    doc.meta["templates"] = renderer.counts
+    return doc
 
 
 _CATEGORY_LINK = re.compile(r"\[\[\s*(:?)\s*category\s*:([^\]|\n]*)(?:\|[^\]]*)?\]\]", re.I)
