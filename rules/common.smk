@@ -10,7 +10,6 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from structablate.corpus.byo import input_files as user_input_files
 from structablate.plan import Plan
-from structablate.settings import dump
 
 PLAN = Plan.from_config(config, source=", ".join(map(str, workflow.configfiles)) or "config")
 P = PLAN.paths
@@ -92,8 +91,7 @@ def funnel(caption):
 
 def user_files(w):
     """Every file a user corpus reads (documents, then its questions file)."""
-    corpus = {k: v for k, v in dump(PLAN.settings.corpora[w.corpus]).items() if v is not None}
-    return user_input_files(corpus)
+    return user_input_files(PLAN.settings.corpora[w.corpus])
 
 
 def structure_file(w):

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-import runpy
 from pathlib import Path
-from types import SimpleNamespace
 
 import polars as pl
 import pytest
+from conftest import build_byo
+from workflow_util import glue_config, run_glue
 
-from structablate.corpus.byo import ByoInputError, build_byo_corpus
+from structablate.corpus.byo import ByoInputError
 from structablate.corpus.html import parse_html
 from structablate.corpus.verify import verify_document
 from structablate.tables import check_table
@@ -88,8 +88,8 @@ def test_bad_pages(tmp_path):
     (tmp_path / "empty.html").write_text("  \n")
     cfg = {"type": "html", "path": str(tmp_path)}
     with pytest.raises(ByoInputError, match=r"cp1252\.html:1: not UTF-8 \(byte 0x93"):
-        build_byo_corpus(cfg, "h")
-    docs, _, report = build_byo_corpus({**cfg, "skip_bad_files": True}, "h")
+        build_byo(cfg, "h")
+    docs, _, report = build_byo({**cfg, "skip_bad_files": True}, "h")
     assert [d.doc_id for d in docs] == ["ok"]
     reasons = {s["doc_id"]: s["reason"] for s in report["skipped"]}
     assert reasons["nav"].startswith("no body text: nothing is left once navigation")
@@ -109,7 +109,7 @@ def test_python_docs_pages(tmp_path):
     pages = _pydocs("tutorial/controlflow.html", "library/json.html", "library/sys.html",
                     "tutorial/appetite.html")
     cfg = {"type": "html", "path": [str(p) for p in pages]}
-    docs, _, report = build_byo_corpus(cfg, "pydocs")
+    docs, _, report = build_byo(cfg, "pydocs")
     by_id = {d.doc_id: d for d in docs}
     assert report["skipped"] == [] and set(by_id) == {"controlflow", "json", "sys", "appetite"}
     cf = by_id["controlflow"]
@@ -143,13 +143,10 @@ def test_glue_script_writes_contract_tables(tmp_path, monkeypatch):
     out = {k: str(tmp_path / f"{k}.parquet") for k in
            ("documents", "paragraphs", "sections", "queries", "qrels")}
     out["funnel"] = str(tmp_path / "funnel.json")
-    smk = SimpleNamespace(
-        params=SimpleNamespace(corpus={"type": "html", "path": [str(p) for p in pages],
-                                       "queries": str(qfile)}),
-        output=SimpleNamespace(**out), wildcards=SimpleNamespace(corpus="pydocs"),
-        log=[str(tmp_path / "build.log")], rule="build_user")
-    runpy.run_path(str(REPO / "workflow_scripts" / "build_user.py"),
-                   init_globals={"snakemake": smk})
+    config = glue_config({"pydocs": {"type": "html", "path": [str(p) for p in pages],
+                                     "queries": str(qfile)}})
+    run_glue("build_user", tmp_path, config=config, wildcards={"corpus": "pydocs"}, input={},
+             output=out)
     docs = check_table(pl.read_parquet(out["documents"]), "documents")
     assert docs["doc_id"].to_list() == ["controlflow", "datastructures"]
     check_table(pl.read_parquet(out["paragraphs"]), "paragraphs")

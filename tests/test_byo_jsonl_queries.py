@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import build_byo
 
-from structablate.corpus.byo import ByoInputError, build_byo_corpus
+from structablate.corpus.byo import ByoInputError
 from structablate.corpus.jsonl import parse_record
 from structablate.corpus.questions import qrels_frame, queries_frame
 from structablate.corpus.verify import verify_document
@@ -96,8 +97,8 @@ def test_jsonl_corpus_skip_bad_lines(tmp_path):
     p = write_corpus(tmp_path)
     cfg = {"type": "jsonl", "path": str(p)}
     with pytest.raises(ByoInputError, match=r"docs\.jsonl:3: invalid JSON at column 2"):
-        build_byo_corpus(cfg, "j")
-    docs, _, report = build_byo_corpus({**cfg, "skip_bad_files": True}, "j")
+        build_byo(cfg, "j")
+    docs, _, report = build_byo({**cfg, "skip_bad_files": True}, "j")
     assert [d.doc_id for d in docs] == ["d1", "d2"]
     assert [(s["where"].rsplit(":", 1)[1], s["doc_id"]) for s in report["skipped"]] == [
         ("3", None), ("4", "d3"), ("5", None)]
@@ -126,7 +127,7 @@ def test_user_queries_cascade_spans_and_funnel(tmp_path):
         {"qid": "q8", "doc_id": "nope", "query": "unknown doc", "evidence": ["x"]},
     ])
     cfg = {"type": "jsonl", "path": str(p), "queries": str(q), "skip_bad_files": True}
-    docs, questions, report = build_byo_corpus(cfg, "j")
+    docs, questions, report = build_byo(cfg, "j")
     qs = queries_frame(questions)
     assert qs["qid"].to_list() == ["q1", "q2", "q3", "q4"]
     assert qs["qtype"].to_list() == ["factoid", "user", "user", "user"]
@@ -150,7 +151,7 @@ def test_user_queries_cascade_spans_and_funnel(tmp_path):
     (tmp_path / "d.jsonl").write_text(json.dumps(rec()) + "\n")
     with pytest.raises(ByoInputError, match=r"q\.jsonl:7: query 'q7' names doc_id 'd3', "
                        r"which is not a document of the corpus"):
-        build_byo_corpus({**cfg, "path": str(tmp_path / "d.jsonl"), "skip_bad_files": False},
+        build_byo({**cfg, "path": str(tmp_path / "d.jsonl"), "skip_bad_files": False},
                          "j")
 
 
@@ -162,24 +163,24 @@ def test_tsv_queries_and_query_errors(tmp_path):
                    "a\td1\tWhat beta?\t\t0\t4\n"
                    "b\td1\tGamma?\tGamma.\t\t\n")
     cfg = {"type": "jsonl", "path": str(tmp_path / "d.jsonl"), "queries": str(tsv)}
-    docs, questions, _ = build_byo_corpus({**cfg, "queries": {"path": str(tsv)}}, "t")
+    docs, questions, _ = build_byo({**cfg, "queries": {"path": str(tsv)}}, "t")
     assert [(q.qid, q.spans, q.steps) for q in questions] == [
         ("a", ((0, 4), (TEXT.index("Beta"), TEXT.index("Beta") + 5)), ("span", "exact")),
         ("b", ((TEXT.index("Gamma"), TEXT.index("Gamma") + 6),), ("exact",))]
     tsv.write_text("qid\tdoc_id\tquery\na\td1\tx\na\td2\ty\n")
     with pytest.raises(ByoInputError, match=r"q\.tsv:3: qid 'a' has another doc_id"):
-        build_byo_corpus(cfg, "t")
+        build_byo(cfg, "t")
     tsv.write_text("qid\tquery\n")
     with pytest.raises(ByoInputError, match=r"q\.tsv:1: header lacks column\(s\) doc_id"):
-        build_byo_corpus(cfg, "t")
+        build_byo(cfg, "t")
     q = write_queries(tmp_path, [{"qid": "a", "doc_id": "d1", "query": "x", "spans": [[5, 900]]}])
     with pytest.raises(ByoInputError, match=r"q\.jsonl:1: span \[5, 900\) of query 'a' is "
                        r"outside the flat text"):
-        build_byo_corpus({**cfg, "queries": str(q)}, "t")
+        build_byo({**cfg, "queries": str(q)}, "t")
     q = write_queries(tmp_path, [{"qid": "a", "doc_id": "d1", "query": "x"},
                                  {"qid": "a", "doc_id": "d1", "query": "y"}])
     with pytest.raises(ByoInputError, match=r"q\.jsonl:2: qid 'a' already used at .*q\.jsonl:1"):
-        build_byo_corpus({**cfg, "queries": str(q)}, "t")
+        build_byo({**cfg, "queries": str(q)}, "t")
     q = write_queries(tmp_path, [{"qid": "a", "query": "x"}])
     with pytest.raises(ByoInputError, match=r"q\.jsonl:1: missing field 'doc_id'"):
-        build_byo_corpus({**cfg, "queries": str(q)}, "t")
+        build_byo({**cfg, "queries": str(q)}, "t")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from conftest import build_byo, user_corpus
 
-from structablate.corpus.byo import ByoInputError, build_byo_corpus
+from structablate.corpus.byo import ByoInputError
 from structablate.corpus.markdown import parse_markdown
 from structablate.corpus.verify import verify_document
+from structablate.errors import ConfigError
 
 
 def md(text: str, **kw):
@@ -99,11 +101,11 @@ def test_bad_files_named_and_skipped(tmp_path):
     (tmp_path / "ignored.txt").write_text("not markdown")
     cfg = {"type": "markdown", "path": str(tmp_path)}
     with pytest.raises(ByoInputError) as exc:
-        build_byo_corpus(cfg, "mine")
+        build_byo(cfg, "mine")
     assert str(exc.value).startswith(f"{tmp_path / 'empty.md'}: no body text")
     with pytest.raises(ByoInputError, match=r"latin1\.md:5: not UTF-8 \(byte 0xe9 at column 4\)"):
-        build_byo_corpus({**cfg, "path": str(tmp_path / "latin1.md")}, "mine")
-    docs, questions, report = build_byo_corpus({**cfg, "skip_bad_files": True}, "mine")
+        build_byo({**cfg, "path": str(tmp_path / "latin1.md")}, "mine")
+    docs, questions, report = build_byo({**cfg, "skip_bad_files": True}, "mine")
     assert [d.doc_id for d in docs] == ["good", "sub/also"]
     assert questions == [] and report["queries"] is None
     assert report["inputs"] == 5 and report["documents"] == 2
@@ -119,17 +121,20 @@ def test_glob_ids_and_duplicates(tmp_path):
     (tmp_path / "a" / "x.txt").write_text("# X\n\n## S\n\none\n")
     (tmp_path / "a" / "y.txt").write_text("---\nid: a/x\n---\n# Y\n\n## S\n\ntwo\n")
     cfg = {"type": "markdown", "path": str(tmp_path / "*" / "*.txt")}
-    with pytest.raises(ByoInputError, match=r"y\.txt: doc_id 'a/x' already used by .*x\.txt"):
-        build_byo_corpus(cfg, "g")
+    with pytest.raises(ByoInputError, match=r"y\.txt: doc_id 'a/x' is also the id of .*x\.txt"):
+        build_byo(cfg, "g")
+    # a duplicate id is never skipped: keeping either file would be a silent choice
+    with pytest.raises(ByoInputError, match=r"y\.txt: doc_id 'a/x' is also the id of .*x\.txt"):
+        build_byo({**cfg, "skip_bad_files": True}, "g")
     (tmp_path / "a" / "y.txt").write_text("# Y\n\n## S\n\ntwo\n")
-    docs, _, _ = build_byo_corpus(cfg, "g")
+    docs, _, _ = build_byo(cfg, "g")
     assert [d.doc_id for d in docs] == ["a/x", "a/y"]
     with pytest.raises(ByoInputError, match="the pattern matches no file"):
-        build_byo_corpus({**cfg, "path": str(tmp_path / "*.md")}, "g")
+        build_byo({**cfg, "path": str(tmp_path / "*.md")}, "g")
     with pytest.raises(ByoInputError, match="no such file or folder"):
-        build_byo_corpus({**cfg, "path": str(tmp_path / "missing")}, "g")
-    with pytest.raises(ByoInputError, match="not a bring-your-own type"):
-        build_byo_corpus({"type": "pdf", "path": "x"}, "g")
+        build_byo({**cfg, "path": str(tmp_path / "missing")}, "g")
+    with pytest.raises(ConfigError, match="type: 'pdf' is not one of"):
+        build_byo({"type": "pdf", "path": "x"}, "g")
 
 
 def test_bundled_example_builds():
@@ -139,11 +144,11 @@ def test_bundled_example_builds():
     cfg = {"type": "markdown", "path": str(root / "qasper-markdown"),
            "queries": str(root / "qasper-markdown-queries.jsonl"),
            "heading_separator": " ::: ", "lead_heading": "Front matter"}
-    docs, questions, report = build_byo_corpus(cfg, "byo_sample")
+    docs, questions, report = build_byo(cfg, "byo_sample")
     assert [d.doc_id for d in docs] == ["1605.05156", "1908.07491", "1908.11049"]
     assert report["queries"]["kept"] == len(questions) == 21
     assert report["queries"]["evidence_by_step"].get("unmapped", 0) == 0
     from structablate.corpus.byo import input_files
 
-    files = input_files(cfg)
+    files = input_files(user_corpus(cfg))
     assert len(files) == 4 and files[-1].endswith("qasper-markdown-queries.jsonl")

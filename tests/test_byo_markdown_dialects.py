@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import user_corpus
 
 from structablate.corpus.byo import build_documents, build_user_corpus
 from structablate.corpus.markdown import parse_markdown
@@ -104,7 +105,7 @@ def test_front_matter_comments_links_and_other_dialect_markup():
 
 
 def test_real_docs_headings_and_text_carry_no_dialect_markup():
-    docs, skipped, _ = build_documents({"type": "markdown", "path": str(DOCS)}, "pm")
+    docs, skipped, _ = build_documents(user_corpus({"type": "markdown", "path": str(DOCS)}), "pm")
     assert skipped == [] and len(docs) == 10
     for d in docs:
         assert verify_document(d) == []
@@ -136,7 +137,7 @@ def test_real_docs_match_python_markdown_rendering():
     first leaves a few code fragments that may not match."""
     markdown = pytest.importorskip("markdown")
     lxml_html = pytest.importorskip("lxml.html")
-    docs, _, _ = build_documents({"type": "markdown", "path": str(DOCS)}, "pm")
+    docs, _, _ = build_documents(user_corpus({"type": "markdown", "path": str(DOCS)}), "pm")
     total = missing = 0
     for d in docs:
         src = (DOCS / f"{d.doc_id}.md").read_text(encoding="utf-8")
@@ -166,7 +167,7 @@ def test_real_docs_match_python_markdown_rendering():
 
 def test_hand_written_queries_on_real_docs_all_map():
     b = build_user_corpus(
-        {"type": "markdown", "path": str(DOCS), "queries": str(QUERIES)}, "pm")
+        user_corpus({"type": "markdown", "path": str(DOCS), "queries": str(QUERIES)}), "pm")
     funnel = b.report["queries"]
     assert funnel["queries"] == 24 and funnel["kept"] == 24
     assert funnel["evidence_by_step"] == {"exact": 23, "section": 4}

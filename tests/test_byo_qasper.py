@@ -19,9 +19,8 @@ import json
 import tarfile
 
 import pytest
-from conftest import shared_file
+from conftest import build_byo, shared_file
 
-from structablate.corpus.byo import build_byo_corpus
 from structablate.corpus.flatten import normalize_paragraph
 from structablate.corpus.markdown import _parser, inline_text
 from structablate.corpus.qasper import FLOAT_PREFIX, build_qasper_corpus
@@ -64,7 +63,7 @@ def built(tmp_path_factory):
     qfile.write_text("".join(json.dumps(r) + "\n" for r in user_queries(papers, qasper)))
     cfg = {"type": "markdown", "path": str(root / "papers" / "test" / "*.txt"),
            "queries": str(qfile), "heading_separator": " ::: ", "lead_heading": LEAD}
-    return qasper, build_byo_corpus(cfg, "qasper_md"), cfg
+    return qasper, build_byo(cfg, "qasper_md"), cfg
 
 
 def _render(text: str) -> str:
@@ -140,6 +139,6 @@ def test_qrels_match_qasper(built):
 
 def test_without_separator_heading_paths_stay_joined(built):
     qasper, _, cfg = built
-    docs, _, _ = build_byo_corpus({**cfg, "heading_separator": None, "queries": None}, "x")
+    docs, _, _ = build_byo({**cfg, "heading_separator": None, "queries": None}, "x")
     for m, q in zip(docs, qasper.documents, strict=True):
         assert [s.path for s in m.sections[1:]] == [(" ::: ".join(s.path),) for s in q.sections]

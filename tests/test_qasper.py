@@ -88,7 +88,7 @@ def test_evidence_naming_a_heading_maps_to_its_section_not_to_a_mention(full_pap
     model``; both words also occur later in the text, which the substring step used to take."""
     paper = full_papers["1808.03738"]
     doc = flatten_paper("1808.03738", paper)
-    m = EvidenceMapper(doc)
+    m = EvidenceMapper(doc, 0.85)
     for heading in ("Transformer-NMT", "RNN-based NMT model"):
         assert heading in _evidence_strings(paper)
         sec = next(s for s in doc.sections if s.path == (heading,))
@@ -102,7 +102,7 @@ def test_evidence_naming_a_heading_maps_to_its_section_not_to_a_mention(full_pap
     hits = []
     for pid in sorted(full_papers):
         d = flatten_paper(pid, full_papers[pid])
-        mapper = EvidenceMapper(d)
+        mapper = EvidenceMapper(d, 0.85)
         for e in _evidence_strings(full_papers[pid]):
             span = mapper.section_span(e)
             if span is not None and d.text.find(" ".join(e.split())) >= 0:
@@ -150,7 +150,7 @@ def test_folded_search_maps_back_to_original_offsets():
     assert folded == "alpha beta gamma delta epsilon"
     assert [doc.text[where[i]] for i in range(len(folded)) if folded[i] != " "] == list(
         folded.replace(" ", ""))
-    m = EvidenceMapper(doc)
+    m = EvidenceMapper(doc, 0.85)
     span, step = m.map("beta gamma\ndelta")  # across the paragraph break
     assert step == "exact" and doc.text[span[0]:span[1]] == "beta\tgamma\n\ndelta"
     # a heading title that names exactly one section maps to it; an ambiguous one does not

@@ -67,9 +67,9 @@ def make_doc(doc_id: str = "Doc", layout=LAYOUT):
 
 @pytest.fixture(scope="module")
 def wiki_docs(tmp_path_factory):
-    from structablate.corpus.wikipedia import build_wikipedia_corpus
+    from conftest import wiki_corpus
 
-    docs, _ = build_wikipedia_corpus(
+    docs, _ = wiki_corpus(
         {"mode": "xml", "path": str(REPO / "resources/wikipedia/sample.xml")}, {},
         tmp_path_factory.mktemp("wcache"))
     return docs

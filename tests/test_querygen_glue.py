@@ -4,26 +4,18 @@ end on contract tables."""
 from __future__ import annotations
 
 import json
-import runpy
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import polars as pl
+from workflow_util import glue_config, run_glue
 
 from structablate.corpus.flatten import documents_frame, paragraphs_frame, sections_frame
 from structablate.io import write_parquet
 from structablate.llm.client import client_from_config
 from structablate.queries import QueryGenConfig, generate_queries
 from structablate.tables import check_table, frame
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def run_script(name, tmp_path, **kw):
-    smk = SimpleNamespace(log=[str(tmp_path / f"{name}.log")], rule=name, threads=1, **kw)
-    runpy.run_path(str(ROOT / "workflow_scripts" / f"{name}.py"),
-                   init_globals={"snakemake": smk})
 
 
 def test_generate_queries_then_bm25_check_scripts(tmp_path, monkeypatch):
@@ -45,11 +37,12 @@ def test_generate_queries_then_bm25_check_scripts(tmp_path, monkeypatch):
     out = SimpleNamespace(**{k: str(tmp_path / f"out_{k}.{ext}") for k, ext in (
         ("queries", "parquet"), ("qrels", "parquet"), ("funnel", "json"),
         ("candidates", "parquet"))})
-    run_script("generate_queries", tmp_path,
-               input=SimpleNamespace(documents=paths["documents"],
-                                     paragraphs=paths["paragraphs"], sections=paths["gold"]),
-               params=SimpleNamespace(llm={**llm, "mode": "replay"}, queries=qcfg),
-               output=out, wildcards=SimpleNamespace(corpus="toy"))
+    config = glue_config({"toy": {"type": "wikipedia", "source": {"mode": "xml", "path": "x"},
+                                  "queries": {**qcfg, "llm": {**llm, "mode": "replay"}}}})
+    run_glue("generate_queries", tmp_path, config=config, wildcards={"corpus": "toy"},
+             input={"documents": paths["documents"], "paragraphs": paths["paragraphs"],
+                    "sections": paths["gold"]},
+             output=vars(out))
     queries = check_table(pl.read_parquet(out.queries), "queries")
     qrels = check_table(pl.read_parquet(out.qrels), "qrels")
     assert queries.equals(expected.queries) and qrels.equals(expected.qrels)
@@ -68,11 +61,10 @@ def test_generate_queries_then_bm25_check_scripts(tmp_path, monkeypatch):
     write_parquet(frame("chunks", rows), chunk_path)
     bout = SimpleNamespace(json=str(tmp_path / "bm25.json"),
                            per_query=str(tmp_path / "bm25.parquet"))
-    run_script("bm25_check", tmp_path,
-               input=SimpleNamespace(chunks=chunk_path, documents=paths["documents"],
-                                     queries=out.queries, qrels=out.qrels),
-               params=SimpleNamespace(chunkset="G2"), output=bout,
-               wildcards=SimpleNamespace(corpus="toy"))
+    run_glue("bm25_check", tmp_path, config=config, wildcards={"corpus": "toy"},
+             input={"chunks": chunk_path, "documents": paths["documents"],
+                    "queries": out.queries, "qrels": out.qrels},
+             output=vars(bout))
     rep = json.loads(Path(bout.json).read_text())
     assert rep["chunkset"] == "G2" and rep["bm25_corpus"]["n_queries"] == queries.height
     assert 0 <= rep["gold_top1"] <= 1 and 0 <= rep["gold_top1_document_scope"] <= 1

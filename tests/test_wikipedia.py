@@ -4,8 +4,8 @@ mwclient over loopback against tests/mediawiki_server.py serving the same pages.
 from __future__ import annotations
 
 import bz2
+import dataclasses
 import json
-import runpy
 import sys
 import time
 import xml.etree.ElementTree as ET
@@ -15,18 +15,19 @@ from types import SimpleNamespace
 import numpy as np
 import polars as pl
 import pytest
-from conftest import shared_file
+from conftest import shared_file, wiki_corpus, wiki_selection, wiki_source
+from workflow_util import glue_config, run_glue
 
 from structablate.corpus.mediawiki_fetch import ApiSource, WikipediaSourceError, iter_xml_pages
 from structablate.corpus.verify import verify_document
 from structablate.corpus.wikipedia import (
     TopicClassifier,
-    build_wikipedia_corpus,
+    classifier_of,
     select_documents,
-    selection_config,
     walk_order,
 )
 from structablate.corpus.wikitext import category_links
+from structablate.errors import ConfigError
 from structablate.tables import check_table
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -85,7 +86,7 @@ def dev_pages():
 
 @pytest.fixture(scope="module")
 def xml_build():
-    return build_wikipedia_corpus({"mode": "xml", "path": str(dev_export())}, {})
+    return wiki_corpus({"mode": "xml", "path": str(dev_export())}, {})
 
 
 @pytest.fixture(scope="module")
@@ -141,8 +142,8 @@ def test_cap_and_n_docs(xml_build):
     def outcome(title):
         return Outcome(title, doc=by_title[title], stats={"topic": by_title[title].topic})
 
-    sel = selection_config({"max_per_bucket": 2, "n_docs": 5, "seed": 1})
-    clf = TopicClassifier(sel["topic_keywords"])
+    sel = wiki_selection({"max_per_bucket": 2, "n_docs": 5, "seed": 1})
+    clf = classifier_of(sel)
     picked, report = select_documents(by_title, outcome, sel, clf)
     assert len(picked) == 5 and report["stopped"] == "n_docs reached"
     assert all(v <= 2 for v in report["distribution"].values())
@@ -151,12 +152,12 @@ def test_cap_and_n_docs(xml_build):
     assert full and report["n_examined"] == 5 + len(full)
     again, _ = select_documents(by_title, outcome, sel, clf)
     assert [d.doc_id for d in again] == [d.doc_id for d in picked]
-    other, _ = select_documents(by_title, outcome, {**sel, "seed": 2}, clf)
+    other, _ = select_documents(by_title, outcome, dataclasses.replace(sel, seed=2), clf)
     assert [d.doc_id for d in other] != [d.doc_id for d in picked]
 
 
 def test_topic_classifier_rules():
-    clf = TopicClassifier(selection_config({})["topic_keywords"])
+    clf = classifier_of(wiki_selection())
     assert clf.classify(["Academy Award winners", "Edward VII", "Free software"])[0] == "other"
     assert clf.classify(["Wars involving France"]) == ("history_war", "Wars involving France",
                                                        "war")
@@ -172,21 +173,23 @@ def test_topic_classifier_rules():
 
 
 def test_config_validation(tmp_path):
-    with pytest.raises(ValueError, match="unknown selection"):
-        selection_config({"min_word": 3})
-    with pytest.raises(ValueError, match="user_agent"):
-        ApiSource({"mode": "api", "host": "x"}, None)
-    with pytest.raises(ValueError, match="mode"):
-        build_wikipedia_corpus({"mode": "ftp"}, {})
-    with pytest.raises(ValueError, match="unknown xml"):
-        build_wikipedia_corpus({"mode": "xml", "path": str(SAMPLE), "host": "x"}, {})
+    with pytest.raises(ConfigError, match=r"Additional properties are not allowed \('min_word'"):
+        wiki_selection({"min_word": 3})
+    with pytest.raises(ConfigError, match="'user_agent' is a required property"):
+        wiki_source({"mode": "api", "host": "x"})
+    with pytest.raises(ValueError, match="user_agent is required"):
+        ApiSource(wiki_source({"mode": "api", "host": "x", "user_agent": " "}), None)
+    with pytest.raises(ConfigError, match="mode: 'ftp' is not one of"):
+        wiki_corpus({"mode": "ftp"}, {})
+    with pytest.raises(ConfigError, match=r"Additional properties are not allowed \('host'"):
+        wiki_corpus({"mode": "xml", "path": str(SAMPLE), "host": "x"}, {})
 
 
 # -- API mode against the loopback server --------------------------------------------------------
 
 def test_api_mode_equals_xml_mode(server, xml_build):
     server.requests.clear()
-    docs, report = build_wikipedia_corpus(api_cfg(server), {}, None)
+    docs, report = wiki_corpus(api_cfg(server), {}, None)
     xdocs, xreport = xml_build
     assert [d.doc_id for d in docs] == [d.doc_id for d in xdocs]
     for a, b in zip(docs, xdocs, strict=True):
@@ -214,14 +217,14 @@ def test_api_cache_makes_rerun_offline(dev_pages, tmp_path):
     sel = {"n_docs": 3}
     with MediaWikiTestServer(dev_pages, category_members={"Featured articles": articles}) as srv:
         cfg = api_cfg(srv)
-        docs, report = build_wikipedia_corpus(cfg, sel, tmp_path)
+        docs, report = wiki_corpus(cfg, sel, tmp_path)
         n_requests = len(srv.requests)
     examined = report["n_examined"]
     assert report["source"]["pages_fetched"] == examined and len(docs) == 3
     assert len(list((tmp_path / "pages").rglob("*.json"))) == examined
     assert json.loads((tmp_path / "titles.json").read_text())["titles"] == sorted(articles)
     # the server is gone: the rerun must come entirely from the cache, with no connection
-    docs2, report2 = build_wikipedia_corpus(cfg, sel, tmp_path)
+    docs2, report2 = wiki_corpus(cfg, sel, tmp_path)
     assert [d.text for d in docs2] == [d.text for d in docs]
     assert report2["source"]["pages_fetched"] == 0
     assert report2["source"]["pages_from_cache"] == examined
@@ -233,7 +236,7 @@ def test_hidden_categories_retries_and_rate_limit(dev_pages):
     hidden = ["History of the Atlantic Ocean"]
     with MediaWikiTestServer(dev_pages, category_members={"Featured articles": articles},
                              hidden_categories=hidden, max_limit=3) as srv:
-        src = ApiSource(api_cfg(srv, rate_limit_s=0.05), None)
+        src = ApiSource(wiki_source(api_cfg(srv, rate_limit_s=0.05)), None)
         site = src.site  # connect first: siteinfo is not retried by mwclient
         assert site.version[:2] == (1, 43)
         srv.faults[:] = ["maxlag", "http503"]
@@ -325,7 +328,7 @@ RELAXED = {"min_words": 100, "min_depth": 1, "min_sections": 1}
 def test_bad_input_xml_mode(bad_pages, tmp_path):
     path = tmp_path / "bad.xml.bz2"
     path.write_bytes(bz2.compress(_export(bad_pages)))
-    docs, report = build_wikipedia_corpus({"mode": "xml", "path": str(path)}, RELAXED)
+    docs, report = wiki_corpus({"mode": "xml", "path": str(path)}, RELAXED)
     assert [d.doc_id for d in docs] == ["Aikido"]
     assert {r["title"]: r["reason"] for r in report["rejects"]} == EXPECTED_BAD
     detail = {r["title"]: r["detail"] for r in report["rejects"]}
@@ -341,7 +344,7 @@ def test_bad_input_api_mode(bad_pages, tmp_path):
     (tmp_path / "titles.json").write_text(
         json.dumps({"category": "Featured articles", "titles": titles}))
     with MediaWikiTestServer(pages) as srv:
-        docs, report = build_wikipedia_corpus(api_cfg(srv), RELAXED, tmp_path)
+        docs, report = wiki_corpus(api_cfg(srv), RELAXED, tmp_path)
         assert not any(r["params"].get("list") for r in srv.requests)  # list came from cache
     assert [d.doc_id for d in docs] == ["Aikido"]
     reasons = {r["title"]: r["reason"] for r in report["rejects"]}
@@ -354,7 +357,7 @@ def test_bad_export_files(tmp_path):
     bad = tmp_path / "latin1.xml"
     bad.write_bytes(raw[:i] + b"Caf\xe9 \xff\xfe " + raw[i:])
     with pytest.raises(WikipediaSourceError, match="latin1.xml: malformed XML export"):
-        build_wikipedia_corpus({"mode": "xml", "path": str(bad)}, {})
+        wiki_corpus({"mode": "xml", "path": str(bad)}, {})
     truncated = tmp_path / "cut.xml.bz2"
     truncated.write_bytes(bz2.compress(raw)[:20000])
     with pytest.raises(WikipediaSourceError, match="cut.xml.bz2"):
@@ -372,7 +375,7 @@ def test_bad_export_files(tmp_path):
 def test_bundled_sample_passes_paper_filters():
     assert SAMPLE.stat().st_size < 1_000_000
     assert (SAMPLE.parent / "README.md").exists()
-    docs, report = build_wikipedia_corpus({"mode": "xml", "path": str(SAMPLE)}, {})
+    docs, report = wiki_corpus({"mode": "xml", "path": str(SAMPLE)}, {})
     assert sorted(d.doc_id for d in docs) == ["Animation", "Apollo 8", "Arthur Schopenhauer",
                                               "Astronaut", "Atlantic Ocean"]
     assert report["rejects"] == []
@@ -391,14 +394,11 @@ def test_workflow_glue_writes_contract_tables(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "stderr", sys.stderr)  # the glue sends stderr to its log file
     out = SimpleNamespace(**{k: str(tmp_path / f"{k}.{'json' if k == 'report' else 'parquet'}")
                              for k in ("documents", "paragraphs", "sections", "report")})
-    smk = SimpleNamespace(
-        params=SimpleNamespace(source={"mode": "xml", "path": str(SAMPLE)},
-                               selection={"n_docs": 4}),
-        output=out, wildcards=SimpleNamespace(corpus="wikipedia"),
-        log=[str(tmp_path / "build.log")], rule="build_wikipedia", threads=1,
-    )
-    runpy.run_path(str(ROOT / "workflow_scripts" / "build_wikipedia.py"),
-                   init_globals={"snakemake": smk})
+    config = glue_config({"wikipedia": {
+        "type": "wikipedia", "source": {"mode": "xml", "path": str(SAMPLE)},
+        "selection": {"n_docs": 4}, "queries": {"llm": {"model": "any"}}}})
+    run_glue("build_wikipedia", tmp_path, config=config, wildcards={"corpus": "wikipedia"},
+             input={}, output=vars(out), params={"cache_dir": None})
     docs = check_table(pl.read_parquet(out.documents), "documents")
     paras = check_table(pl.read_parquet(out.paragraphs), "paragraphs")
     secs = check_table(pl.read_parquet(out.sections), "sections")

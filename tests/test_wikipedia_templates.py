@@ -7,11 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import shared_file
+from conftest import shared_file, wiki_build, wiki_selection
 
 from structablate.corpus.mediawiki_fetch import iter_xml_pages
 from structablate.corpus.verify import verify_document
-from structablate.corpus.wikipedia import build_wikipedia, selection_config
 from structablate.corpus.wikitemplates import template_rule
 from structablate.corpus.wikitext import is_redirect, normalize_wikitext
 
@@ -121,7 +120,7 @@ def test_real_articles_render_text_bearing_templates():
 
 
 def test_bundled_sample_lists_and_report():
-    b = build_wikipedia({"mode": "xml", "path": str(SAMPLE)}, {"n_docs": 5}, name="wiki")
+    b = wiki_build({"mode": "xml", "path": str(SAMPLE)}, {"n_docs": 5}, name="wiki")
     assert len(b.documents) == 5 and b.questions is None and b.report["corpus"] == "wiki"
     atlantic = next(d for d in b.documents if d.doc_id == "Atlantic Ocean")
     europe = next(s for s in atlantic.sections
@@ -139,12 +138,12 @@ def test_bundled_sample_lists_and_report():
 
 
 def test_depth_measure_setting():
-    assert selection_config({})["depth_measure"] == "headings"
-    with pytest.raises(ValueError, match="depth_measure"):
-        selection_config({"depth_measure": "equals"})
+    assert wiki_selection().depth_measure == "headings"
+    with pytest.raises(ValueError, match="depth_measure: 'equals' is not one of"):
+        wiki_selection({"depth_measure": "equals"})
     export = str(shared_file("wikipedia", "enwiki-2016-sample-dev.xml.bz2"))
-    tree = build_wikipedia({"mode": "xml", "path": export}, {})
-    titled = build_wikipedia({"mode": "xml", "path": export}, {"depth_measure": "with_title"})
+    tree = wiki_build({"mode": "xml", "path": export}, {})
+    titled = wiki_build({"mode": "xml", "path": export}, {"depth_measure": "with_title"})
     ids = {d.doc_id for d in tree.documents}
     more = {d.doc_id for d in titled.documents}
     assert ids < more

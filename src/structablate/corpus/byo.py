@@ -21,14 +21,12 @@ elements) are in ``docs/byo.md``.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
 from structablate.corpus import html, jsonl, markdown
 from structablate.corpus.files import (
-    DEFAULT_LEAD_HEADING,
     ByoInputError,
     HeadingStack,
     SourceFile,
@@ -41,6 +39,7 @@ from structablate.corpus.questions import MappedQuestion
 from structablate.corpus.result import CorpusBuild
 from structablate.corpus.user_queries import map_user_queries, read_user_queries
 from structablate.corpus.verify import VerificationError, verify_document
+from structablate.settings import UserCorpus, UserQueriesFile
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +50,7 @@ class Adapter:
 
     kind: str
     extensions: tuple[str, ...]
-    iter_units: Callable[[Mapping, str], Iterator[Unit]]
+    iter_units: Callable[[UserCorpus, str], Iterator[Unit]]
 
 
 ADAPTERS: Mapping[str, Adapter] = MappingProxyType({
@@ -72,49 +71,47 @@ def adapter(kind: object, source_name: str) -> Adapter:
     return found
 
 
-def iter_units(corpus_cfg: Mapping, source_name: str) -> Iterator[Unit]:
+def iter_units(corpus: UserCorpus, source_name: str) -> Iterator[Unit]:
     """The input units of a corpus entry, from the adapter its ``type`` names."""
-    found = adapter(corpus_cfg.get("type"), source_name)
-    if "path" not in corpus_cfg:
-        raise ByoInputError(f"corpus {source_name}", "missing key 'path' (folder, file or glob)")
-    return found.iter_units(corpus_cfg, source_name)
+    return adapter(corpus.type, source_name).iter_units(corpus, source_name)
 
 
-def input_files(corpus_cfg: Mapping) -> list[str]:
+def input_files(corpus: UserCorpus) -> list[str]:
     """Every file a corpus entry reads (documents, then the queries file): a rule's ``input``,
     so Snakemake rebuilds the corpus when one of them changes."""
-    exts = corpus_cfg.get("extensions") or adapter(corpus_cfg.get("type"), "?").extensions
-    files = [str(sf.path) for sf in list_files(corpus_cfg["path"], tuple(exts))]
-    q = queries_path(corpus_cfg)
+    exts = corpus.extensions or adapter(corpus.type, "?").extensions
+    files = [str(sf.path) for sf in list_files(corpus.path, tuple(exts))]
+    q = queries_path(corpus)
     return files + ([q] if q else [])
 
 
 def build_documents(
-    corpus_cfg: Mapping, source_name: str
+    corpus: UserCorpus, source_name: str
 ) -> tuple[list[FlatDocument], list[dict], dict[str, str]]:
     """Parse and verify every unit: ``(documents sorted by doc_id, skipped, doc_id -> where)``.
 
     ``skipped`` lists ``{"where", "reason"}`` for every unit left out under
     ``skip_bad_files`` (otherwise the first bad unit raises :class:`ByoInputError`).
     """
-    skip = bool(corpus_cfg.get("skip_bad_files", False))
+    skip = corpus.skip_bad_files
     docs: dict[str, FlatDocument] = {}
     origin: dict[str, str] = {}
     skipped: list[dict] = []
-    for where, guess, make in iter_units(corpus_cfg, source_name):
+    for where, guess, make in iter_units(corpus, source_name):
         try:
             doc = make()
             if not doc.paragraphs:
                 raise ByoInputError(where, "no body text (every block is empty or dropped)")
-            if doc.doc_id in docs:
-                raise ByoInputError(
-                    where, f"doc_id {doc.doc_id!r} already used by {origin[doc.doc_id]}")
         except ByoInputError as exc:
             if not skip:
                 raise
             log.warning("skipped %s", exc)
             skipped.append({"where": exc.where, "doc_id": guess, "reason": exc.reason})
             continue
+        if doc.doc_id in docs:  # never skipped: keeping either one would be a silent choice
+            raise ByoInputError(
+                where, f"doc_id {doc.doc_id!r} is also the id of {origin[doc.doc_id]}: document "
+                "ids must be unique (rename a file or change its front-matter id)")
         violations = verify_document(doc)
         if violations:  # an adapter bug, not a user error: never skipped
             raise VerificationError(doc.doc_id, violations, where)
@@ -130,18 +127,16 @@ def build_documents(
     return ordered, skipped, origin
 
 
-def queries_path(corpus_cfg: Mapping) -> str | None:
-    """The user-queries file of a corpus entry: ``queries: file`` or ``queries: {path: file}``
-    (the mapping form leaves room for query-generation settings beside it); ``None`` without."""
-    q = corpus_cfg.get("queries")
-    if isinstance(q, Mapping):
-        q = q.get("path")
-    if q is not None and not isinstance(q, str | os.PathLike):
-        raise ByoInputError("queries", f"expected a file path, got {q!r}")
-    return str(q) if q else None
+def queries_path(corpus: UserCorpus) -> str | None:
+    """The user-queries file of a corpus entry: ``queries: file`` or ``queries: {path: file}``;
+    ``None`` when its questions are generated."""
+    q = corpus.queries
+    if isinstance(q, UserQueriesFile):
+        return q.path
+    return q if isinstance(q, str) else None
 
 
-def build_user_corpus(corpus_cfg: Mapping, source_name: str) -> CorpusBuild:
+def build_user_corpus(corpus: UserCorpus, source_name: str) -> CorpusBuild:
     """Build a bring-your-own corpus.
 
     ``documents`` are verified :class:`FlatDocument` objects sorted by ``doc_id``;
@@ -149,11 +144,11 @@ def build_user_corpus(corpus_cfg: Mapping, source_name: str) -> CorpusBuild:
     one: the corpus's queries are then generated); ``report`` is a JSON-able dict (inputs,
     documents, skipped units with reasons, the query funnel under ``queries``).
     """
-    docs, skipped, _ = build_documents(corpus_cfg, source_name)
+    docs, skipped, _ = build_documents(corpus, source_name)
     report: dict = {
         "corpus": source_name,
-        "type": corpus_cfg["type"],
-        "path": corpus_cfg["path"],
+        "type": corpus.type,
+        "path": corpus.path if isinstance(corpus.path, str) else list(corpus.path),
         "inputs": len(docs) + len(skipped),
         "documents": len(docs),
         "paragraphs": sum(len(d.paragraphs) for d in docs),
@@ -162,15 +157,14 @@ def build_user_corpus(corpus_cfg: Mapping, source_name: str) -> CorpusBuild:
         "queries": None,
     }
     questions: list[MappedQuestion] | None = None
-    qpath = queries_path(corpus_cfg)
+    qpath = queries_path(corpus)
     if qpath:
-        skip = bool(corpus_cfg.get("skip_bad_files", False))
         raw = read_user_queries(qpath)
         questions, funnel = map_user_queries(
             raw,
             docs,
-            fuzzy_min_ratio=float(corpus_cfg.get("fuzzy_min_ratio", 0.85)),
-            skip_unknown=skip,
+            fuzzy_min_ratio=corpus.fuzzy_min_ratio,
+            skip_unknown=corpus.skip_bad_files,
             skipped_doc_ids={s.get("doc_id") for s in skipped if s.get("doc_id")},
         )
         report["queries"] = funnel.as_dict()
@@ -185,27 +179,13 @@ def build_user_corpus(corpus_cfg: Mapping, source_name: str) -> CorpusBuild:
     )
 
 
-def build_byo_corpus(
-    corpus_cfg: Mapping, source_name: str
-) -> tuple[list[FlatDocument], list[MappedQuestion], dict]:
-    """Legacy shape of :func:`build_user_corpus`: ``(documents, questions or [], report)``.
-
-    Kept only while ``workflow_scripts/build_byo.py`` unpacks a tuple; remove once the glue
-    uses :class:`~structablate.corpus.result.CorpusBuild`.
-    """
-    b = build_user_corpus(corpus_cfg, source_name)
-    return list(b.documents), list(b.questions or ()), b.report
-
-
 __all__ = [
     "ADAPTERS",
-    "DEFAULT_LEAD_HEADING",
     "Adapter",
     "ByoInputError",
     "HeadingStack",
     "SourceFile",
     "adapter",
-    "build_byo_corpus",
     "build_documents",
     "build_user_corpus",
     "input_files",

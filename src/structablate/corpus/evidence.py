@@ -64,7 +64,7 @@ class EvidenceMapper:
     def __init__(
         self,
         doc: FlatDocument,
-        fuzzy_min_ratio: float = 0.85,
+        fuzzy_min_ratio: float,
         section_separator: str = SECTION_SEP,
     ):
         self.doc = doc

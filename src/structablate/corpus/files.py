@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from structablate.corpus.flatten import FlatDocument
-
-DEFAULT_LEAD_HEADING = "Introduction"
+from structablate.settings import UserCorpus
 
 
 class ByoInputError(ValueError):
@@ -149,28 +148,15 @@ class HeadingStack:
         return self._stack[-1][1] if self._stack else None
 
 
-def option(cfg: Mapping, key: str, default, types: type | tuple[type, ...], name: str):
-    """``cfg[key]`` (or ``default``), checked against ``types``; a wrong type names the key."""
-    value = cfg.get(key, default)
-    if value is not None and not isinstance(value, types):
-        raise ByoInputError(f"corpus {name}", f"option {key!r} has the wrong type: {value!r}")
-    return value
-
-
 def file_units(
-    cfg: Mapping, name: str, extensions: Sequence[str], parse: Callable[..., FlatDocument],
-    default_lead: str,
+    corpus: UserCorpus, extensions: Sequence[str], parse: Callable[..., FlatDocument],
 ) -> Iterator[Unit]:
-    """One unit per file of ``cfg['path']`` for the file-per-document adapters (Markdown,
-    HTML): reads the shared options once and defers parsing to ``parse(text, doc_id=...,
-    default_title=..., where=..., lead_heading=..., heading_separator=..., code_blocks=...)``."""
-    lead = option(cfg, "lead_heading", default_lead, str, name)
-    sep = option(cfg, "heading_separator", None, str, name)
-    code = option(cfg, "code_blocks", "keep", str, name)
-    if code not in ("keep", "drop"):
-        raise ByoInputError(f"corpus {name}", f"code_blocks must be keep or drop, not {code!r}")
-    exts = tuple(option(cfg, "extensions", list(extensions), list, name))
-    for sf in list_files(cfg["path"], exts):
+    """One unit per file of ``corpus.path`` for the file-per-document adapters (Markdown,
+    HTML), deferring parsing to ``parse(text, doc_id=..., default_title=..., where=...,
+    lead_heading=..., heading_separator=..., code_blocks=...)``; ``extensions`` are the
+    adapter's own, used unless the corpus names others."""
+    lead, sep, code = corpus.lead_heading, corpus.heading_separator, corpus.code_blocks
+    for sf in list_files(corpus.path, tuple(corpus.extensions or extensions)):
         yield str(sf.path), sf.doc_id, _file_reader(parse, sf.path, sf.doc_id, lead, sep, code)
 
 

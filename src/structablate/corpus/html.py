@@ -28,19 +28,19 @@ Rules (``docs/byo.md`` has them with examples):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 
 import lxml.html
 from lxml import etree
 
 from structablate.corpus.files import (
-    DEFAULT_LEAD_HEADING,
     ByoInputError,
     HeadingStack,
     Unit,
     file_units,
 )
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
+from structablate.settings import LEAD_HEADING, UserCorpus
 
 EXTENSIONS = (".html", ".htm", ".xhtml")
 
@@ -119,7 +119,7 @@ def parse_html(
     doc_id: str,
     default_title: str,
     where: str,
-    lead_heading: str = DEFAULT_LEAD_HEADING,
+    lead_heading: str = LEAD_HEADING,
     heading_separator: str | None = None,
     code_blocks: str = "keep",
 ) -> FlatDocument:
@@ -213,6 +213,6 @@ def parse_html(
     return builder.build(source=where)
 
 
-def iter_units(cfg: Mapping, name: str) -> Iterator[Unit]:
-    """One unit per HTML file of ``cfg['path']``."""
-    return file_units(cfg, name, EXTENSIONS, parse_html, DEFAULT_LEAD_HEADING)
+def iter_units(corpus: UserCorpus, name: str) -> Iterator[Unit]:
+    """One unit per HTML file of ``corpus.path``."""
+    return file_units(corpus, EXTENSIONS, parse_html)

@@ -33,14 +33,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from structablate.corpus.files import (
-    DEFAULT_LEAD_HEADING,
     ByoInputError,
     HeadingStack,
     Unit,
     list_files,
-    option,
 )
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
+from structablate.settings import LEAD_HEADING, UserCorpus
 
 EXTENSIONS = (".jsonl", ".ndjson")
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
@@ -78,7 +77,7 @@ def parse_record(
     obj: object,
     *,
     where: str,
-    lead_heading: str = DEFAULT_LEAD_HEADING,
+    lead_heading: str = LEAD_HEADING,
     heading_separator: str | None = None,
 ) -> FlatDocument:
     """Flatten one JSONL record (see the module docstring)."""
@@ -181,13 +180,10 @@ def _from_offsets(builder, text, sections, where, lead, sep) -> int:
     return len(spans)
 
 
-def iter_units(cfg: Mapping, name: str) -> Iterator[Unit]:
-    """One unit per non-blank line of every JSONL file of ``cfg['path']``."""
-    lead = option(cfg, "lead_heading", DEFAULT_LEAD_HEADING, str, name)
-    sep = option(cfg, "heading_separator", None, str, name)
-    exts = tuple(option(cfg, "extensions", list(EXTENSIONS), list, name))
-    for sf in list_files(cfg["path"], exts):
-        yield from _file_units(sf.path, lead, sep)
+def iter_units(corpus: UserCorpus, name: str) -> Iterator[Unit]:
+    """One unit per non-blank line of every JSONL file of ``corpus.path``."""
+    for sf in list_files(corpus.path, tuple(corpus.extensions or EXTENSIONS)):
+        yield from _file_units(sf.path, corpus.lead_heading, corpus.heading_separator)
 
 
 def _file_units(path: Path, lead: str, sep: str | None) -> Iterator[Unit]:

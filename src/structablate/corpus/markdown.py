@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 
 import yaml
 from markdown_it import MarkdownIt
@@ -56,13 +56,13 @@ from mdit_py_plugins.deflist import deflist_plugin
 from mdit_py_plugins.footnote import footnote_plugin
 
 from structablate.corpus.files import (
-    DEFAULT_LEAD_HEADING,
     ByoInputError,
     HeadingStack,
     Unit,
     file_units,
 )
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
+from structablate.settings import LEAD_HEADING, UserCorpus
 
 EXTENSIONS = (".md", ".markdown")
 
@@ -198,7 +198,7 @@ def parse_markdown(
     doc_id: str,
     default_title: str,
     where: str,
-    lead_heading: str = DEFAULT_LEAD_HEADING,
+    lead_heading: str = LEAD_HEADING,
     heading_separator: str | None = None,
     code_blocks: str = "keep",
 ) -> FlatDocument:
@@ -290,6 +290,6 @@ def parse_markdown(
     return builder.build(topic=topic, source=where)
 
 
-def iter_units(cfg: Mapping, name: str) -> Iterator[Unit]:
-    """One unit per Markdown file of ``cfg['path']``."""
-    return file_units(cfg, name, EXTENSIONS, parse_markdown, DEFAULT_LEAD_HEADING)
+def iter_units(corpus: UserCorpus, name: str) -> Iterator[Unit]:
+    """One unit per Markdown file of ``corpus.path``."""
+    return file_units(corpus, EXTENSIONS, parse_markdown)

@@ -37,21 +37,7 @@ import requests
 
 from structablate.corpus.wikitext import category_links, is_redirect
 from structablate.io import write_json
-
-DEFAULT_API = {
-    "host": "en.wikipedia.org",
-    "path": "/w/",
-    "scheme": "https",
-    "user_agent": "",
-    "rate_limit_s": 1.0,
-    "max_retries": 5,
-    "retry_timeout_s": 5,
-    "maxlag": 5,
-    "timeout_s": 60,
-    "featured_category": "Featured articles",
-    "list_chunk_size": 500,
-}
-"""Defaults of the ``api`` source; ``user_agent`` must be set (with contact information)."""
+from structablate.settings import WikipediaApiSource, dump
 
 
 class WikipediaSourceError(RuntimeError):
@@ -150,22 +136,6 @@ class ThrottledSession(requests.Session):
             self.n_requests += 1
 
 
-def api_config(cfg: dict) -> dict:
-    """``cfg`` merged over :data:`DEFAULT_API`; unknown keys and a missing User-Agent raise."""
-    unknown = set(cfg) - set(DEFAULT_API) - {"mode"}
-    if unknown:
-        raise ValueError(f"unknown api source keys: {sorted(unknown)}")
-    out = {**DEFAULT_API, **{k: v for k, v in cfg.items() if k != "mode"}}
-    if not str(out["user_agent"]).strip():
-        raise ValueError(
-            "source.user_agent is required for the MediaWiki API: a descriptive name with "
-            "contact information, e.g. 'structablate/0.1 (https://example.org; you@example.org)'"
-        )
-    if not str(out["path"]).endswith("/"):
-        out["path"] = str(out["path"]) + "/"
-    return out
-
-
 class ApiSource:
     """Featured-article titles and pages from a MediaWiki API through ``mwclient``.
 
@@ -173,8 +143,15 @@ class ApiSource:
     request at all.
     """
 
-    def __init__(self, cfg: dict, cache_dir: str | os.PathLike[str] | None):
-        self.cfg = api_config(cfg)
+    def __init__(self, source: WikipediaApiSource, cache_dir: str | os.PathLike[str] | None):
+        if not source.user_agent.strip():
+            raise ValueError(
+                "source.user_agent is required for the MediaWiki API: a descriptive name with "
+                "contact information, e.g. 'structablate/0.1 (https://example.org; "
+                "you@example.org)'")
+        self.cfg = dump(source)
+        if not self.cfg["path"].endswith("/"):
+            self.cfg["path"] += "/"
         self.cache = PageCache(cache_dir) if cache_dir else None
         self.cache_root = Path(cache_dir) if cache_dir else None
         self._site: mwclient.Site | None = None

@@ -45,13 +45,14 @@ from structablate.corpus.flatten import DocumentBuilder, FlatDocument
 from structablate.corpus.questions import MappedQuestion, qrels_frame, queries_frame
 from structablate.corpus.result import CorpusBuild
 from structablate.corpus.verify import VerificationError, verify_document
+from structablate.settings import QasperCorpus
 
 # MappedQuestion, queries_frame and qrels_frame live in structablate.corpus.questions; they stay
 # importable from here for the glue that has not moved to CorpusBuild yet.
 __all__ = [
     "FLOAT_PREFIX",
     "MappedQuestion",
-    "QasperCorpus",
+    "QasperResult",
     "QasperFormatError",
     "QasperFunnel",
     "build_qasper",
@@ -316,7 +317,7 @@ def map_questions(
     paper: Mapping,
     doc: FlatDocument,
     funnel: QasperFunnel,
-    fuzzy_min_ratio: float = 0.85,
+    fuzzy_min_ratio: float,
 ) -> list[MappedQuestion]:
     """Apply the funnel and the evidence cascade to one paper's questions."""
     mapper = EvidenceMapper(doc, fuzzy_min_ratio)
@@ -376,7 +377,7 @@ def map_questions(
 
 
 @dataclass
-class QasperCorpus:
+class QasperResult:
     documents: list[FlatDocument]
     questions: list[MappedQuestion]
     funnel: QasperFunnel
@@ -385,10 +386,10 @@ class QasperCorpus:
 def build_qasper_corpus(
     papers: Mapping[str, Mapping],
     *,
-    fuzzy_min_ratio: float = 0.85,
-    keep_papers_without_questions: bool = True,
+    fuzzy_min_ratio: float = QasperCorpus.fuzzy_min_ratio,
+    keep_papers_without_questions: bool = QasperCorpus.keep_papers_without_questions,
     source: str = "",
-) -> QasperCorpus:
+) -> QasperResult:
     """Flatten, verify and map every paper (sorted by paper id, for determinism).
 
     A document that fails verification raises :class:`VerificationError` naming it: gold
@@ -416,14 +417,14 @@ def build_qasper_corpus(
         if qs or keep_papers_without_questions:
             docs.append(doc)
             questions.extend(qs)
-    return QasperCorpus(docs, questions, funnel)
+    return QasperResult(docs, questions, funnel)
 
 
 def build_qasper(
     papers: Mapping[str, Mapping],
     *,
-    fuzzy_min_ratio: float = 0.85,
-    keep_papers_without_questions: bool = True,
+    fuzzy_min_ratio: float = QasperCorpus.fuzzy_min_ratio,
+    keep_papers_without_questions: bool = QasperCorpus.keep_papers_without_questions,
     source: str = "",
 ) -> CorpusBuild:
     """:func:`build_qasper_corpus` as a :class:`~structablate.corpus.result.CorpusBuild`:

@@ -10,7 +10,7 @@ glue writes those and ``report`` (JSON) and needs no per-corpus code.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -78,3 +78,20 @@ def corpus_tables(build: CorpusBuild, corpus: str) -> CorpusTables:
         queries=queries_frame(qs) if qs is not None else None,
         qrels=qrels_frame(qs) if qs is not None else None,
     )
+
+
+def write_corpus(build: CorpusBuild, corpus: str, output: Mapping[str, str]) -> None:
+    """Write a build's tables and report to the named ``output`` paths of a corpus rule:
+    ``documents``, ``paragraphs``, ``sections``; ``queries`` and ``qrels`` when the corpus
+    brings its own questions; the report to ``funnel`` (question funnel) or ``report``
+    (the build report of a corpus whose questions come later)."""
+    from structablate.io import write_json, write_parquet
+
+    t = corpus_tables(build, corpus)
+    write_parquet(t.documents, output["documents"])
+    write_parquet(t.paragraphs, output["paragraphs"])
+    write_parquet(t.sections, output["sections"])
+    if t.queries is not None:
+        write_parquet(t.queries, output["queries"])
+        write_parquet(t.qrels, output["qrels"])
+    write_json(build.report, output["funnel"] if "funnel" in output.keys() else output["report"])

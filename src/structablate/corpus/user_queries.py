@@ -210,7 +210,7 @@ def map_user_queries(
     queries: Iterable[UserQuery],
     docs: Sequence[FlatDocument],
     *,
-    fuzzy_min_ratio: float = 0.85,
+    fuzzy_min_ratio: float,
     skip_unknown: bool = False,
     skipped_doc_ids: Iterable[str] = (),
 ) -> tuple[list[MappedQuestion], UserQueryFunnel]:

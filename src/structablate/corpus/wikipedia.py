@@ -29,7 +29,7 @@ import logging
 import os
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -43,8 +43,6 @@ from structablate.corpus.mediawiki_fetch import (
 from structablate.corpus.result import CorpusBuild
 from structablate.corpus.verify import verify_document
 from structablate.corpus.wikitext import (
-    DEFAULT_DROP_SECTIONS,
-    DEFAULT_LEAD_HEADING,
     TemplateCounts,
     WikitextError,
     heading_depth,
@@ -53,103 +51,27 @@ from structablate.corpus.wikitext import (
     transcludes,
     word_count,
 )
+from structablate.settings import (
+    WikipediaApiSource,
+    WikipediaSelection,
+    WikipediaXmlSource,
+    dump,
+)
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TOPIC_KEYWORDS: dict[str, list[str]] = {
-    "history_war": ["battle", "war", "military", "campaign", "siege", "history", "empire",
-                    "dynasty"],
-    "biography": ["births", "deaths", "people", "biograph", "politicians", "writers", "actors",
-                  "monarchs"],
-    "science_nature": ["species", "birds", "mammals", "physics", "chemistry", "biology",
-                       "astronom", "geolog"],
-    "arts_media": ["albums", "songs", "films", "novels", "paintings", "opera", "television",
-                   "video games"],
-    "geo_places": ["geography", "cities", "rivers", "mountains", "roads", "buildings",
-                   "hurricanes", "storms"],
-}
-"""Topic buckets in match order, with the example keywords of the paper's Table 7."""
+__all__ = [
+    "Outcome",
+    "Source",
+    "TopicClassifier",
+    "WikipediaSourceError",
+    "assess_page",
+    "build_wikipedia",
+    "select_documents",
+    "walk_order",
+]
 
-DEPTH_MEASURES = ("headings", "with_title")
-"""How ``min_depth`` counts (:attr:`WikipediaSelection.depth_measure`)."""
-
-
-@dataclass(frozen=True)
-class WikipediaSelection:
-    """The ``selection`` settings of a Wikipedia corpus; the only place their defaults live
-    (the paper's Table 6 / Table 11 values).
-
-    * ``seed`` — shuffle seed of the walk;
-    * ``n_docs`` — stop after this many accepted documents;
-    * ``min_words`` — whitespace tokens of the flat text, at least;
-    * ``min_depth`` — heading depth, at least, counted as ``depth_measure`` says;
-    * ``depth_measure`` — ``"headings"`` (default): heading levels below the title, the depth
-      of the gold heading tree (``==`` is 1, ``===`` 2, ``====`` 3; the lead is depth 1) — the
-      paper's convention when it calls QASPER's flat section lists "depth 1" and counts
-      breadcrumb depths; ``"with_title"``: the title counts as level 1, as MediaWiki numbers its
-      headings (``==`` renders ``<h2>``), so an article whose deepest headings are ``===``
-      has depth 3. Appendix E's "heading depth ≥ 3" reads either way;
-    * ``min_sections`` — gold sections (headings with text, the lead counted), at least;
-    * ``max_per_bucket`` — cap per topic bucket (``None``: no cap);
-    * ``topic_keywords`` — bucket -> keywords, in match order; ``fallback_topic`` otherwise;
-    * ``lead_heading`` — section title of the text before the first heading;
-    * ``drop_sections`` — headings dropped with their subtree (case-folded).
-    """
-
-    seed: int = 20260710
-    n_docs: int = 200
-    min_words: int = 3000
-    min_depth: int = 3
-    depth_measure: str = "headings"
-    min_sections: int = 12
-    max_per_bucket: int | None = 60
-    topic_keywords: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
-        (b, tuple(k)) for b, k in DEFAULT_TOPIC_KEYWORDS.items())
-    fallback_topic: str = "other"
-    lead_heading: str = DEFAULT_LEAD_HEADING
-    drop_sections: tuple[str, ...] = DEFAULT_DROP_SECTIONS
-
-
-DEFAULT_SELECTION: dict = {
-    f.name: getattr(WikipediaSelection(), f.name) for f in fields(WikipediaSelection)
-}
-DEFAULT_SELECTION["topic_keywords"] = {b: list(k) for b, k in WikipediaSelection.topic_keywords}
-DEFAULT_SELECTION["drop_sections"] = list(WikipediaSelection.drop_sections)
-"""Selection defaults as a plain mapping (from :class:`WikipediaSelection`)."""
-
-DEFAULT_XML: dict = {"path": None, "require_template": None}
-"""``xml`` source keys: ``path`` of the export; ``require_template`` (e.g. ``"featured
-article"``) keeps only pages that transclude it (``None``: every main-namespace page)."""
-
-
-def selection_config(cfg: dict | None) -> dict:
-    """``cfg`` over :data:`DEFAULT_SELECTION`, validated; ``topic_keywords`` as a list of pairs."""
-    cfg = dict(cfg or {})
-    unknown = set(cfg) - set(DEFAULT_SELECTION)
-    if unknown:
-        raise ValueError(f"unknown selection keys: {sorted(unknown)}")
-    out = {**DEFAULT_SELECTION, **cfg}
-    for key in ("n_docs", "min_words", "min_depth", "min_sections"):
-        if not isinstance(out[key], int) or out[key] < 0:
-            raise ValueError(f"selection.{key} must be a non-negative integer, got {out[key]!r}")
-    if out["depth_measure"] not in DEPTH_MEASURES:
-        raise ValueError(f"selection.depth_measure must be one of {', '.join(DEPTH_MEASURES)}, "
-                         f"got {out['depth_measure']!r}")
-    if out["max_per_bucket"] is not None and (
-        not isinstance(out["max_per_bucket"], int) or out["max_per_bucket"] < 1
-    ):
-        raise ValueError("selection.max_per_bucket must be a positive integer or null")
-    table = out["topic_keywords"]
-    pairs = list(table.items()) if isinstance(table, dict) else [tuple(p) for p in table]
-    if not pairs or any(len(p) != 2 or not p[1] for p in pairs):
-        raise ValueError("selection.topic_keywords must map each bucket to a non-empty list")
-    buckets = [b for b, _ in pairs]
-    if len(set(buckets)) != len(buckets) or out["fallback_topic"] in buckets:
-        raise ValueError("selection.topic_keywords buckets must be unique and differ from "
-                         "fallback_topic")
-    out["topic_keywords"] = [(str(b), [str(k) for k in kws]) for b, kws in pairs]
-    out["drop_sections"] = [str(s) for s in out["drop_sections"]]
-    return out
+Source = WikipediaXmlSource | WikipediaApiSource
 
 
 class TopicClassifier:
@@ -189,8 +111,9 @@ class Outcome:
     stats: dict = field(default_factory=dict)
 
 
-def assess_page(record: PageRecord, sel: dict, classifier: TopicClassifier) -> Outcome:
-    """Normalize, verify and filter one page (``sel`` from :func:`selection_config`)."""
+def assess_page(record: PageRecord, sel: WikipediaSelection,
+                classifier: TopicClassifier) -> Outcome:
+    """Normalize, verify and filter one page by the ``sel`` criteria."""
     out = Outcome(record.title, stats={"page_id": record.pageid, "rev_id": record.revid})
     if record.missing:
         out.reason, out.detail = "missing", "the page does not exist"
@@ -208,7 +131,7 @@ def assess_page(record: PageRecord, sel: dict, classifier: TopicClassifier) -> O
     try:
         doc = normalize_wikitext(
             record.title, record.title, record.wikitext,
-            lead_heading=sel["lead_heading"], drop_sections=sel["drop_sections"], topic=topic,
+            lead_heading=sel.lead_heading, drop_sections=sel.drop_sections, topic=topic,
             page_id=record.pageid, rev_id=record.revid, timestamp=record.timestamp,
             categories=list(record.categories), categories_source=record.categories_source,
         )
@@ -232,12 +155,13 @@ def assess_page(record: PageRecord, sel: dict, classifier: TopicClassifier) -> O
                      matched_category=cat, matched_keyword=kw,
                      templates_unrecognised=sum(counts.unrecognised.values()) if counts else 0)
     doc.meta.update(words=words, depth=depth)
-    measured_depth = depth + 1 if sel.get("depth_measure") == "with_title" else depth
+    measured_depth = depth + 1 if sel.depth_measure == "with_title" else depth
     for key, value, reason in (("min_words", words, "too_few_words"),
                                ("min_depth", measured_depth, "too_shallow"),
                                ("min_sections", n_sections, "too_few_sections")):
-        if value < sel[key]:
-            out.reason, out.detail = reason, f"{key.split('_', 1)[1]} {value} < {sel[key]}"
+        least = getattr(sel, key)
+        if value < least:
+            out.reason, out.detail = reason, f"{key.split('_', 1)[1]} {value} < {least}"
             return out
     out.doc = doc
     return out
@@ -253,19 +177,19 @@ def walk_order(titles: Iterable[str], seed: int) -> list[str]:
 def select_documents(
     titles: Iterable[str],
     outcome_of: Callable[[str], Outcome],
-    sel: dict,
+    sel: WikipediaSelection,
     classifier: TopicClassifier,
 ) -> tuple[list[FlatDocument], dict]:
     """Walk the shuffled titles until ``n_docs`` are accepted; return documents and report."""
-    order = walk_order(titles, sel["seed"])
-    cap = sel["max_per_bucket"]
+    order = walk_order(titles, sel.seed)
+    cap = sel.max_per_bucket
     counts = dict.fromkeys(classifier.all_buckets, 0)
     docs: list[FlatDocument] = []
     rows: list[dict] = []
     rejects: list[dict] = []
     examined = 0
     for rank, title in enumerate(order):
-        if len(docs) >= sel["n_docs"]:
+        if len(docs) >= sel.n_docs:
             break
         examined += 1
         out = outcome_of(title)
@@ -298,110 +222,74 @@ def select_documents(
         "n_candidates": len(order),
         "n_examined": examined,
         "n_accepted": n,
-        "stopped": "n_docs reached" if n >= sel["n_docs"] else "title list exhausted",
+        "stopped": "n_docs reached" if n >= sel.n_docs else "title list exhausted",
         "distribution": counts,
         "shares": {b: (c / n if n else 0.0) for b, c in counts.items()},
         "reject_counts": dict(sorted(reject_counts.items())),
         "documents": rows,
         "rejects": rejects,
         "templates": templates.as_dict(),
-        "selection": {**sel, "topic_keywords": [[b, list(k)] for b, k in sel["topic_keywords"]]},
+        "selection": {**dump(sel),
+                      "topic_keywords": [[b, list(k)] for b, k in sel.topic_keywords.items()]},
     }
     return docs, report
 
 
+def classifier_of(sel: WikipediaSelection) -> TopicClassifier:
+    """The topic classifier of a selection (its keyword table, in order, and fallback)."""
+    return TopicClassifier(list(sel.topic_keywords.items()), sel.fallback_topic)
+
+
 def _xml_outcomes(
-    cfg: dict, sel: dict, classifier: TopicClassifier
+    src: WikipediaXmlSource, sel: WikipediaSelection, classifier: TopicClassifier
 ) -> tuple[dict[str, Outcome], dict]:
     """Assess every candidate of an export in one streaming pass (keeps no wikitext)."""
     outcomes: dict[str, Outcome] = {}
     skipped = {"non_article_namespace": 0, "without_required_template": 0}
-    for record in iter_xml_pages(cfg["path"]):
+    for record in iter_xml_pages(src.path):
         if record.ns != 0:
             skipped["non_article_namespace"] += 1
             continue
-        if cfg["require_template"] and not transcludes(record.wikitext, cfg["require_template"]):
+        if src.require_template and not transcludes(record.wikitext, src.require_template):
             skipped["without_required_template"] += 1
             continue
         outcomes[record.title] = assess_page(record, sel, classifier)
     return outcomes, skipped
 
 
-def build_wikipedia_corpus(
-    source_cfg: dict,
-    selection_cfg: dict | None = None,
-    cache_dir: str | os.PathLike[str] | None = None,
-) -> tuple[list[FlatDocument], dict]:
-    """Build the Wikipedia-FA corpus: accepted documents (walk order) and a JSON-able report.
-
-    ``source_cfg["mode"]`` is ``"api"`` (keys of
-    :data:`structablate.corpus.mediawiki_fetch.DEFAULT_API`) or ``"xml"`` (keys of
-    :data:`DEFAULT_XML`). ``cache_dir`` holds the API page cache (unused in ``xml`` mode).
-    """
-    sel = selection_config(selection_cfg)
-    classifier = TopicClassifier(sel["topic_keywords"], sel["fallback_topic"])
-    mode = source_cfg.get("mode")
-    if mode == "xml":
-        unknown = set(source_cfg) - set(DEFAULT_XML) - {"mode"}
-        if unknown:
-            raise ValueError(f"unknown xml source keys: {sorted(unknown)}")
-        cfg = {**DEFAULT_XML, **{k: v for k, v in source_cfg.items() if k != "mode"}}
-        if not cfg["path"]:
-            raise ValueError("source.path (the XML export) is required in xml mode")
-        outcomes, skipped = _xml_outcomes(cfg, sel, classifier)
-        docs, report = select_documents(outcomes, outcomes.__getitem__, sel, classifier)
-        report["source"] = {"mode": "xml", "path": str(cfg["path"]),
-                            "require_template": cfg["require_template"],
-                            "categories": "[[Category:...]] links in the wikitext",
-                            "skipped": skipped}
-    elif mode == "api":
-        src = ApiSource(source_cfg, cache_dir)
-        titles = src.titles()
-
-        def outcome_of(title: str) -> Outcome:
-            return assess_page(src.fetch(title), sel, classifier)
-
-        docs, report = select_documents(titles, outcome_of, sel, classifier)
-        report["source"] = {"mode": "api", "api": src.label,
-                            "featured_category": src.cfg["featured_category"],
-                            "user_agent": src.cfg["user_agent"],
-                            "categories": "non-hidden categories (clshow=!hidden)",
-                            "pages_fetched": src.n_fetched, "pages_from_cache": src.n_cached,
-                            "cache_dir": str(cache_dir) if cache_dir else None}
-    else:
-        raise ValueError(f"source.mode must be 'api' or 'xml', got {mode!r}")
-    return docs, report
-
-
 def build_wikipedia(
-    source_cfg: dict,
-    selection_cfg: dict | None = None,
+    source: Source,
+    selection: WikipediaSelection,
     cache_dir: str | os.PathLike[str] | None = None,
     *,
     name: str | None = None,
 ) -> CorpusBuild:
-    """:func:`build_wikipedia_corpus` as a :class:`~structablate.corpus.result.CorpusBuild`:
-    the accepted documents in walk order, no questions of its own (they are generated), and the
-    selection report (with ``corpus`` = ``name`` when given)."""
-    docs, report = build_wikipedia_corpus(source_cfg, selection_cfg, cache_dir)
+    """Build the Wikipedia-FA corpus from ``source`` (an XML export, or the MediaWiki API with
+    its page cache in ``cache_dir``) by the ``selection`` walk: the accepted documents in walk
+    order, no questions of its own (they are generated), and the selection report (with
+    ``corpus`` = ``name`` when given)."""
+    classifier = classifier_of(selection)
+    if isinstance(source, WikipediaXmlSource):
+        outcomes, skipped = _xml_outcomes(source, selection, classifier)
+        docs, report = select_documents(outcomes, outcomes.__getitem__, selection, classifier)
+        report["source"] = {"mode": "xml", "path": str(source.path),
+                            "require_template": source.require_template,
+                            "categories": "[[Category:...]] links in the wikitext",
+                            "skipped": skipped}
+    else:
+        src = ApiSource(source, cache_dir)
+        titles = src.titles()
+
+        def outcome_of(title: str) -> Outcome:
+            return assess_page(src.fetch(title), selection, classifier)
+
+        docs, report = select_documents(titles, outcome_of, selection, classifier)
+        report["source"] = {"mode": "api", "api": src.label,
+                            "featured_category": source.featured_category,
+                            "user_agent": source.user_agent,
+                            "categories": "non-hidden categories (clshow=!hidden)",
+                            "pages_fetched": src.n_fetched, "pages_from_cache": src.n_cached,
+                            "cache_dir": str(cache_dir) if cache_dir else None}
     if name is not None:
         report["corpus"] = name
     return CorpusBuild(tuple(docs), None, report)
-
-
-__all__ = [
-    "DEFAULT_SELECTION",
-    "DEFAULT_TOPIC_KEYWORDS",
-    "DEFAULT_XML",
-    "DEPTH_MEASURES",
-    "Outcome",
-    "TopicClassifier",
-    "WikipediaSourceError",
-    "assess_page",
-    "build_wikipedia",
-    "build_wikipedia_corpus",
-    "select_documents",
-    "selection_config",
-    "walk_order",
-    "WikipediaSelection",
-]

@@ -76,35 +76,7 @@ from mwparserfromhell.wikicode import Wikicode
 
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
 from structablate.corpus.wikitemplates import group_thousands, renderer_for, template_rule
-
-DEFAULT_LEAD_HEADING = "Introduction"
-
-DEFAULT_DROP_SECTIONS: tuple[str, ...] = (
-    "See also",
-    "References",
-    "Reference",
-    "Notes",
-    "Note",
-    "Further reading",
-    "External links",
-    "External link",
-    "Bibliography",
-    "Sources",
-    "Source",
-    "Citations",
-    "Footnotes",
-    "Notes and references",
-    "References and notes",
-    "Notes and citations",
-    "Explanatory notes",
-    "Works cited",
-    "Cited works",
-    "Cited sources",
-    "General references",
-    "General sources",
-    "Other sources",
-)
-"""Headings dropped with their subtree by default (compared case-folded)."""
+from structablate.settings import DEFAULT_DROP_SECTIONS, LEAD_HEADING
 
 
 class WikitextError(ValueError):
@@ -408,7 +380,7 @@ def normalize_wikitext(
     title: str,
     wikitext: str,
     *,
-    lead_heading: str = DEFAULT_LEAD_HEADING,
+    lead_heading: str = LEAD_HEADING,
     drop_sections: Iterable[str] = DEFAULT_DROP_SECTIONS,
     topic: str | None = None,
     **meta,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import jsonschema
 
@@ -39,6 +39,7 @@ __all__ = [
     "dump",
     "dump_outputs",
     "load_settings",
+    "parse",
     "runtime_keys",
     "schema",
     "setting",
@@ -52,6 +53,7 @@ QType = Literal["factoid", "underspecified", "multihop", "structural"]
 QTYPES: tuple[str, ...] = ("factoid", "underspecified", "multihop", "structural")
 
 frozen = dataclass(frozen=True, kw_only=True)
+T = TypeVar("T")
 
 # ============================================================================ LLM
 
@@ -233,11 +235,31 @@ class WikipediaApiSource:
                                    doc="titles per category-listing request")
 
 
-# TODO(phase 2 of the redesign): these defaults move here from the corpus modules.
-from structablate.corpus.wikipedia import DEFAULT_TOPIC_KEYWORDS as _TOPICS  # noqa: E402
-from structablate.corpus.wikitext import DEFAULT_DROP_SECTIONS  # noqa: E402
+LEAD_HEADING = "Introduction"
+"""Title given to the text before a document's first heading (Wikipedia lead, user files)."""
 
-DEFAULT_TOPIC_KEYWORDS: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in _TOPICS.items()}
+DEFAULT_DROP_SECTIONS: tuple[str, ...] = (
+    "See also", "References", "Reference", "Notes", "Note", "Further reading", "External links",
+    "External link", "Bibliography", "Sources", "Source", "Citations", "Footnotes",
+    "Notes and references", "References and notes", "Notes and citations", "Explanatory notes",
+    "Works cited", "Cited works", "Cited sources", "General references", "General sources",
+    "Other sources",
+)
+"""Wikipedia headings dropped with their subtree by default (compared case-folded)."""
+
+DEFAULT_TOPIC_KEYWORDS: dict[str, tuple[str, ...]] = {
+    "history_war": ("battle", "war", "military", "campaign", "siege", "history", "empire",
+                    "dynasty"),
+    "biography": ("births", "deaths", "people", "biograph", "politicians", "writers", "actors",
+                  "monarchs"),
+    "science_nature": ("species", "birds", "mammals", "physics", "chemistry", "biology",
+                       "astronom", "geolog"),
+    "arts_media": ("albums", "songs", "films", "novels", "paintings", "opera", "television",
+                   "video games"),
+    "geo_places": ("geography", "cities", "rivers", "mountains", "roads", "buildings",
+                   "hurricanes", "storms"),
+}
+"""Topic buckets in match order, with the example keywords of the paper's Table 7."""
 
 
 @frozen
@@ -247,14 +269,19 @@ class WikipediaSelection:
     seed: int = setting(20260710, doc="seed of the title shuffle")
     n_docs: int = setting(200, minimum=0, doc="stop after this many accepted documents")
     min_words: int = setting(3000, minimum=0, doc="least whitespace words of the flat text")
-    min_depth: int = setting(3, minimum=0, doc="least heading depth (lead counted as 1)")
+    min_depth: int = setting(3, minimum=0, doc="least heading depth, counted as depth_measure "
+                                               "says")
+    depth_measure: Literal["headings", "with_title"] = setting(
+        "headings", doc="headings: heading levels below the title (== is 1, the lead is 1); "
+                        "with_title: the title counts as level 1 (== is 2), as MediaWiki "
+                        "numbers headings; Appendix E reads either way (docs/wikipedia.md)")
     min_sections: int = setting(12, minimum=0, doc="least gold sections (lead counted)")
     max_per_bucket: int | None = setting(60, minimum=1, doc="cap per topic bucket (null: none)")
     topic_keywords: dict[str, tuple[str, ...]] = setting(
         DEFAULT_TOPIC_KEYWORDS, minProperties=1,
         doc="bucket -> category keywords, first match wins (table order)")
     fallback_topic: str = setting("other", doc="bucket of pages no keyword matches")
-    lead_heading: str = setting("Introduction", minLength=1, doc="title of the lead section")
+    lead_heading: str = setting(LEAD_HEADING, minLength=1, doc="title of the lead section")
     drop_sections: tuple[str, ...] = setting(DEFAULT_DROP_SECTIONS,
                                              doc="non-content sections dropped")
 
@@ -279,7 +306,7 @@ class UserCorpus:
         None, doc="your questions file (or {path: file}); a mapping without path: generation "
                   "settings; null: questions are generated")
     skip_bad_files: bool = setting(False, doc="record and skip unreadable files")
-    lead_heading: str = setting("Introduction", minLength=1,
+    lead_heading: str = setting(LEAD_HEADING, minLength=1,
                                 doc="title of text before the first heading")
     heading_separator: str | None = setting(None, doc="split flat headings into a path")
     code_blocks: Literal["keep", "drop"] = setting("keep", doc="code blocks as paragraphs")
@@ -538,6 +565,20 @@ def validate(config: Mapping[str, Any], source: str = "config") -> None:
     if errors:
         lines = [f"{_key_path(d)}: {d.message}" for d in map(_deepest, errors[:10])]
         raise ConfigError(f"{source}: invalid configuration:\n  " + "\n  ".join(lines))
+
+
+def parse(cls: type[T], data: Mapping[str, Any] | None, where: str = "") -> T:
+    """One settings block from a mapping (validated against the class's schema, defaults
+    filled), e.g. ``parse(WikipediaSelection, {"n_docs": 5})`` in a notebook or a test;
+    :class:`ConfigError` names the key under ``where``."""
+    data = dict(data or {})
+    validator = jsonschema.Draft202012Validator(json_schema(cls))
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        prefix = f"{where}." if where else ""
+        lines = [f"{prefix}{_key_path(d)}: {d.message}" for d in map(_deepest, errors[:10])]
+        raise ConfigError(f"invalid {cls.__name__}:\n  " + "\n  ".join(lines))
+    return build_settings(cls, data)
 
 
 def load_settings(config: Mapping[str, Any], source: str = "config") -> Settings:
