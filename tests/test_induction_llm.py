@@ -3,7 +3,6 @@ real GGUF model end to end (llama-cpp-python; skipped when it is not installed).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 
@@ -187,16 +186,8 @@ def qasper_docs(n, max_paragraphs=None):
 
 
 @pytest.mark.slow
-def test_real_gguf_model_end_to_end(tmp_path):
-    if importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama_cpp is not importable (install the 'llamacpp' extra: "
-                    "pip install llama-cpp-python)")
-    from structablate.llm.models import resolve_gguf
-
-    try:
-        path = resolve_gguf("smollm2-135m-instruct-q4_1")
-    except Exception as exc:  # offline without the wheel
-        pytest.skip(f"SmolLM2 GGUF not available: {exc}")
+def test_real_gguf_model_end_to_end(tmp_path, smollm2_gguf):
+    path = smollm2_gguf
     docs = qasper_docs(2, max_paragraphs=6)  # small, so a 2-core machine takes ~20 s
     llm_cfg = {"model": "smollm2-135m-instruct-q4_1", "backend": "llamacpp",
                "cache": str(tmp_path / "gen.jsonl"),
