@@ -7,6 +7,7 @@ import json
 import re
 
 import pytest
+from conftest import SAMPLE
 
 from structablate.corpus.flatten import DocumentBuilder
 from structablate.corpus.verify import verify_sections
@@ -22,8 +23,6 @@ from structablate.structure.induce import (
 )
 from structablate.structure.report import induction_report, span_identity
 from structablate.structure.tiling import FIRST, LAST
-
-QASPER_TEST = "/work/shared/data/qasper/qasper-test-v0.3.json"
 
 
 class Scripted(Backend):
@@ -170,7 +169,8 @@ def test_report_and_replay(tmp_path):
 # ---------------------------------------------------------------------------- real model
 
 def qasper_docs(n, max_paragraphs=None):
-    data = json.load(open(QASPER_TEST, encoding="utf-8"))
+    """The first ``n`` papers (by id) of the bundled QASPER sample, as documents."""
+    data = json.loads(SAMPLE.read_text(encoding="utf-8"))
     out = []
     for pid in sorted(data)[:n]:
         p = data[pid]

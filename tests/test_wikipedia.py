@@ -29,10 +29,10 @@ from structablate.corpus.wikitext import category_links
 from structablate.tables import check_table
 
 sys.path.insert(0, str(Path(__file__).parent))
+from conftest import shared_file  # noqa: E402
 from mediawiki_server import MediaWikiTestServer, read_export  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-DEV_EXPORT = Path("/work/shared/data/wikipedia/enwiki-2016-sample-dev.xml.bz2")
 SAMPLE = ROOT / "resources" / "wikipedia" / "sample.xml"
 UA = "structablate-tests/0.1 (https://example.org/structablate; tests@example.org)"
 
@@ -76,13 +76,19 @@ def check_offsets(doc):
 
 
 @pytest.fixture(scope="module")
-def dev_pages():
-    return read_export(DEV_EXPORT)
+def dev_export():
+    """The 2016 English Wikipedia dev export (optional real data; skips when absent)."""
+    return shared_file("wikipedia", "enwiki-2016-sample-dev.xml.bz2")
 
 
 @pytest.fixture(scope="module")
-def xml_build():
-    return build_wikipedia_corpus({"mode": "xml", "path": str(DEV_EXPORT)}, {})
+def dev_pages(dev_export):
+    return read_export(dev_export)
+
+
+@pytest.fixture(scope="module")
+def xml_build(dev_export):
+    return build_wikipedia_corpus({"mode": "xml", "path": str(dev_export)}, {})
 
 
 @pytest.fixture(scope="module")
@@ -376,8 +382,10 @@ def test_bundled_sample_passes_paper_filters():
     for d in docs:
         check_offsets(d)
         assert d.meta["words"] >= 3000 and d.meta["depth"] >= 3 and len(d.sections) >= 12
-    # verbatim copy: the sample's pages equal the dev export's pages byte for byte
-    dev = {p["title"]: p for p in read_export(DEV_EXPORT)}
+
+
+def test_bundled_sample_is_a_verbatim_copy_of_dev_export_pages(dev_pages):
+    dev = {p["title"]: p for p in dev_pages}
     for page in read_export(SAMPLE):
         assert page == dev[page["title"]]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import bz2
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
+from conftest import shared_file
 
 from structablate.corpus.verify import verify_document
 from structablate.corpus.wikitext import (
@@ -17,8 +17,6 @@ from structablate.corpus.wikitext import (
     normalize_wikitext,
     transcludes,
 )
-
-DEV_EXPORT = Path("/work/shared/data/wikipedia/enwiki-2016-sample-dev.xml.bz2")
 
 
 def paragraphs_by_path(doc):
@@ -137,7 +135,7 @@ def test_categories_redirects_templates():
 
 def _dev_pages():
     ns = "{http://www.mediawiki.org/xml/export-0.10/}"
-    with bz2.open(DEV_EXPORT) as fh:
+    with bz2.open(shared_file("wikipedia", "enwiki-2016-sample-dev.xml.bz2")) as fh:
         for page in ET.parse(fh).getroot().iter(ns + "page"):
             text = page.find(f"{ns}revision/{ns}text").text or ""
             if page.findtext(ns + "ns") == "0" and not is_redirect(text):
