@@ -1,6 +1,6 @@
 """Nothing committed depends on one machine: no tracked file names the development machines'
-shared data folder (``../shared``) or an absolute path of a machine (a home, scratch or temp
-folder). Optional real data is reached only through ``shared_file`` in tests/conftest.py
+shared data folder beside the repository or an absolute path of a machine (a home, scratch or
+temp folder). Optional real data is reached only through ``shared_file`` in tests/conftest.py
 (``$STRUCTABLATE_DATA``); benchmarks take the data path as an argument."""
 
 import re
