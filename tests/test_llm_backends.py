@@ -224,6 +224,13 @@ def test_llamacpp_settings_errors_name_the_key(block, key):
         LlamaCppSettings.from_mapping(block)
 
 
+def test_llamacpp_settings_errors_name_a_stage_block():
+    with pytest.raises(ValueError, match=r"^induction\.llm\.llamacpp\.n_ctx: must be"):
+        LlamaCppSettings.from_mapping({"n_ctx": -5}, where="induction.llm.llamacpp")
+    with pytest.raises(ValueError, match=r"^contexts\.llm\.llamacpp\.x: unknown key"):
+        LlamaCppSettings.from_mapping({"x": 1}, where="contexts.llm.llamacpp")
+
+
 def test_llamacpp_block_is_checked_before_llama_cpp_is_touched(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # importing it would fail
     # a bad key fails when the client is built, even when it only replays

@@ -331,20 +331,30 @@ class LlamaCppSettings:
         return tuple(f.name for f in fields(cls))
 
     @classmethod
-    def from_mapping(cls, cfg: Mapping[str, Any] | None) -> LlamaCppSettings:
-        """Settings from a config mapping; unknown keys raise ``ValueError`` naming them."""
+    def from_mapping(cls, cfg: Mapping[str, Any] | None,
+                     where: str = "llm.llamacpp") -> LlamaCppSettings:
+        """Settings from a config mapping; unknown keys raise ``ValueError`` naming them.
+
+        ``where`` is the block's place in the config, used in error messages (a stage's own
+        block, e.g. ``induction.llm.llamacpp``, can name itself).
+        """
         if cfg is None:
             return cls()
         if not isinstance(cfg, Mapping):
-            raise ValueError(f"llm.llamacpp: must be a mapping of settings, got {cfg!r}")
+            raise ValueError(f"{where}: must be a mapping of settings, got {cfg!r}")
         unknown = sorted(set(cfg) - set(cls.keys()))
         if unknown:
             hint = " (the seed is llm.seed)" if "seed" in unknown else ""
             raise ValueError(
-                f"llm.llamacpp.{unknown[0]}: unknown key{hint}; known keys: "
-                f"{', '.join(cls.keys())}"
+                f"{where}.{unknown[0]}: unknown key{hint}; known keys: {', '.join(cls.keys())}"
             )
-        return cls(**dict(cfg))
+        try:
+            return cls(**dict(cfg))
+        except ValueError as exc:
+            msg = str(exc)
+            if where != "llm.llamacpp" and msg.startswith("llm.llamacpp."):
+                msg = where + msg[len("llm.llamacpp"):]
+            raise ValueError(msg) from None
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
