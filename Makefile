@@ -1,6 +1,11 @@
 # Two commands do all the set-up on a fresh machine:
-#   make run    create .venv, install, run the workflow on the bundled default (config.yaml)
-#   make test   create .venv, install, run the test suite
+#   make run    create .venv, install the package (base dependencies only: the default run
+#               replays recorded generations and needs no llama.cpp), run the workflow on the
+#               bundled default (config.yaml)
+#   make test   create .venv, install the package with its dev extra (pytest, ruff, ir-measures,
+#               the SLURM plugin, llama-cpp-python, which compiles for minutes), run the tests
+# Each install leaves a stamp: `make test` after `make run` only adds the dev extra; editing
+# pyproject.toml reinstalls both.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 export HF_HUB_OFFLINE := 1
@@ -8,26 +13,30 @@ export TOKENIZERS_PARALLELISM := false
 
 .PHONY: run test lint dry-run bench clean
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed-base: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed-base
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
-run: $(VENV)/.installed
+run: $(VENV)/.installed-base
 	$(VENV)/bin/snakemake --cores 2
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed-dev
 	$(PY) -m pytest -q
 
-lint: $(VENV)/.installed
+lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/snakemake --lint
 
-dry-run: $(VENV)/.installed
+dry-run: $(VENV)/.installed-base
 	$(VENV)/bin/snakemake -n
 
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed-base
 	$(PY) bench/bench_embedding.py
 
 clean:

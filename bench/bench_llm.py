@@ -5,7 +5,9 @@ generation tokens/s, prompt tokens, seconds per document for induction, and seco
 context (the first context of a document pays for the document prefix, the rest reuse it).
 
     python bench/bench_llm.py --model qwen2.5-coder-0.5b-instruct-q4_k_m --docs 2 \
-        --out bench/out/llm_qwen05b.json
+        --qasper DATA/qasper/qasper-test-v0.3.json --out bench/out/llm_qwen05b.json
+
+``--qasper`` defaults to ``$STRUCTABLATE_DATA/qasper/qasper-test-v0.3.json``.
 
 ``--model`` is a known packaged GGUF name or a path (see structablate.llm.models).
 """
@@ -21,12 +23,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchdata import default_data_file, require_file
+
 from structablate.corpus.flatten import DocumentBuilder
 from structablate.llm.client import client_from_config
 from structablate.llm.contextualize import contextualize
 from structablate.structure import induce_documents
 
-QASPER = "/work/shared/data/qasper/qasper-test-v0.3.json"
+QASPER = ("qasper", "qasper-test-v0.3.json")
 
 
 def qasper_docs(path: str, n: int):
@@ -47,7 +51,8 @@ def qasper_docs(path: str, n: int):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="qwen2.5-coder-0.5b-instruct-q4_k_m")
-    ap.add_argument("--qasper", default=QASPER)
+    ap.add_argument("--qasper", default=default_data_file(*QASPER),
+                    help="QASPER v0.3 JSON (default: $STRUCTABLATE_DATA/qasper/...)")
     ap.add_argument("--docs", type=int, default=2)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--n-ctx", type=int, default=12288)
@@ -56,7 +61,8 @@ def main() -> None:
     ap.add_argument("--out", default="bench/out/llm.json")
     args = ap.parse_args()
 
-    docs = qasper_docs(args.qasper, args.docs)
+    path = require_file(args.qasper, what="bench_llm", flag="--qasper PATH", parts=QASPER)
+    docs = qasper_docs(str(path), args.docs)
     tmp = tempfile.mkdtemp(prefix="bench_llm_")
     llm = {"model": args.model, "backend": "llamacpp", "cache": f"{tmp}/gen.sqlite",
            "llamacpp": {"n_ctx": args.n_ctx, "n_threads": args.threads}}

@@ -1,12 +1,15 @@
 """Benchmark: score all measures for 4,303 queries x 11 conditions x top-100.
 
 Synthetic runs over realistic chunk sizes: chunk character lengths are drawn from the paragraph
-lengths of the QASPER dev papers (/work/shared/data/qasper), ~1,508 documents of ~40 chunks,
+lengths of the QASPER dev papers (``--qasper``, default
+``$STRUCTABLATE_DATA/qasper/qasper-dev-v0.3-reconstructed.json``; ``--synthetic-lengths`` draws
+them from a log-normal instead), ~1,508 documents of ~40 chunks,
 a different random tiling per condition; 4,303 queries with 1-4 gold spans each (mean ~2.1);
 each run holds 100 chunks, half from the query's own document. Also times binary nDCG@10 and
 RR beside ranx and ir_measures, and checks they agree.
 
-    python bench/bench_metrics.py [--conditions 11] [--queries 4303]
+    python bench/bench_metrics.py [--qasper PATH | --synthetic-lengths] [--conditions 11]
+        [--queries 4303]
 """
 
 from __future__ import annotations
@@ -18,15 +21,17 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from benchdata import default_data_file, require_file
 
 from structablate.metrics import DEFAULT_MEASURES, score_run
 
-QASPER = Path("/work/shared/data/qasper/qasper-dev-v0.3-reconstructed.json")
+QASPER = ("qasper", "qasper-dev-v0.3-reconstructed.json")
 
 
-def paragraph_lengths() -> np.ndarray:
-    if QASPER.exists():
-        papers = json.loads(QASPER.read_text())
+def paragraph_lengths(qasper: Path | None) -> np.ndarray:
+    """Paragraph character lengths (>= 40) of the QASPER file; ``None``: log-normal draws."""
+    if qasper is not None:
+        papers = json.loads(qasper.read_text())
         lens = [
             len(p)
             for paper in papers.values()
@@ -38,9 +43,10 @@ def paragraph_lengths() -> np.ndarray:
     return np.random.default_rng(0).lognormal(6.6, 0.7, size=20000).astype(np.int64) + 40
 
 
-def build(n_docs: int, n_queries: int, n_cond: int, depth: int, seed: int = 0):
+def build(n_docs: int, n_queries: int, n_cond: int, depth: int, seed: int = 0,
+          qasper: Path | None = None):
     rng = np.random.default_rng(seed)
-    plen = paragraph_lengths()
+    plen = paragraph_lengths(qasper)
     doc_len = np.zeros(n_docs, dtype=np.int64)
     conds = []
     for k in range(n_cond):
@@ -126,9 +132,18 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=4303)
     ap.add_argument("--conditions", type=int, default=11)
     ap.add_argument("--depth", type=int, default=100)
+    ap.add_argument("--qasper", default=default_data_file(*QASPER),
+                    help="QASPER v0.3 JSON whose paragraph lengths size the chunks "
+                         "(default: $STRUCTABLATE_DATA/qasper/...)")
+    ap.add_argument("--synthetic-lengths", action="store_true",
+                    help="draw paragraph lengths from a log-normal instead of reading QASPER")
     args = ap.parse_args()
+    qasper = None if args.synthetic_lengths else require_file(
+        args.qasper, what="bench_metrics", flag="--qasper PATH (or --synthetic-lengths)",
+        parts=QASPER)
     t0 = time.perf_counter()
-    conds, runs, qrels, queries = build(args.docs, args.queries, args.conditions, args.depth)
+    conds, runs, qrels, queries = build(args.docs, args.queries, args.conditions, args.depth,
+                                        qasper=qasper)
     n_chunks = np.mean([c.height for c in conds])
     print(
         f"built synthetic data in {time.perf_counter() - t0:.1f}s: {args.docs} docs, "

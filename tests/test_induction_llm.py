@@ -3,11 +3,11 @@ real GGUF model end to end (llama-cpp-python; skipped when it is not installed).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 
 import pytest
+from conftest import SAMPLE
 
 from structablate.corpus.flatten import DocumentBuilder
 from structablate.corpus.verify import verify_sections
@@ -23,8 +23,6 @@ from structablate.structure.induce import (
 )
 from structablate.structure.report import induction_report, span_identity
 from structablate.structure.tiling import FIRST, LAST
-
-QASPER_TEST = "/work/shared/data/qasper/qasper-test-v0.3.json"
 
 
 class Scripted(Backend):
@@ -171,7 +169,8 @@ def test_report_and_replay(tmp_path):
 # ---------------------------------------------------------------------------- real model
 
 def qasper_docs(n, max_paragraphs=None):
-    data = json.load(open(QASPER_TEST, encoding="utf-8"))
+    """The first ``n`` papers (by id) of the bundled QASPER sample, as documents."""
+    data = json.loads(SAMPLE.read_text(encoding="utf-8"))
     out = []
     for pid in sorted(data)[:n]:
         p = data[pid]
@@ -187,16 +186,8 @@ def qasper_docs(n, max_paragraphs=None):
 
 
 @pytest.mark.slow
-def test_real_gguf_model_end_to_end(tmp_path):
-    if importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama_cpp is not importable (install the 'llamacpp' extra: "
-                    "pip install llama-cpp-python)")
-    from structablate.llm.models import resolve_gguf
-
-    try:
-        path = resolve_gguf("smollm2-135m-instruct-q4_1")
-    except Exception as exc:  # offline without the wheel
-        pytest.skip(f"SmolLM2 GGUF not available: {exc}")
+def test_real_gguf_model_end_to_end(tmp_path, smollm2_gguf):
+    path = smollm2_gguf
     docs = qasper_docs(2, max_paragraphs=6)  # small, so a 2-core machine takes ~20 s
     llm_cfg = {"model": "smollm2-135m-instruct-q4_1", "backend": "llamacpp",
                "cache": str(tmp_path / "gen.jsonl"),

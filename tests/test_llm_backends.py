@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import re
 import sys
 import types
 from types import SimpleNamespace
@@ -12,7 +13,14 @@ from types import SimpleNamespace
 import pytest
 
 from structablate.llm import models
-from structablate.llm.backends import Request, Sampling, VLLMBackend, vllm_sampling_kwargs
+from structablate.llm.backends import (
+    LlamaCppBackend,
+    LlamaCppSettings,
+    Request,
+    Sampling,
+    VLLMBackend,
+    vllm_sampling_kwargs,
+)
 from structablate.llm.client import client_from_config
 
 
@@ -155,13 +163,8 @@ def test_known_models_are_pinned():
     assert models.KNOWN_MODELS["qwen2.5-coder-0.5b-instruct-q4_k_m"].sha256.startswith("1d961463")
 
 
-@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None,
-                    reason="llama_cpp is not importable (install the 'llamacpp' extra)")
-def test_llamacpp_backend_json_schema_is_enforced(tmp_path):
-    try:
-        path = models.resolve_gguf("smollm2-135m-instruct-q4_1")
-    except Exception as exc:
-        pytest.skip(f"SmolLM2 GGUF not available: {exc}")
+def test_llamacpp_backend_json_schema_is_enforced(tmp_path, smollm2_gguf):
+    path = smollm2_gguf
     cfg = {"model": "smollm2-135m-instruct-q4_1", "backend": "llamacpp",
            "cache": str(tmp_path / "c.jsonl"),
            "llamacpp": {"model_path": str(path), "n_ctx": 1024, "n_threads": 2}}
@@ -185,3 +188,99 @@ def test_llamacpp_backend_json_schema_is_enforced(tmp_path):
     text = client.chat([{"role": "user", "content": "Say yes. " + "word " * 900}],
                        max_tokens=500)
     assert isinstance(text, str)
+
+
+# ------------------------------------------------------------------- llama.cpp settings
+
+
+def test_llamacpp_settings_defaults_are_safe():
+    s = LlamaCppSettings()
+    assert s.use_extra_bufts is False  # AMX repacking segfaults on some builds: off by default
+    assert (s.n_ctx, s.n_threads, s.n_batch, s.n_gpu_layers) == (8192, None, 512, 0)
+    assert LlamaCppSettings.from_mapping(None) == s == LlamaCppSettings.from_mapping({})
+    on = LlamaCppSettings.from_mapping({"n_ctx": 2048, "n_threads": 2, "use_extra_bufts": True})
+    assert (on.n_ctx, on.n_threads, on.use_extra_bufts) == (2048, 2, True)
+    assert LlamaCppSettings.from_mapping(on.as_dict()) == on
+
+
+@pytest.mark.parametrize("block, key", [
+    ({"n_ctx": -5}, "n_ctx"),
+    ({"n_ctx": 0}, "n_ctx"),
+    ({"n_ctx": 4096.0}, "n_ctx"),
+    ({"n_ctx": True}, "n_ctx"),
+    ({"n_ctx": "4096"}, "n_ctx"),
+    ({"n_threads": 0}, "n_threads"),
+    ({"n_batch": 0}, "n_batch"),
+    ({"n_gpu_layers": -2}, "n_gpu_layers"),
+    ({"use_extra_bufts": "yes"}, "use_extra_bufts"),
+    ({"use_extra_bufts": 1}, "use_extra_bufts"),
+    ({"verbose": None}, "verbose"),
+    ({"model_path": ""}, "model_path"),
+    ({"n_tread": 2}, "n_tread"),
+    ({"seed": 1}, "seed"),
+])
+def test_llamacpp_settings_errors_name_the_key(block, key):
+    with pytest.raises(ValueError, match=rf"^llm\.llamacpp\.{key}: "):
+        LlamaCppSettings.from_mapping(block)
+
+
+def test_llamacpp_settings_errors_name_a_stage_block():
+    with pytest.raises(ValueError, match=r"^induction\.llm\.llamacpp\.n_ctx: must be"):
+        LlamaCppSettings.from_mapping({"n_ctx": -5}, where="induction.llm.llamacpp")
+    with pytest.raises(ValueError, match=r"^contexts\.llm\.llamacpp\.x: unknown key"):
+        LlamaCppSettings.from_mapping({"x": 1}, where="contexts.llm.llamacpp")
+
+
+def test_llamacpp_block_is_checked_before_llama_cpp_is_touched(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # importing it would fail
+    # a bad key fails when the client is built, even when it only replays
+    cfg = {"model": "m", "backend": "llamacpp", "mode": "replay",
+           "cache": str(tmp_path / "c.jsonl"), "llamacpp": {"n_ctx": -5}}
+    (tmp_path / "c.jsonl").write_text("")
+    with pytest.raises(ValueError, match=r"llm\.llamacpp\.n_ctx: must be an integer >= 32"):
+        client_from_config(cfg)
+    with pytest.raises(ValueError, match=r"llm\.llamacpp\.ctx: unknown key"):
+        client_from_config({**cfg, "mode": "cached", "llamacpp": {"ctx": 4096}})
+    with pytest.raises(ValueError, match=r"llm\.llamacpp\.n_ctx"):
+        LlamaCppBackend("model.gguf", n_ctx=-5)
+    with pytest.raises(ValueError, match=r"llm\.llamacpp: must be a mapping"):
+        client_from_config({**cfg, "llamacpp": [4096]})
+
+
+def _buffer_types(log: str) -> set[str]:
+    """Buffer types llama.cpp's load log names (``CPU``, ``CPU_Mapped``, ``CPU_REPACK``, ``AMX``
+    …): those of the model buffers and any extra type it preferred for a tensor."""
+    return set(re.findall(r"(\w+) model buffer size", log)) | set(
+        re.findall(r"preferred buffer type (\w+)", log))
+
+
+def test_llamacpp_loads_without_extra_buffer_types_unless_asked(smollm2_gguf, capfd, tmp_path):
+    import llama_cpp
+
+    from structablate.llm.backends import load_llama
+
+    with pytest.raises(RuntimeError, match="no field no_such_field"):
+        load_llama(llama_cpp, str(smollm2_gguf), {"no_such_field": 1})
+    capfd.readouterr()
+    # default: extra buffer types off, and llama.cpp considers none for any tensor
+    off = LlamaCppBackend(str(smollm2_gguf), n_ctx=256, n_threads=1, verbose=True)
+    assert off.llm.model_params.use_extra_bufts is False
+    assert llama_cpp.llama_model_default_params().use_extra_bufts is True  # not left patched
+    say = Request(messages=({"role": "user", "content": "Say hello."},),
+                  sampling=Sampling(max_tokens=8))
+    assert off.generate(say).completion_tokens > 0
+    off.close()
+    log = capfd.readouterr().err
+    assert "model buffer size" in log, log[-2000:]
+    assert _buffer_types(log) <= {"CPU", "CPU_Mapped"}, log[-2000:]
+    # on, through the documented config key
+    cfg = {"model": "smollm2-135m-instruct-q4_1", "backend": "llamacpp",
+           "llamacpp": {"model_path": str(smollm2_gguf), "n_ctx": 256, "n_threads": 1,
+                        "verbose": True, "use_extra_bufts": True}}
+    client = client_from_config(cfg)
+    on = client.backend
+    assert on.settings.use_extra_bufts is True and on.llm.model_params.use_extra_bufts is True
+    client.close()
+    log = capfd.readouterr().err
+    if re.search(r"\b(REPACK|AMX_INT8) = 1", log):  # this build offers an extra buffer type
+        assert _buffer_types(log) - {"CPU", "CPU_Mapped"}, log[-2000:]

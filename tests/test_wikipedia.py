@@ -34,9 +34,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 from mediawiki_server import MediaWikiTestServer, read_export  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-def dev_export() -> Path:
-    """The real dev export (skips the test when absent)."""
-    return shared_file("wikipedia", "enwiki-2016-sample-dev.xml.bz2")
 SAMPLE = ROOT / "resources" / "wikipedia" / "sample.xml"
 UA = "structablate-tests/0.1 (https://example.org/structablate; tests@example.org)"
 
@@ -80,13 +77,19 @@ def check_offsets(doc):
 
 
 @pytest.fixture(scope="module")
-def dev_pages():
-    return read_export(dev_export())
+def dev_export():
+    """The 2016 English Wikipedia dev export (optional real data; skips when absent)."""
+    return shared_file("wikipedia", "enwiki-2016-sample-dev.xml.bz2")
 
 
 @pytest.fixture(scope="module")
-def xml_build():
-    return wiki_corpus({"mode": "xml", "path": str(dev_export())}, {})
+def dev_pages(dev_export):
+    return read_export(dev_export)
+
+
+@pytest.fixture(scope="module")
+def xml_build(dev_export):
+    return wiki_corpus({"mode": "xml", "path": str(dev_export)}, {})
 
 
 @pytest.fixture(scope="module")
@@ -382,8 +385,10 @@ def test_bundled_sample_passes_paper_filters():
     for d in docs:
         check_offsets(d)
         assert d.meta["words"] >= 3000 and d.meta["depth"] >= 3 and len(d.sections) >= 12
-    # verbatim copy: the sample's pages equal the dev export's pages byte for byte
-    dev = {p["title"]: p for p in read_export(dev_export())}
+
+
+def test_bundled_sample_is_a_verbatim_copy_of_dev_export_pages(dev_pages):
+    dev = {p["title"]: p for p in dev_pages}
     for page in read_export(SAMPLE):
         assert page == dev[page["title"]]
 

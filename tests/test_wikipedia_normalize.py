@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import bz2
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 from conftest import shared_file
@@ -18,11 +17,6 @@ from structablate.corpus.wikitext import (
     normalize_wikitext,
     transcludes,
 )
-
-
-def dev_export() -> Path:
-    """The real dev export (skips the test when absent)."""
-    return shared_file("wikipedia", "enwiki-2016-sample-dev.xml.bz2")
 
 
 def paragraphs_by_path(doc):
@@ -144,7 +138,7 @@ def test_categories_redirects_templates():
 
 def _dev_pages():
     ns = "{http://www.mediawiki.org/xml/export-0.10/}"
-    with bz2.open(dev_export()) as fh:
+    with bz2.open(shared_file("wikipedia", "enwiki-2016-sample-dev.xml.bz2")) as fh:
         for page in ET.parse(fh).getroot().iter(ns + "page"):
             text = page.find(f"{ns}revision/{ns}text").text or ""
             if page.findtext(ns + "ns") == "0" and not is_redirect(text):

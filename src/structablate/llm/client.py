@@ -24,7 +24,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from structablate.llm.backends import Backend, Generation, Message, Request, Sampling
+from structablate.llm.backends import (
+    Backend,
+    Generation,
+    LlamaCppSettings,
+    Message,
+    Request,
+    Sampling,
+)
 from structablate.llm.cache import CacheMiss, GenerationCache, cache_key, open_cache
 
 log = logging.getLogger(__name__)
@@ -242,18 +249,19 @@ def _backend_factory(cfg: Mapping[str, Any], model: str, seed: int) -> Callable[
     if name not in BACKENDS:
         raise ValueError(f"llm.backend must be one of {BACKENDS}, got {name!r}")
     sub = dict(cfg.get(name) or {})
+    llamacpp = LlamaCppSettings.from_mapping(cfg.get("llamacpp")) if name == "llamacpp" else None
 
     def make() -> Backend:
         if name == "openai":
             from structablate.llm.backends import OpenAIBackend
 
             return OpenAIBackend(model=sub.pop("model", model), **sub)
-        if name == "llamacpp":
+        if llamacpp is not None:
             from structablate.llm.backends import LlamaCppBackend
             from structablate.llm.models import resolve_gguf
 
-            path = resolve_gguf(sub.pop("model_path", None) or model, sub.pop("model_dir", None))
-            return LlamaCppBackend(str(path), seed=seed, **sub)
+            path = resolve_gguf(llamacpp.model_path or model, llamacpp.model_dir)
+            return LlamaCppBackend(str(path), llamacpp, seed=seed)
         if name == "vllm":
             from structablate.llm.backends import VLLMBackend
 
@@ -275,6 +283,8 @@ def client_from_config(cfg: Mapping[str, Any], *, base_dir: str | Path | None = 
         raise ValueError("llm.model (the model id every cache key carries) is required")
     mode = cfg.get("mode", "cached")
     seed = int(cfg.get("seed", 20260710))
+    if cfg.get("llamacpp") is not None:  # checked in replay mode too: a typo is an error
+        LlamaCppSettings.from_mapping(cfg["llamacpp"])
     sampling = Sampling(
         temperature=float(cfg.get("temperature", 0.0)),
         top_p=float(cfg.get("top_p", 1.0)),
