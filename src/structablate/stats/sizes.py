@@ -73,6 +73,8 @@ def size_gap(sm: pl.DataFrame, structure: str) -> float | None:
     ``structure`` (gold / induced) they were sized to; None when either is absent. Chunksets
     with the same boundaries share their content, so the first structural one stands for all.
     The paper reports at most 4 tokens."""
+    if not sm.height:
+        return None
     fixed = sm.filter(pl.col("boundaries") == "fixed")["mean_content_tokens"]
     ref = sm.filter((pl.col("boundaries") == "structural") & (pl.col("structure") == structure))
     if not fixed.len() or not ref.height:
