@@ -274,7 +274,8 @@ def test_page_verdict_section_shows_guard_table_bm25_and_left_out():
         {"condition": [], "measure": [], "mean": [], "ci_low": [], "ci_high": [],
          "n_queries": [], "n_docs": []}), pl.DataFrame({"condition": [],
                                                          "section_recall": []}),
-        pl.DataFrame())
+        pl.DataFrame({"metric": [METRIC], "slope": [0.0], "ci_low": [0.0], "ci_high": [0.0],
+                      "p": [1.0]}))
     corpus = CorpusData("c", "wikipedia", {"n_candidates": 6, "n_examined": 6,
                                            "n_accepted": 5, "reject_counts": {"min_depth": 1}},
                         pl.DataFrame(), structure_quality=_quality(0.11, 1.0, 2),
@@ -301,3 +302,8 @@ def test_page_verdict_section_shows_guard_table_bm25_and_left_out():
     # the cell section flags the contrast under its table, too
     cell_md = page_markdown("t", [s for s in sections if s.key == "cell-c-e-none"])
     assert "A4-A3 (A4 − A3) is not testable here: stage 1 keeps 5 of" in cell_md
+    # and says the depth ladder has a rung twice (only that: gold agreement is another matter)
+    ladder = next(line for line in cell_md.split("\n\n") if "depth ladder" in line)
+    assert "rungs A3-d2 and A3 do not differ here: 100% of the chunks embed the same text " \
+           "under A3-d2 and A3: the induced structure is at most 2 levels deep" in ladder
+    assert "gold" not in ladder and "A3-d1 and A3-d2" not in cell_md

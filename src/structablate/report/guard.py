@@ -134,12 +134,15 @@ def comparison_flags(
     checks: pl.DataFrame | None = None,
     ranking: pl.DataFrame | None = None,
     settings: GuardSettings | None = None,
+    gold_agreement: bool = True,
 ) -> list[str]:
     """Why ``cond_a`` vs ``cond_b`` cannot answer its question here (empty: testable).
 
     ``quality``: the corpus's structure-quality table; ``checks``: its comparison checks;
-    ``ranking``: the cell's ranking identity (:func:`structablate.stats.ranking_identity`).
-    Each reason is a clause in plain words, ready to follow "not testable here: ".
+    ``ranking``: the cell's ranking identity (:func:`structablate.stats.ranking_identity`);
+    ``gold_agreement=False`` leaves out the induced-far-from-gold reason (for asking only
+    whether two conditions differ at all). Each reason is a clause in plain words, ready to
+    follow "not testable here: ".
     """
     s = settings or GuardSettings()
     a, b = get_condition(cond_a), get_condition(cond_b)
@@ -181,7 +184,7 @@ def comparison_flags(
                 out.append(f"{_pct(same['value'])} of the chunks embed the same text under "
                            f"{cond_a} and {cond_b}{why}")
     structures = {a.structure, b.structure}
-    if "induced" in structures and "gold" not in structures:
+    if gold_agreement and "induced" in structures and "gold" not in structures:
         agree, what = induced_agreement(quality)
         if agree is not None and agree < s.min_gold_agreement:
             out.append(f"the induced structure matches gold for only {_pct(agree)} of the "

@@ -199,6 +199,16 @@ def build_page(
         if "dose" in c.figures:
             blocks.append(FigureBlock(f"dose-{k}", c.figures["dose"],
                                  f"Breadcrumb-depth dose-response, {label}."))
+        if c.dose.height:
+            for a, b in (("A3-d1", "A3-d2"), ("A3-d2", "A3")):
+                reasons = comparison_flags(
+                    a, b, quality=corpus.structure_quality if corpus else None,
+                    checks=corpus.comparison_checks if corpus else None,
+                    ranking=c.ranking_identity, settings=guard, gold_agreement=False)
+                if reasons:
+                    blocks.append(Note(f"The depth ladder's rungs {a} and {b} do not differ "
+                                       "here: " + "; ".join(reasons) + ". The slope counts "
+                                       "them as two depths.", "warning"))
         if two_stage and c.section_recall.height:
             blocks.append(section_recall_block(c.section_recall, key=f"section-recall-{k}",
                                                title=f"Stage-1 section recall, {label}"))
