@@ -29,10 +29,11 @@ the replicate means), so the clustering of questions in documents is already in 
 
   Both are rounded up. The paper's effects: ``|Δ|`` 0.010–0.033 cov-nDCG@10, ``dz`` 0.06–0.17.
 * **Small-sample thresholds** (:data:`MIN_DOCS`, :data:`MIN_QUERIES`): below 30 documents the
-  percentile CI of a cluster bootstrap under-covers (it resamples too few independent units for
-  its quantiles to settle; cluster-robust inference is usually trusted from a few dozen clusters
-  on), and below 272 questions not even independent questions detect the paper's largest
-  standardised effect (dz 0.17) with 80% power: ``(2.8016 / 0.17)² = 271.6``.
+  percentile CI of a cluster bootstrap under-covers, because it resamples too few independent
+  units (a seeded null simulation, 1–7 questions per document, 400 designs each: 95% CIs
+  covered 0 in 84% of designs at 5 documents, 90% at 10, 93% at 15 and 30, 94% at 60);
+  below 272 questions not even independent questions detect the paper's largest standardised
+  effect (dz 0.17) with 80% power: ``(2.8016 / 0.17)² = 271.6``.
 """
 
 from __future__ import annotations
