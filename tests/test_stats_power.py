@@ -104,3 +104,17 @@ def test_resolving_power_rows_follow_the_formulas(table):
     assert r["queries_for_delta_0.033"] <= r["queries_for_delta_0.01"]
     with pytest.raises(ValueError, match="mde80"):
         resolving_power(table.drop("mde80"))
+
+
+def test_identical_conditions_have_every_delta_zero():
+    scores = make_scores(n_docs=12, seed=2)
+    a3 = scores.filter(pl.col("condition") == "A3")
+    same = pl.concat([scores.filter(pl.col("condition") != "A4"),
+                      a3.with_columns(pl.lit("A4").alias("condition"))])
+    t = contrast_table(same, {"C4": ("A4", "A3"), "C2": ("A3", "P")}, n_boot=200, seed=1,
+                       mixedlm="none")
+    c4 = t.filter((pl.col("contrast") == "C4") & (pl.col("embedder") == "strong")
+                  & (pl.col("metric") == "covNDCG@10")).row(0, named=True)
+    assert c4["n_zero_delta"] == c4["n_queries"] and c4["se"] == 0.0 and c4["mde80"] == 0.0
+    assert np.isnan(c4["dz"]) and c4["p"] == 1.0
+    assert t.filter(pl.col("contrast") == "C2")["n_zero_delta"].max() == 0

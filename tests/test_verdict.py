@@ -200,6 +200,21 @@ def test_answers_name_the_models_behind_them():
     assert "qwen, replayed from a recording" in ctx and "A1 contexts by smollm2" in ctx
 
 
+def test_unchanged_scores_make_a_comparison_untestable():
+    """Top-10 identical but the tails differ (Wikipedia sample, A4 vs A3): rankings are not
+    identical, yet every per-query covNDCG@10 delta is 0."""
+    row = {**_row("A4", "A3", 0.0, 0.0, 0.0, 1.0, "different", n_q=33, n_d=5),
+           "n_zero_delta": 33}
+    ranking = pl.DataFrame({"cond_a": ["A3"], "cond_b": ["A4"], "n_queries": [33],
+                            "identical": [4], "identical_share": [4 / 33]})
+    flags = comparison_flags("A4", "A3", ranking=ranking, row=row)
+    assert flags == ["A4 and A3 score the same covNDCG@10 (per-query Δ exactly 0) on 33 of 33 "
+                     "queries"]
+    assert comparison_flags("A4", "A3", ranking=ranking, row={**row, "n_zero_delta": 20}) == []
+    answers, notes, _ = _verdict([row])
+    assert answers["Is two-stage routing safe?"][1] == "not testable here"
+
+
 def test_guard_thresholds_are_settings():
     q = _quality(0.35)
     assert comparison_flags("A2", "A0", quality=q) != []
@@ -283,7 +298,9 @@ def test_page_verdict_section_shows_guard_table_bm25_and_left_out():
                         bm25={"gold_top1_within_document": 0.5, "gold_top1_corpus_wide": 0.1},
                         question_funnel={"statuses": {"final": 33, "query_leak": 4}})
     llm = {"stages": {"structure induction": {"backend": "llamacpp", "model": "qwen",
-                                              "mode": "replay"}}}
+                                              "mode": "replay"},
+                      "queries (other)": {"backend": "llamacpp", "model": "q", "mode": "replay"},
+                      "queries (c)": {"backend": "llamacpp", "model": "q", "mode": "replay"}}}
     intro, sections = build_page(
         [cell], [corpus], embedders={"e": {"model": "pkg:m"}}, rerankers={"none": {}},
         conditions=["A3", "A4"], measures=[METRIC],
@@ -292,7 +309,11 @@ def test_page_verdict_section_shows_guard_table_bm25_and_left_out():
     keys = [getattr(b, "key", None) for b in verdict.blocks]
     assert "structure-quality-c" in keys and "verdict-c" in keys
     md = page_markdown("t", [verdict])
-    assert "SYNTHETIC" in md and "REPLAYED" in md
+    assert "SYNTHETIC" in md and "structure induction: LLM outputs were REPLAYED" in md
+    # another corpus's question generation is not this corpus's concern
+    assert "queries (c): LLM outputs were REPLAYED" in md and "queries (other)" not in md
+    provenance = page_markdown("t", [s for s in sections if s.key == "provenance"])
+    assert "queries (other): LLM outputs were REPLAYED" in provenance
     assert "Is two-stage routing safe? Answer: not testable here" in md
     assert "50.0 % within the question's own document (comparable to the paper's 36.3 % on " \
            "Wikipedia-FA); 10.0 % over the whole corpus" in md

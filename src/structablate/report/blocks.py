@@ -300,20 +300,18 @@ def structure_quality_block(quality: pl.DataFrame, *, key: str = "structure-qual
         align=["l"] + ["r"] * 5 + ["l"] + ["r"] * 4)
 
 
-def guard_notes(contrasts: pl.DataFrame, flags_of, metric: str | None = None) -> list:
-    """One warning per contrast of ``contrasts`` (distinct ``cond_a, cond_b``) that the guard
-    flags; ``flags_of((a, b))`` returns the reasons (:func:`structablate.report.guard.
+def guard_notes(contrasts: pl.DataFrame, flags_of, metric: str) -> list:
+    """One warning per contrast of ``contrasts`` that the guard flags on ``metric``;
+    ``flags_of((a, b), row)`` returns the reasons (:func:`structablate.report.guard.
     comparison_flags`)."""
     if not contrasts.height:
         return []
-    df = contrasts if metric is None else contrasts.filter(pl.col("metric") == metric)
     out = []
-    for name, a, b in df.select("contrast", "cond_a", "cond_b").unique(
-            maintain_order=True).iter_rows():
-        reasons = flags_of((a, b))
+    for r in contrasts.filter(pl.col("metric") == metric).iter_rows(named=True):
+        reasons = flags_of((r["cond_a"], r["cond_b"]), r)
         if reasons:
-            out.append(Note(f"{name} ({a} − {b}) is not testable here: "
-                            + "; ".join(reasons) + ".", "warning"))
+            out.append(Note(f"{r['contrast']} ({r['cond_a']} − {r['cond_b']}) is not testable "
+                            "here: " + "; ".join(reasons) + ".", "warning"))
     return out
 
 

@@ -23,8 +23,9 @@ Reasons, per pair of conditions ``(a, b)`` (either order):
   induced, the other not gold), when the induced structural chunks match gold chunk spans for
   less than ``min_gold_agreement`` (section spans when no chunk tables were measured); skipped
   when gold has one section per document (nothing to agree with);
-* **identical rankings** — the two runs return identical rankings for at least
-  ``max_identical_ranking_share`` of the queries, whatever the cause.
+* **unchanged** — whatever the cause, for at least ``max_unchanged_share`` of the queries the
+  two runs return identical rankings (all ranks), or the two conditions score the same on the
+  contrast's metric (per-query delta exactly 0, the contrast row's ``n_zero_delta``).
 """
 
 from __future__ import annotations
@@ -53,8 +54,9 @@ class GuardSettings:
       conditions at or above which their comparison measures (almost) nothing;
     * ``max_placebo_same_text_share`` (0.25): the same for pairs with the placebo P, whose
       contrast a shared path dilutes proportionally;
-    * ``max_identical_ranking_share`` (0.90): share of queries with identical rankings at or
-      above which the comparison measures (almost) nothing.
+    * ``max_unchanged_share`` (0.90): share of queries with identical rankings, or with the
+      same score under both conditions, at or above which the comparison measures (almost)
+      nothing.
     """
 
     min_gold_agreement: float = 0.40
@@ -62,7 +64,7 @@ class GuardSettings:
     max_single_top_share: float = 0.50
     max_same_text_share: float = 0.90
     max_placebo_same_text_share: float = 0.25
-    max_identical_ranking_share: float = 0.90
+    max_unchanged_share: float = 0.90
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -135,13 +137,15 @@ def comparison_flags(
     ranking: pl.DataFrame | None = None,
     settings: GuardSettings | None = None,
     gold_agreement: bool = True,
+    row: Mapping | None = None,
 ) -> list[str]:
     """Why ``cond_a`` vs ``cond_b`` cannot answer its question here (empty: testable).
 
     ``quality``: the corpus's structure-quality table; ``checks``: its comparison checks;
     ``ranking``: the cell's ranking identity (:func:`structablate.stats.ranking_identity`);
     ``gold_agreement=False`` leaves out the induced-far-from-gold reason (for asking only
-    whether two conditions differ at all). Each reason is a clause in plain words, ready to
+    whether two conditions differ at all); ``row``: the contrast row (its ``metric``,
+    ``n_queries`` and ``n_zero_delta``). Each reason is a clause in plain words, ready to
     follow "not testable here: ".
     """
     s = settings or GuardSettings()
@@ -191,9 +195,17 @@ def comparison_flags(
                        f"{what} (guard: at least {_pct(s.min_gold_agreement)}), so the answer "
                        "would describe this inducer's segmentation, not the documents' "
                        "structure")
+    unchanged = False
     for r in _pair_rows(ranking, cond_a, cond_b):
-        if _finite(r["identical_share"]) and \
-                r["identical_share"] >= s.max_identical_ranking_share:
+        if _finite(r["identical_share"]) and r["identical_share"] >= s.max_unchanged_share:
+            unchanged = True
             out.append(f"{cond_a} and {cond_b} returned identical rankings for "
                        f"{r['identical']} of {r['n_queries']} queries")
+    if not unchanged and row is not None and row.get("n_zero_delta") is not None \
+            and row.get("n_queries"):
+        share = row["n_zero_delta"] / row["n_queries"]
+        if share >= s.max_unchanged_share:
+            out.append(f"{cond_a} and {cond_b} score the same {row.get('metric', '')} "
+                       f"(per-query Δ exactly 0) on {row['n_zero_delta']} of "
+                       f"{row['n_queries']} queries")
     return out

@@ -179,7 +179,7 @@ def build_page(
         blocks.append(contrasts_block(c.contrasts, measures, key=f"contrasts-{k}",
                                       title=f"Contrasts, {label}"))
         corpus = next((x for x in corpora if x.name == c.cell[0]), None)
-        blocks += guard_notes(c.contrasts, _flagger(corpus, c, guard))
+        blocks += guard_notes(c.contrasts, _flagger(corpus, c, guard), metric)
         if c.contrasts.height and "mde80" in c.contrasts.columns:
             blocks.append(resolving_power_block(
                 resolving_power(c.contrasts.filter(pl.col("metric") == metric)),
@@ -223,11 +223,11 @@ def build_page(
 
 
 def _flagger(corpus: CorpusData | None, cell: CellData, guard: GuardSettings | None):
-    def flags_of(pair):
+    def flags_of(pair, row=None):
         return comparison_flags(
             *pair, quality=corpus.structure_quality if corpus else None,
             checks=corpus.comparison_checks if corpus else None,
-            ranking=cell.ranking_identity, settings=guard)
+            ranking=cell.ranking_identity, settings=guard, row=row)
     return flags_of
 
 
@@ -242,7 +242,9 @@ def _verdict_section(corpus: CorpusData, chosen: CellData, metric: str,
             "evidence spans the pipeline chose, behind a lexical-leakage filter "
             "(docs/queries.md). They are not questions your users asked.", "warning"))
     _, replay = llm_status(llm, conditions, inducer)
-    blocks += [Note(f, "warning") for f in replay]
+    # another corpus's question generation does not concern this corpus
+    blocks += [Note(f, "warning") for f in replay
+               if not f.startswith("queries (") or f.startswith(f"queries ({corpus.name})")]
     blocks += verdict_blocks(
         corpus.name, chosen.cell, chosen.contrasts, chosen.summary, chosen.section_recall,
         metric, a1_prefix_tokens=corpus.a1_prefix_tokens, a1_llm_calls=corpus.a1_llm_calls,

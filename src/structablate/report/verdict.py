@@ -225,7 +225,7 @@ def verdict_blocks(
     """
     def flag_of(pair):
         return comparison_flags(*pair, quality=quality, checks=checks, ranking=ranking,
-                                settings=guard)
+                                settings=guard, row=_row(contrasts, *pair, metric))
 
     blocks: list = []
     sized = contrasts.filter(pl.col("metric") == metric) if contrasts.height else contrasts

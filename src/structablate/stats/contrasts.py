@@ -19,6 +19,7 @@ import polars as pl
 
 from .bootstrap import (
     DEFAULT_SEED,
+    ZERO_TOL,
     bootstrap_p,
     bootstrap_se,
     cluster_bootstrap,
@@ -46,11 +47,12 @@ DEFAULT_PRIMARY: dict[str, str] = {"metric": "covNDCG@10", "embedder": "strong",
 OUTPUT_COLUMNS = [
     "corpus", "embedder", "reranker", "metric", "contrast", "cond_a", "cond_b", "n_queries",
     "n_docs", "delta", "ci_low", "ci_high", "p", "p_holm", "dz", "se", "mde80",
-    "design_effect", "p_mixedlm", "p_mixedlm_query", "primary",
+    "design_effect", "n_zero_delta", "p_mixedlm", "p_mixedlm_query", "primary",
 ]  # fmt: skip
 """``se``: the clustered bootstrap's standard error of ``delta``; ``mde80``: the minimum
 detectable effect at 80% power, two-sided α = 0.05 (``2.8016 · se``); ``design_effect``:
-``se² / (sd²/n)`` (:mod:`structablate.stats.power`)."""
+``se² / (sd²/n)`` (:mod:`structablate.stats.power`); ``n_zero_delta``: queries whose delta is
+0 (``|δ_q| <= ZERO_TOL``), i.e. that score the same under both conditions."""
 
 EQUIVALENCE_COLUMNS = ["ci90_low", "ci90_high", "p_tost", "verdict", "margin"]
 
@@ -146,6 +148,7 @@ def contrast_table(
     schema |= {
         "n_queries": pl.Int64,
         "n_docs": pl.Int64,
+        "n_zero_delta": pl.Int64,
         "primary": pl.Boolean,
         "verdict": pl.String,
     }
@@ -239,6 +242,7 @@ def _cell_rows(cell, df, contrasts, metrics, n_boot, seed, primary, mixedlm, cut
                 "design_effect": design_effect(float(st["se"][mi]),
                                                float(d.std(ddof=1)) if len(d) > 1
                                                else float("nan"), len(d)),
+                "n_zero_delta": int((np.abs(d) <= ZERO_TOL).sum()),
                 "p_mixedlm": pm,
                 "p_mixedlm_query": pq,
                 "primary": is_primary,
@@ -273,5 +277,6 @@ def equivalence_table(
     and margin."""
     kwargs.setdefault("mixedlm", "none")
     t = contrast_table(scores, contrasts, metrics, equivalence_margin=margin, **kwargs)
-    drop = ("p_holm", "dz", "se", "mde80", "design_effect", "p_mixedlm", "p_mixedlm_query")
+    drop = ("p_holm", "dz", "se", "mde80", "design_effect", "n_zero_delta", "p_mixedlm",
+            "p_mixedlm_query")
     return t.select([c for c in t.columns if c not in drop])
