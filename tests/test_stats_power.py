@@ -40,6 +40,7 @@ def test_needed_sizes_by_hand():
     assert needed_for_delta(100, 20, 0.03, 0.01) == (900, 180)
     assert needed_for_delta(100, 20, 0.03, -0.03) == (100, 20)
     assert needed_for_delta(100, 20, float("nan"), 0.01) == (None, None)
+    assert needed_for_delta(100, 20, 0.0, 0.01) == (None, None)  # no spread: says nothing
     # design effect 2, dz 0.17: 2 * 271.6 = 543.2 -> 544 questions at 5 per document
     assert needed_for_dz(100, 20, 2.0, 0.17) == (544, 109)
     assert needed_for_dz(100, 20, float("nan"), 0.17) == (None, None)

@@ -216,6 +216,12 @@ def test_unchanged_scores_make_a_comparison_untestable():
 
 
 def test_guard_thresholds_are_settings():
+    # the Wikipedia sample: 5 of 6 sections kept is almost flat search; 5 of 7 is not
+    almost = comparison_flags("A4", "A3", checks=_checks([("A3", "A4", "routing_pool", 5, 6)]))
+    assert almost == ["stage 1 keeps 5 of the corpus's 6 top-level sections for every query "
+                      "(83%), almost every candidate of flat search: A4 ≈ A3"]
+    assert comparison_flags("A4", "A3", checks=_checks([("A3", "A4", "routing_pool", 5, 7)])) \
+        == []
     q = _quality(0.35)
     assert comparison_flags("A2", "A0", quality=q) != []
     assert comparison_flags("A2", "A0", quality=q,

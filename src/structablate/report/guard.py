@@ -46,8 +46,9 @@ class GuardSettings:
     * ``min_gold_agreement`` (0.40): induced structural chunk spans identical to gold chunk
       spans, below which comparisons resting on induced structure are not testable (the paper's
       inducer reaches 0.76–0.79);
-    * ``max_routed_section_share`` (0.90): share of the corpus's sections stage 1 keeps at or
-      above which two-stage routing is (almost) flat search;
+    * ``max_routed_section_share`` (0.80): share of the corpus's sections stage 1 keeps at or
+      above which two-stage routing is (almost) flat search (the paper's keeps 5 of about
+      1,600);
     * ``max_single_top_share`` (0.50): share of documents with one top-level section at or
       above which routing picks documents rather than sections;
     * ``max_same_text_share`` (0.90): share of chunks embedding the same text under both flat
@@ -60,7 +61,7 @@ class GuardSettings:
     """
 
     min_gold_agreement: float = 0.40
-    max_routed_section_share: float = 0.90
+    max_routed_section_share: float = 0.80
     max_single_top_share: float = 0.50
     max_same_text_share: float = 0.90
     max_placebo_same_text_share: float = 0.25

@@ -83,8 +83,9 @@ def needed_for_delta(n_queries: int, n_docs: int, mde80: float, delta: float
                      ) -> tuple[int | None, int | None]:
     """(questions, documents) needed to detect ``|delta|`` with the power ``mde80`` was computed
     for, under SE ∝ 1/sqrt(documents) at the observed questions per document (module
-    docstring). ``(None, None)`` when ``mde80`` is not finite or ``delta`` is 0."""
-    if not math.isfinite(mde80) or delta == 0 or n_docs < 1:
+    docstring). ``(None, None)`` when ``mde80`` is not finite or not positive (no spread: the
+    design says nothing about sample size) or ``delta`` is 0."""
+    if not math.isfinite(mde80) or mde80 <= 0 or delta == 0 or n_docs < 1:
         return None, None
     docs = _ceil(n_docs * (mde80 / abs(delta)) ** 2)
     if docs is None:
