@@ -116,8 +116,9 @@ ZERO_TOL = 1e-12
 Per-query deltas of discrete measures (R@k, nDCG over few chunks) are fractions such as 1/3,
 and a replicate whose exact mean is 0 comes out of floating-point sums as e.g. ``-9e-18``;
 counted by its sign it would land in one tail only and make p too small (on the bundled
-default by up to 0.027, on QASPER's R@50 contrasts). A genuinely nonzero replicate mean this close to zero
-is practically impossible: the replicates of a real contrast spread over 1e-4 or more."""
+default by up to 0.027, on QASPER's R@50 contrasts). A genuinely nonzero replicate mean this
+close to zero is practically impossible: the replicates of a real contrast spread over 1e-4 or
+more."""
 
 
 def bootstrap_p(reps: np.ndarray, zero_tol: float = ZERO_TOL) -> np.ndarray:
