@@ -8,7 +8,14 @@ import polars as pl
 import pytest
 from rank_bm25 import BM25Okapi
 
-from structablate.bm25 import BM25Index, bm25_gold_top1, bm25_tokenize, evidence_rouge
+from structablate.bm25 import (
+    BM25_REPORT_KEYS,
+    BM25Index,
+    bm25_gold_top1,
+    bm25_report,
+    bm25_tokenize,
+    evidence_rouge,
+)
 from structablate.tables import frame
 
 A = "apple banana cherry.\n\nzebra yak walrus.\n\nkiwi lemon mango."
@@ -115,3 +122,19 @@ def test_evidence_rouge(tiny):
     assert vals["q5"] == 0.0
     assert summary["q100"] == pytest.approx(max(vals.values()), abs=1e-4)
     assert set(summary["by_qtype"]) == {"f", "u"}
+
+
+def test_report_headlines_the_within_document_figure(tiny):
+    """The JSON the report reads: explicit keys, the within-document figure (comparable to the
+    paper's) as headline, the corpus-wide one beside it; per-query hits of both scopes."""
+    chunks, docs, queries, qrels = tiny
+    out, pq = bm25_report(chunks, docs, queries, qrels, corpus="t", chunkset="G2")
+    assert tuple(out) == BM25_REPORT_KEYS
+    assert out["headline"] == "gold_top1_within_document"
+    # hand-checked in the two tests above: 4 of 5 within the document, 2 of 5 corpus-wide
+    assert out["gold_top1_within_document"] == pytest.approx(0.8)
+    assert out["gold_top1_corpus_wide"] == pytest.approx(0.4)
+    assert out["bm25_document"]["scope"] == "document" and out["chunkset"] == "G2"
+    assert pq.columns == ["qid", "top_chunk_corpus", "hit_corpus", "top_chunk_document",
+                          "hit_document", "rouge_l"]
+    assert pq["hit_document"].sum() == 4 and pq["hit_corpus"].sum() == 2

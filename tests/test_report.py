@@ -1,5 +1,5 @@
-"""The report's pure functions: tables, bootstrap CIs, section recall, size matching, funnel,
-provenance flags, figures and HTML rendering (no Snakemake)."""
+"""The report's pure functions: blocks, the statistics they format (bootstrap CIs, section
+recall, size matching), funnel, provenance flags, figures and HTML rendering (no Snakemake)."""
 
 import json
 from html.parser import HTMLParser
@@ -9,10 +9,12 @@ import polars as pl
 import pytest
 from conftest import SAMPLE
 
-from structablate.report import figures, render, tables
+from structablate.report import blocks, figures, render
 from structablate.report.page import CellData, CorpusData, build_page, overview_html
 from structablate.report.provenance import cell_flags, llm_status, provenance_blocks
+from structablate.stats import condition_mean_cis, section_recall_cis, size_gap, size_matching
 from structablate.stats.bootstrap import cluster_bootstrap, per_doc, percentile_ci
+from structablate.structure.quality import span_identity
 
 
 def _scores(values, docs):
@@ -30,7 +32,7 @@ def _contrast_rows():
          "dz": 0.31, "p_mixedlm": float("nan"), "primary": False, "family": "exploratory"},
         {**base, "metric": "covNDCG@10", "contrast": "C4", "cond_a": "A4", "cond_b": "A3",
          "delta": -0.0147, "ci_low": -0.0192, "ci_high": -0.0104, "p": 0.0001,
-         "p_holm": 0.0004, "dz": -0.11, "p_mixedlm": 0.0002, "primary": True,
+         "p_holm": 0.0004, "dz": -0.11, "mde80": 0.0063, "p_mixedlm": 0.0002, "primary": True,
          "family": "pre-registered"},
         {**base, "metric": "RR", "contrast": "C4", "cond_a": "A4", "cond_b": "A3",
          "delta": 0.002, "ci_low": -0.01, "ci_high": 0.012, "p": 0.7, "p_holm": 0.7,
@@ -72,25 +74,26 @@ class _Tables(HTMLParser):
 
 
 def test_p_and_number_formatting_follow_the_paper():
-    assert tables.fmt_p(0.0004) == "<0.001"
-    assert tables.fmt_p(0.0171) == "0.017"
-    assert tables.fmt_p(float("nan")) == "—"
-    assert tables.fmt(-0.0147, 4, True) == "−0.0147"
-    assert tables.fmt_ci(-0.0192, -0.0104) == "[−0.0192, −0.0104]"
-    assert tables.fmt_ci(0.1, 0.3, 3, signed=False) == "[0.100, 0.300]"
+    assert blocks.fmt_p(0.0004) == "<0.001"
+    assert blocks.fmt_p(0.0171) == "0.017"
+    assert blocks.fmt_p(float("nan")) == "—"
+    assert blocks.fmt(-0.0147, 4, True) == "−0.0147"
+    assert blocks.fmt_ci(-0.0192, -0.0104) == "[−0.0192, −0.0104]"
+    assert blocks.fmt_ci(0.1, 0.3, 3, signed=False) == "[0.100, 0.300]"
 
 
 def test_contrast_table_has_table1_layout_preregistered_first():
-    t = tables.contrast_table(_contrast_rows(), ["covNDCG@10", "RR"])
+    t = blocks.contrasts_block(_contrast_rows(), ["covNDCG@10", "RR"])
     assert t.columns == ["contrast", "family", "metric", "queries / docs", "Δ", "95% CI", "p",
-                         "p (Holm)", "dz", "p (MixedLM)", "primary"]
+                         "p (Holm)", "dz", "MDE (80%)", "p (MixedLM)", "primary"]
     first = t.rows[0]
     assert first[:3] == ["C4: A4 − A3", "pre-registered", "covNDCG@10"]
     assert first[4:] == ["−0.0147", "[−0.0192, −0.0104]", "<0.001", "<0.001", "−0.11",
-                         "<0.001", "yes"]
+                         "±0.0063", "<0.001", "yes"]
     assert [r[0] for r in t.rows] == ["C4: A4 − A3", "C4: A4 − A3", "G2-A0: G2 − A0"]
-    assert t.rows[1][2] == "RR" and t.rows[1][9] == "—"  # MixedLM not fitted off-primary
-    only = tables.contrast_table(_contrast_rows(), ["RR"])
+    # no MDE recorded (a table from before the column existed); MixedLM not fitted off-primary
+    assert t.rows[1][2] == "RR" and t.rows[1][9] == "—" and t.rows[1][10] == "—"
+    only = blocks.contrasts_block(_contrast_rows(), ["RR"])
     assert len(only.rows) == 1
 
 
@@ -102,7 +105,7 @@ def test_condition_cis_are_the_clustered_bootstrap_of_each_condition():
     docs = [f"d{i % 7}" for i in range(40)]
     a = _scores(rng.random(40).tolist(), docs)
     b = _scores(rng.random(40).tolist(), docs)
-    cis = tables.condition_cis({"A0": a, "G2": b}, n_boot=500, seed=11)
+    cis = condition_mean_cis({"A0": a, "G2": b}, n_boot=500, seed=11)
     assert cis.columns == ["condition", "measure", "mean", "ci_low", "ci_high", "n_queries",
                            "n_docs"]
     assert cis.height == 4
@@ -114,14 +117,14 @@ def test_condition_cis_are_the_clustered_bootstrap_of_each_condition():
     assert row["mean"] == pytest.approx(b["covNDCG@10"].mean())
     assert row["n_queries"] == 40 and row["n_docs"] == 7
     assert row["ci_low"] < row["mean"] < row["ci_high"]
-    again = tables.condition_cis({"A0": a, "G2": b}, n_boot=500, seed=11)
+    again = condition_mean_cis({"A0": a, "G2": b}, n_boot=500, seed=11)
     assert again.equals(cis)
 
 
 def test_condition_ci_collapses_when_documents_agree():
     # every document has the same mean: any resample of documents has that mean
     df = _scores([0.2, 0.4, 0.3, 0.3], ["a", "a", "b", "b"])
-    row = tables.condition_cis({"G3": df}, n_boot=200).filter(
+    row = condition_mean_cis({"G3": df}, n_boot=200).filter(
         pl.col("measure") == "covNDCG@10").row(0, named=True)
     assert row["ci_low"] == pytest.approx(0.3) and row["ci_high"] == pytest.approx(0.3)
 
@@ -141,22 +144,22 @@ def _run(recall, backfill):
 def test_section_recall_per_query_not_per_row():
     queries = pl.DataFrame({"qid": ["q0", "q1", "q2", "q3"], "doc_id": ["a", "a", "b", "c"]})
     run = _run([True, False, True, None], [0, 3, 0, 5])
-    sr = tables.section_recall({"G4": run}, queries, n_boot=300)
+    sr = section_recall_cis({"G4": run}, queries, n_boot=300)
     r = sr.row(0, named=True)
     assert r["condition"] == "G4" and r["n_queries"] == 3 and r["n_docs"] == 2
     assert r["section_recall"] == pytest.approx(2 / 3)
     assert r["mean_backfill"] == pytest.approx(1.0)
     assert r["share_backfilled"] == pytest.approx(1 / 3)
     assert 0 <= r["ci_low"] <= r["section_recall"] <= r["ci_high"] <= 1
-    t = tables.section_recall_table(sr)
+    t = blocks.section_recall_block(sr)
     assert t.rows[0][:2] == ["G4", "0.667"] and t.rows[0][4] == "33.3 %"
-    assert tables.section_recall({}, queries).height == 0
+    assert section_recall_cis({}, queries).height == 0
 
 
 def test_section_recall_needs_the_diagnostic_column():
     run = _run([True], [0]).drop("section_recall")
     with pytest.raises(ValueError, match="section_recall"):
-        tables.section_recall({"A4": run}, pl.DataFrame({"qid": ["q0"], "doc_id": ["a"]}))
+        section_recall_cis({"A4": run}, pl.DataFrame({"qid": ["q0"], "doc_id": ["a"]}))
 
 
 # ---------------------------------------------------------------- size matching
@@ -177,15 +180,15 @@ def test_size_matching_reports_means_gap_and_truncation():
               "G3": _chunks([200, 300, 254], [20, 22, 24])}
     stats = {("small", cs): {"truncation_rate": r} for cs, r in
              (("A0", 0.0), ("G2", 0.1), ("G3", 0.25))}
-    sm = tables.size_matching(chunks, stats, ["A0", "G2", "G3", "G4"])
+    sm = size_matching(chunks, stats, ["A0", "G2", "G3", "G4"])
     g3 = sm.filter(pl.col("chunkset") == "G3").row(0, named=True)
     assert g3["conditions"] == "G3, G4" and g3["mean_prefix_tokens"] == pytest.approx(22)
     assert g3["mean_total_tokens"] == pytest.approx((754 + 66) / 3)
     assert g3["truncation_rate:small"] == 0.25 and g3["n_docs"] == 2
     assert np.isnan(sm.filter(pl.col("chunkset") == "G2")["mean_size_target"][0])
-    assert tables.size_gap(sm, "gold") == pytest.approx(250 - 754 / 3)
-    assert tables.size_gap(sm, "induced") is None
-    t = tables.size_matching_table(sm, "gold")
+    assert size_gap(sm, "gold") == pytest.approx(250 - 754 / 3)
+    assert size_gap(sm, "induced") is None
+    t = blocks.size_matching_block(sm, "gold")
     assert t.columns[-1] == "truncated (small)"
     assert t.rows[2][-1] == "25.0 %"
     assert "+" not in t.note.split("tokens:")[1][:3]  # negative gap shown with a minus
@@ -203,13 +206,13 @@ def test_induced_chunk_spans_are_compared_with_gold_spans():
     # (a, 0, 10) matches; (a, 10, 20) only starts like a gold span; (b, 0, 10) only starts
     # like one (b's gold span ends at 5); (c, 0, 10) has no gold document at all
     induced = spans([("a", 0, 10), ("a", 10, 20), ("b", 0, 10), ("c", 0, 10)])
-    assert tables.chunk_span_identity(induced, gold) == 0.25
-    assert tables.chunk_span_identity(gold, gold) == 1.0
-    assert np.isnan(tables.chunk_span_identity(induced.head(0), gold))
-    sm = tables.size_matching({"G2": gold, "A2": induced, "A3": induced}, {}, ["G2", "A2", "A3"])
+    assert span_identity(induced, gold) == 0.25
+    assert span_identity(gold, gold) == 1.0
+    assert np.isnan(span_identity(induced.head(0), gold))
+    sm = size_matching({"G2": gold, "A2": induced, "A3": induced}, {}, ["G2", "A2", "A3"])
     ident = dict(zip(sm["chunkset"], sm["gold_span_identity"], strict=True))
     assert ident["A2"] == ident["A3"] == 0.25 and np.isnan(ident["G2"])
-    row = tables.size_matching_table(sm, "induced").rows[1]
+    row = blocks.size_matching_block(sm, "induced").rows[1]
     assert row[10] == "25.0 %"
 
 
@@ -219,16 +222,16 @@ def test_induced_chunk_spans_are_compared_with_gold_spans():
 def test_funnel_steps_from_qasper_and_wikipedia_reports():
     q = {"funnel": [["all questions", 45], ["answerable", 44]], "evidence_exact_share": 0.96,
          "papers": 15, "papers_with_kept_questions": 15}
-    assert tables.funnel_steps(q) == [("all questions", 45), ("answerable", 44)]
-    t = tables.funnel_table(q)
+    assert blocks.funnel_steps(q) == [("all questions", 45), ("answerable", 44)]
+    t = blocks.funnel_block(q)
     assert t.rows[1] == ["answerable", "44", "97.8 %"] and "96.0 %" in t.note
     w = {"n_candidates": 6000, "n_examined": 900, "n_accepted": 200,
          "reject_counts": {"min_words": 500}}
-    assert [n for _, n in tables.funnel_steps(w)] == [6000, 900, 200]
+    assert [n for _, n in blocks.funnel_steps(w)] == [6000, 900, 200]
     byo = {"documents": 3, "queries": {"funnel": [["user queries", 21], ["mapped", 20]]}}
-    assert tables.funnel_steps(byo) == [("user queries", 21), ("mapped", 20)]
+    assert blocks.funnel_steps(byo) == [("user queries", 21), ("mapped", 20)]
     with pytest.raises(ValueError):
-        tables.funnel_steps({})
+        blocks.funnel_steps({})
 
 
 # ---------------------------------------------------------------- provenance flags
@@ -268,7 +271,7 @@ def test_provenance_names_the_models_and_warns():
                                conditions=["A0", "A1", "G2"], size_match_structure="gold")
     warnings = [b.text for b in blocks if isinstance(b, render.Note) and b.kind == "warning"]
     assert len(warnings) == 3  # untrained reranker, replay, gold size matching
-    table = next(b for b in blocks if isinstance(b, render.Table))
+    table = next(b for b in blocks if isinstance(b, render.TableBlock))
     assert table.rows[0][1] == "small: BAAI/bge-small-en-v1.5"
     assert table.rows[1][-1] == "NOT TRAINED"
 
@@ -284,10 +287,10 @@ def test_figures_write_png_and_placeholders_say_not_run(tmp_path):
     figures.save(fig, tmp_path / "forest.png")
     assert (tmp_path / "forest.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     empty = pl.DataFrame(schema={"metric": pl.String, "slope": pl.Float64})
-    cis = tables.condition_cis({"G2": _scores([0.1, 0.2], ["a", "b"])}, n_boot=100)
+    cis = condition_mean_cis({"G2": _scores([0.1, 0.2], ["a", "b"])}, n_boot=100)
     dose = figures.dose_response_plot(empty, cis, "covNDCG@10")
     assert not dose.axes and "Not run" in " ".join(t.get_text() for t in dose.texts)
-    sr = figures.section_recall_plot(tables.section_recall({}, pl.DataFrame(
+    sr = figures.section_recall_plot(section_recall_cis({}, pl.DataFrame(
         {"qid": [], "doc_id": []}, schema={"qid": pl.String, "doc_id": pl.String})))
     assert "Not run" in " ".join(t.get_text() for t in sr.texts)
     figures.save(figures.condition_bars(cis), tmp_path / "bars.svg")
@@ -299,7 +302,7 @@ def test_dose_response_plot_with_the_full_ladder():
     docs = [f"d{i % 5}" for i in range(20)]
     scores = {c: _scores((rng.random(20) * 0.1 + 0.1 * k).tolist(), docs)
               for k, c in enumerate(["A2", "A3-d1", "A3-d2", "A3"])}
-    cis = tables.condition_cis(scores, n_boot=100)
+    cis = condition_mean_cis(scores, n_boot=100)
     dose = pl.DataFrame({"metric": ["covNDCG@10"], "slope": [0.1], "ci_low": [0.08],
                          "ci_high": [0.12], "p": [0.0]})
     fig = figures.dose_response_plot(dose, cis, "covNDCG@10")
@@ -317,13 +320,13 @@ def test_page_html_holds_tables_figures_and_escapes(tmp_path):
     from structablate.summary import summarize_cell
 
     cell = CellData(("qasper", "small", "none"), summarize_cell(scores), _contrast_rows(),
-                    tables.condition_cis(scores, n_boot=100),
-                    tables.section_recall({}, pl.DataFrame({"qid": ["q0"], "doc_id": ["a"]})),
+                    condition_mean_cis(scores, n_boot=100),
+                    section_recall_cis({}, pl.DataFrame({"qid": ["q0"], "doc_id": ["a"]})),
                     pl.DataFrame(), None,
                     {"bars": "qasper/small/none/condition_bars.png",
                      "dose": "qasper/small/none/dose_response.png",
                      "section_recall": "qasper/small/none/section_recall.png"})
-    sm = tables.size_matching({"A0": _chunks([10, 12], [0, 0])},
+    sm = size_matching({"A0": _chunks([10, 12], [0, 0])},
                               {("small", "A0"): {"truncation_rate": 0.0}}, ["A0"])
     corpus = CorpusData("qasper", "qasper", corpus_report, sm,
                         {"forest": "qasper/forest.png", "funnel": "qasper/funnel.png"})
@@ -355,9 +358,9 @@ def test_sample_funnel_renders():
     from structablate.corpus.qasper import build_qasper_corpus, read_v03
 
     funnel = build_qasper_corpus(read_v03(SAMPLE)).funnel.as_dict()
-    steps = tables.funnel_steps(funnel)
+    steps = blocks.funnel_steps(funnel)
     assert steps[0] == ("all questions", 45) and steps[-1][1] == 44
-    t = tables.funnel_table(funnel)
+    t = blocks.funnel_block(funnel)
     assert "evidence mapped exactly" in t.note
     fig = figures.funnel_plot(steps)
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()][0] == "all questions"

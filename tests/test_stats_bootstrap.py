@@ -1,10 +1,15 @@
-"""Document-clustered bootstrap: formula, determinism, vectorized == loop, null coverage."""
+"""Document-clustered bootstrap: formula, determinism, vectorized == loop, null coverage,
+p-values of discrete deltas against exact fractions, the standard error."""
+
+from fractions import Fraction
 
 import numpy as np
 import pytest
 
 from structablate.stats import (
+    ZERO_TOL,
     bootstrap_p,
+    bootstrap_se,
     cluster_bootstrap,
     draw_blocks,
     equivalence_verdict,
@@ -71,8 +76,9 @@ def test_equivalence_verdicts():
     assert equivalence_verdict((-0.004, 0.006), (-0.005, 0.007), 0.01) == "equivalent"
     assert equivalence_verdict((0.02, 0.04), (0.018, 0.045), 0.01) == "different"
     assert equivalence_verdict((-0.02, 0.03), (-0.03, 0.04), 0.01) == "inconclusive"
-    # significant but trivially small: the TOST question is answered first
-    assert equivalence_verdict((0.002, 0.006), (0.001, 0.007), 0.01) == "equivalent"
+    # significant but small: significance is read first, so never "equivalent"
+    assert equivalence_verdict((0.002, 0.006), (0.001, 0.007), 0.01) == "different"
+    assert equivalence_verdict((-0.006, -0.002), (-0.007, -0.001), 0.01) == "different"
 
 
 def test_null_coverage_is_about_95_percent():
@@ -97,3 +103,53 @@ def test_null_coverage_is_about_95_percent():
         rejected += bootstrap_p(reps) < 0.05
     assert 0.90 <= covered / n_sims <= 0.99
     assert 0.01 <= rejected / n_sims <= 0.10
+
+
+def _exact_p(doc_deltas, draws):
+    """2·min(Pr[d <= 0], Pr[d >= 0]) over the replicate means computed in exact fractions."""
+    le = ge = 0
+    for idx in draws:
+        num = sum((sum(doc_deltas[i], Fraction(0)) for i in idx), Fraction(0))
+        den = sum(len(doc_deltas[i]) for i in idx)
+        m = num / den
+        le += m <= 0
+        ge += m >= 0
+    n = len(draws)
+    return min(Fraction(1), 2 * min(Fraction(le, n), Fraction(ge, n)))
+
+
+def test_discrete_deltas_p_equals_the_exact_fraction_p():
+    """R@50-like per-query deltas (multiples of 1/3, 1/5, 1/7) whose replicate means are often
+    exactly 0: floating-point sums leave some at ±1e-17, which counted by sign land in one
+    tail only. With zeros counted in both tails the p equals the p of exact fractions."""
+    rng = np.random.default_rng(20260710)
+    steps = [Fraction(k, d) for d in (3, 5, 7) for k in (-1, 0, 0, 0, 1)]
+    doc_deltas = [[steps[int(j)] for j in rng.integers(0, len(steps), int(rng.integers(1, 4)))]
+                  for _ in range(12)]
+    values = [float(x) for d in doc_deltas for x in d]
+    docs = [f"d{i:02d}" for i, d in enumerate(doc_deltas) for _ in d]
+    _, sums, counts = per_doc(np.array(values), docs)
+    n_boot = 2000
+    reps = cluster_bootstrap(sums[:, 0], counts, n_boot, seed=7)
+    draws = [row for block in draw_blocks(np.random.default_rng(7), 12, n_boot)
+             for row in block]
+    exact = _exact_p(doc_deltas, draws)
+    tiny = (reps != 0) & (np.abs(reps) <= ZERO_TOL)
+    assert tiny.any()  # the data do produce float-noise zeros
+    assert bootstrap_p(reps) == pytest.approx(float(exact), abs=1e-12)
+    # counting by sign alone (the old rule) gives a different, too small p here
+    by_sign = min(1.0, 2 * min((reps <= 0).mean(), (reps >= 0).mean()))
+    assert by_sign < float(exact)
+
+
+def test_bootstrap_se_is_the_replicate_sd_and_matches_theory():
+    reps = np.array([[1.0, 2.0], [3.0, 2.0], [5.0, 2.0]])
+    np.testing.assert_allclose(bootstrap_se(reps), [2.0, 0.0])
+    assert np.isnan(bootstrap_se(np.ones((1, 2)))).all()
+    # equal-size clusters: the bootstrap SE of the mean approaches sd(cluster means)/sqrt(D)
+    rng = np.random.default_rng(1)
+    n_docs = 400
+    means = rng.normal(0, 1, n_docs)
+    reps = cluster_bootstrap(means * 3, np.full(n_docs, 3.0), 4000, seed=2)
+    theory = means.std(ddof=0) / np.sqrt(n_docs)
+    assert bootstrap_se(reps) == pytest.approx(theory, rel=0.05)

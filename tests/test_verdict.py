@@ -1,63 +1,336 @@
-"""The verdict page's plain-words answers from hand-built contrast rows."""
+"""The verdict page's plain-words answers: order (significance before equivalence), the guard's
+'not testable here', resolving power, the paper's contrast or a labelled fallback, MixedLM
+disagreement, sample-size warnings, provenance, BM25 and what was left out."""
 
 import polars as pl
+import pytest
 
-from structablate.report.verdict import answer, verdict_blocks
+from structablate.report import blocks
+from structablate.report.guard import GuardSettings, comparison_flags
+from structablate.report.page import CellData, CorpusData, build_page, synthetic_queries
+from structablate.report.render import page_markdown
+from structablate.report.verdict import _numbers, answer, mixedlm_disagreement, verdict_blocks
+from structablate.structure.quality import CHECKS_SCHEMA, QUALITY_SCHEMA
+
+METRIC = "covNDCG@10"
 
 
-def _row(cond_a, cond_b, delta, lo, hi, p_holm, verdict):
-    return {"corpus": "c", "embedder": "e", "reranker": "none", "metric": "covNDCG@10",
+def _row(cond_a, cond_b, delta, lo, hi, p_holm, verdict, *, n_q=400, n_d=60, mde80=0.012,
+         p=None, p_mq=float("nan")):
+    return {"corpus": "c", "embedder": "e", "reranker": "none", "metric": METRIC,
             "contrast": f"{cond_a}-{cond_b}", "cond_a": cond_a, "cond_b": cond_b,
-            "n_queries": 100, "n_docs": 20, "delta": delta, "ci_low": lo, "ci_high": hi,
-            "p": p_holm, "p_holm": p_holm, "dz": delta * 5, "verdict": verdict}
+            "n_queries": n_q, "n_docs": n_d, "delta": delta, "ci_low": lo, "ci_high": hi,
+            "p": p_holm if p is None else p, "p_holm": p_holm, "dz": delta * 5,
+            "se": mde80 / 2.8016, "mde80": mde80, "design_effect": 1.5,
+            "p_mixedlm": float("nan"), "p_mixedlm_query": p_mq, "verdict": verdict,
+            "margin": 0.01}
 
 
-def test_answers_follow_ci_holm_and_equivalence():
+def _quality(induced_chunk_identity=0.8, induced_single=0.0, induced_depth=3):
+    nan = float("nan")
+    base = {"n_docs": 5, "n_sections": 60, "sections_per_doc": 12.0,
+            "top_sections_per_doc": 6.0, "single_top_share": 0.0, "depth_1": 0.5,
+            "depth_2": 0.3, "depth_3": 0.2, "depth_4plus": 0.0, "max_depth": 3,
+            "docs_depth3_share": 1.0, "section_span_identity": nan, "chunk_span_identity": nan,
+            "boundary_precision": nan, "boundary_recall": nan, "boundary_f1": nan,
+            "top_boundary_f1": nan}
+    ind = {**base, "source": "induced:llm", "top_sections_per_doc": 1.0 if induced_single
+           else 4.0, "single_top_share": induced_single, "max_depth": induced_depth,
+           "section_span_identity": 0.2, "chunk_span_identity": induced_chunk_identity,
+           "boundary_f1": 0.5, "top_boundary_f1": 0.1}
+    return pl.DataFrame([{**base, "source": "gold"}, ind], schema=QUALITY_SCHEMA)
+
+
+def _checks(rows):
+    return pl.DataFrame([{"cond_a": a, "cond_b": b, "check": c, "value": n / t, "count": n,
+                          "total": t, "detail": ""} for a, b, c, n, t in rows],
+                        schema=CHECKS_SCHEMA)
+
+
+DEGENERATE = _checks([("A3", "A4", "routing_pool", 5, 5),
+                      ("A3", "A4", "routing_single_top", 5, 5),
+                      ("A3-d2", "A3", "same_text", 120, 120),
+                      ("A3", "P", "same_text", 80, 120),
+                      ("A3", "P", "placebo_pairs_identical", 9, 12)])
+HEALTHY = _checks([("A3", "A4", "routing_pool", 5, 900),
+                   ("A3", "A4", "routing_single_top", 0, 150),
+                   ("A3-d2", "A3", "same_text", 30, 1200),
+                   ("A3", "P", "same_text", 40, 1200),
+                   ("G3", "G4", "routing_pool", 5, 1000),
+                   ("G3", "G4", "routing_single_top", 0, 150)])
+FORBIDDEN = ("no measurable difference", "equivalent", "safe")
+
+
+def test_answer_order_significance_before_equivalence():
     assert answer(None) == "not run"
     assert answer(_row("A2", "A0", 0.02, 0.01, 0.03, 0.001, "different")) == "yes"
     assert answer(_row("A4", "A3", -0.03, -0.04, -0.02, 0.001, "different")) == "no, it hurts"
-    # significant before Holm, not after: inconclusive, never "yes"
-    assert answer(_row("A3", "P", 0.01, 0.001, 0.02, 0.08, "different")) == "inconclusive"
+    # a Holm-significant small effect (+0.005) inside a ±0.01 margin is a "yes"
+    small = _row("A3", "P", 0.005, 0.003, 0.007, 0.004, "equivalent")
+    assert answer(small) == "yes"
+    # significant before Holm, not after: too small to tell, never "yes"
+    assert answer(_row("A3", "P", 0.01, 0.001, 0.02, 0.08, "different")) == "too small to tell"
     assert answer(_row("G3", "A3", 0.001, -0.004, 0.006, 0.7, "equivalent")) == (
         "no measurable difference")
-    assert answer(_row("A3", "A1", 0.01, -0.01, 0.03, 0.4, "inconclusive")) == "inconclusive"
+    assert answer(_row("A3", "A1", 0.01, -0.01, 0.03, 0.4, "inconclusive")) == (
+        "too small to tell")
+    # a flagged comparison cannot answer, whatever its numbers say
+    assert answer(_row("A4", "A3", 0.0, 0.0, 0.0, 1.0, "equivalent"), ["x"]) == (
+        "not testable here")
 
 
-def test_verdict_blocks_pick_available_contrasts_and_cite_numbers():
-    contrasts = pl.DataFrame([
-        _row("G2", "A0", 0.05, 0.02, 0.08, 0.004, "different"),
-        _row("G4", "G3", -0.02, -0.03, -0.01, 0.01, "different"),
-    ])
-    summary = pl.DataFrame({"condition": ["A0"], "measure": ["covNDCG@10"], "mean": [0.2]})
-    recall = pl.DataFrame({"condition": ["G4"], "section_recall": [0.45]})
-    table, *notes = verdict_blocks("c", ("c", "e", "none"), contrasts, summary, recall,
-                                   "covNDCG@10")
-    answers = {row[0]: (row[1], row[2]) for row in table.rows}
-    assert answers["Does cutting at structure help here?"] == ("yes", "G2 − A0")
-    assert answers["Is two-stage routing safe?"] == ("no, it hurts", "G4 − G3")
-    assert answers["Do real heading paths help beyond token injection?"][0] == "not run"
-    routing = next(n for n in notes if n.text.startswith("Is two-stage"))
-    assert "+0.0" not in routing.text and "-0.0200" in routing.text and "45%" in routing.text
-    assert routing.kind == "warning"
+def _verdict(contrasts, **kw):
+    summary = pl.DataFrame({"condition": ["A0"], "measure": [METRIC], "mean": [0.2]})
+    recall = pl.DataFrame({"condition": ["A4", "G4"], "section_recall": [1.0, 0.45]})
+    out = verdict_blocks("c", ("c", "e", "none"), pl.DataFrame(contrasts), summary, recall,
+                         METRIC, **kw)
+    table = next(b for b in out if hasattr(b, "rows"))
+    answers = {r[0]: r for r in table.rows}
+    notes = {q: next((n for n in out if getattr(n, "text", "").startswith(q)), None)
+             for q in answers}
+    warnings = [n.text for n in out if getattr(n, "kind", "") == "warning"
+                and not any(n.text.startswith(q) for q in answers)]
+    return answers, notes, warnings
+
+
+def test_degenerate_structure_answers_not_testable_with_reasons():
+    """The bundled default's failure: one top-level section per document, routing keeps 5 of
+    5 sections, no level 3, induced structure 11% like gold; A4 = A3 exactly."""
+    rows = [_row("A2", "A0", 0.004, -0.01, 0.02, 0.6, "inconclusive"),
+            _row("A3", "P", 0.0, -0.003, 0.003, 1.0, "equivalent"),
+            _row("A3", "A1", 0.01, -0.01, 0.03, 0.4, "inconclusive"),
+            _row("A4", "A3", 0.0, 0.0, 0.0, 1.0, "equivalent")]
+    ranking = pl.DataFrame({"cond_a": ["A3"], "cond_b": ["A4"], "n_queries": [33],
+                            "identical": [33], "identical_share": [1.0]})
+    answers, notes, _ = _verdict(rows, quality=_quality(0.11, 1.0, 2), checks=DEGENERATE,
+                                 ranking=ranking)
+    for q in ("Is two-stage routing safe?", "Do real heading paths help beyond token injection?",
+              "Is LLM contextualisation worth its tokens?"):
+        assert answers[q][1] == "not testable here"
+        text = notes[q].text
+        assert "Answer: not testable here: " in text and notes[q].kind == "warning"
+        said = text.removeprefix(q).split("Made with")[0]
+        assert not any(w in said for w in FORBIDDEN), said
+    routing = notes["Is two-stage routing safe?"].text
+    assert "stage 1 keeps 5 of the corpus's 5 top-level sections" in routing
+    assert "by construction" in routing and "identical rankings for 33 of 33" in routing
+    assert "routing picks documents, not sections" in routing
+    assert "matches gold for only 11% of the structural chunk spans" in routing
+    placebo = notes["Do real heading paths help beyond token injection?"].text
+    assert "too few distinct paths to shuffle; 9 of 12 unique" in placebo
+    # no G2 − A0 in the grid: the paper's contrast answers, flagged
+    assert answers["Does cutting at structure help here?"][1:3] == ["not testable here",
+                                                                  "A2 − A0"]
+
+
+def test_fallback_to_gold_is_labelled_with_the_reason():
+    rows = [_row("A2", "A0", 0.004, -0.01, 0.02, 0.6, "inconclusive"),
+            _row("G2", "A0", 0.03, 0.02, 0.04, 0.001, "different")]
+    answers, notes, _ = _verdict(rows, quality=_quality(0.11), checks=HEALTHY)
+    row = answers["Does cutting at structure help here?"]
+    assert row[1:3] == ["yes", "G2 − A0"]
+    text = notes["Does cutting at structure help here?"].text
+    assert "uses G2 − A0 instead of the paper's contrast A2 − A0, because A2 − A0 is not " \
+           "testable here: the induced structure matches gold for only 11%" in text
+    # with a good inducer the paper's contrast answers and no fallback is mentioned
+    answers, notes, _ = _verdict(rows, quality=_quality(0.8), checks=HEALTHY)
+    assert answers["Does cutting at structure help here?"][1:3] == ["too small to tell "
+                                                                  "(resolves ±0.012)",
+                                                                  "A2 − A0"]
+    assert "instead of" not in notes["Does cutting at structure help here?"].text
+    # the paper's contrast did not run at all
+    answers, notes, _ = _verdict(rows[1:], quality=_quality(0.8), checks=HEALTHY)
+    assert "because A2 − A0 did not run" in notes["Does cutting at structure help here?"].text
+
+
+def test_healthy_structure_gives_resolving_power_instead_of_inconclusive():
+    rows = [_row("A2", "A0", 0.004, -0.01, 0.02, 0.6, "inconclusive", mde80=0.0213,
+                 n_q=951, n_d=184),
+            _row("A3", "P", 0.005, 0.003, 0.007, 0.004, "equivalent"),
+            _row("A4", "A3", -0.033, -0.045, -0.02, 0.0004, "different"),
+            _row("A3", "A1", 0.001, -0.004, 0.006, 0.7, "equivalent")]
+    answers, notes, warnings = _verdict(rows, quality=_quality(0.8), checks=HEALTHY)
+    assert warnings == []  # 400+ questions over 60+ documents: no small-sample warning
+    cut = notes["Does cutting at structure help here?"].text
+    assert answers["Does cutting at structure help here?"][1] == (
+        "too small to tell (resolves ±0.021)")
+    assert "too small to tell: this corpus resolves effects of ±0.0213 or larger" in cut
+    assert "inconclusive" not in cut.split("equivalence test")[0]
+    # (0.0213 / 0.033)^2 * 184 = 76.7 -> 77 documents, * 951 / 184 -> 398 questions;
+    # (0.0213 / 0.010)^2 * 184 = 834.8 -> 835 documents -> 4,315.7 -> 4,316 questions;
+    # dz: 1.5 * (2.8016 / 0.17)^2 = 407.4 -> 408 questions (78.9 -> 79 documents),
+    #     1.5 * (2.8016 / 0.06)^2 = 3,270.4 -> 3,271 questions (632.9 -> 633 documents)
+    assert "about 398–4,316 questions over 77–835 documents" in cut
+    assert "(dz 0.06–0.17: 408–3,271 questions over 79–633 documents)" in cut
+    assert "1/√documents at the observed 5.2 questions per document" in cut
+    assert answers["Do real heading paths help beyond token injection?"][1] == "yes"
+    assert "significant but inside the equivalence margin" in notes[
+        "Do real heading paths help beyond token injection?"].text
+    assert answers["Is two-stage routing safe?"][1] == "no, it hurts"
+    assert answers["Is LLM contextualisation worth its tokens?"][1] == (
+        "no measurable difference")
+
+
+def test_few_questions_and_documents_are_warned_and_mixedlm_disagreement_shown():
+    """The unseen 19-question corpus: Holm p 0.022 but MixedLM p 0.32."""
+    rows = [_row("A2", "A0", 0.05, 0.01, 0.09, 0.022, "different", n_q=19, n_d=4,
+                 mde80=0.04, p=0.011, p_mq=0.32)]
+    answers, notes, warnings = _verdict(rows)
+    assert answers["Does cutting at structure help here?"][1] == "yes; MixedLM disagrees"
+    text = notes["Does cutting at structure help here?"].text
+    assert "Bootstrap and MixedLM disagree" in text and "p = 0.32" in text
+    assert any(w.startswith("Only 4 documents (fewer than 30)") for w in warnings)
+    assert any(w.startswith("Only 19 questions (fewer than 272)") for w in warnings)
+    assert mixedlm_disagreement(_row("A2", "A0", 0.05, 0.01, 0.09, 0.02, "different",
+                                     p=0.01, p_mq=0.03)) is None
+
+
+def test_answers_name_the_models_behind_them():
+    prov = {"embedder": "embedder minilm (pkg:m)", "reranker": "no reranker",
+            "induced": "structure induced by the LLM inducer (qwen, replayed from a recording)",
+            "gold": "gold structure (the documents' own headings)",
+            "contexts": "A1 contexts by smollm2"}
+    rows = [_row("G2", "A0", 0.03, 0.02, 0.04, 0.001, "different"),
+            _row("A3", "A1", 0.001, -0.004, 0.006, 0.7, "equivalent")]
+    _, notes, _ = _verdict(rows, provenance=prov)
+    cut = notes["Does cutting at structure help here?"].text
+    assert "Made with: embedder minilm (pkg:m); no reranker; gold structure" in cut
+    assert "qwen" not in cut and "smollm2" not in cut
+    ctx = notes["Is LLM contextualisation worth its tokens?"].text
+    assert "qwen, replayed from a recording" in ctx and "A1 contexts by smollm2" in ctx
+
+
+def test_unchanged_scores_make_a_comparison_untestable():
+    """Top-10 identical but the tails differ (Wikipedia sample, A4 vs A3): rankings are not
+    identical, yet every per-query covNDCG@10 delta is 0."""
+    row = {**_row("A4", "A3", 0.0, 0.0, 0.0, 1.0, "different", n_q=33, n_d=5),
+           "n_zero_delta": 33}
+    ranking = pl.DataFrame({"cond_a": ["A3"], "cond_b": ["A4"], "n_queries": [33],
+                            "identical": [4], "identical_share": [4 / 33]})
+    flags = comparison_flags("A4", "A3", ranking=ranking, row=row)
+    assert flags == ["A4 and A3 score the same covNDCG@10 (per-query Δ exactly 0) on 33 of 33 "
+                     "queries"]
+    assert comparison_flags("A4", "A3", ranking=ranking, row={**row, "n_zero_delta": 20}) == []
+    answers, notes, _ = _verdict([row])
+    assert answers["Is two-stage routing safe?"][1] == "not testable here"
+
+
+def test_guard_thresholds_are_settings():
+    # the Wikipedia sample: 5 of 6 sections kept is almost flat search; 5 of 7 is not
+    almost = comparison_flags("A4", "A3", checks=_checks([("A3", "A4", "routing_pool", 5, 6)]))
+    assert almost == ["stage 1 keeps 5 of the corpus's 6 top-level sections for every query "
+                      "(83%), almost every candidate of flat search: A4 ≈ A3"]
+    assert comparison_flags("A4", "A3", checks=_checks([("A3", "A4", "routing_pool", 5, 7)])) \
+        == []
+    q = _quality(0.35)
+    assert comparison_flags("A2", "A0", quality=q) != []
+    assert comparison_flags("A2", "A0", quality=q,
+                            settings=GuardSettings(min_gold_agreement=0.3)) == []
+    with pytest.raises(ValueError, match="report.guard.max_single_top_share"):
+        GuardSettings(max_single_top_share=1.5)
+    with pytest.raises(ValueError, match="unknown key"):
+        GuardSettings.from_dict({"min_gold_agrement": 0.4})
+    assert GuardSettings.from_dict({"min_gold_agreement": 0.5}).min_gold_agreement == 0.5
+    # gold with one section per document: nothing to agree with, no agreement flag
+    flat_gold = _quality(0.0).with_columns(
+        pl.when(pl.col("source") == "gold").then(1.0).otherwise(pl.col("sections_per_doc"))
+        .alias("sections_per_doc"))
+    assert comparison_flags("A2", "A0", quality=flat_gold) == []
+
+
+def test_identical_runs_have_no_effect_size():
+    row = {**_row("A4", "A3", 0.0, 0.0, 0.0, 1.0, "equivalent"), "dz": float("nan")}
+    text = _numbers(row, METRIC)
+    assert "dz = undefined (no spread)" in text and "nan" not in text
+    assert "dz = +0.25" in _numbers(_row("A2", "A0", 0.05, 0.0, 0.1, 0.2, "inconclusive"),
+                                    METRIC)
 
 
 def test_synthetic_queries_are_flagged_for_generated_funnels():
-    from structablate.report.page import CorpusData, synthetic_queries
-
-    def corpus(kind, funnel):
-        return CorpusData(name="c", kind=kind, funnel=funnel, size_matching=pl.DataFrame())
+    def corpus(kind, funnel, **kw):
+        return CorpusData(name="c", kind=kind, funnel=funnel, size_matching=pl.DataFrame(),
+                          **kw)
 
     assert synthetic_queries(corpus("wikipedia", {"n_accepted": 5}))
     assert synthetic_queries(corpus("markdown", {"funnel": [], "per_type": {}}))
     assert not synthetic_queries(corpus("markdown", {"queries": {"funnel": []}}))
     assert not synthetic_queries(corpus("qasper", {"funnel": []}))
+    assert synthetic_queries(corpus("markdown", {"documents": 3}, question_funnel={}))
+    assert not synthetic_queries(corpus("wikipedia", {}, questions_generated=False))
 
 
-def test_identical_runs_have_no_effect_size():
-    from structablate.report.verdict import _numbers
+def test_dropped_inputs_and_bm25_headline():
+    byo = {"skipped": [{"where": "a.md", "reason": "not UTF-8"},
+                       {"where": "b.html", "reason": "no body text"}],
+           "queries": {"dropped_unknown_document": 2, "dropped_no_evidence": 1,
+                       "dropped_unmapped": 0, "kept": 16}}
+    lines = blocks.dropped_inputs(byo)
+    assert lines[0] == "2 input file(s) skipped: a.md (not UTF-8); b.html (no body text)."
+    assert lines[1] == "Questions dropped: 2 unknown document, 1 no evidence (kept 16)."
+    qasper = {"dropped_unanswerable": 1, "dropped_numeric_only": 0, "kept": 44}
+    assert blocks.dropped_inputs(qasper) == ["Questions dropped: 1 unanswerable (kept 44)."]
+    wiki = {"reject_counts": {"min_words": 2}, "source": {"skipped": {
+        "non_article_namespace": 3, "without_required_template": 0}}}
+    funnel = {"statuses": {"final": 33, "query_leak": 90, "survivor": 0, "no_query": 10},
+              "leak_reasons": {"query_leak:rouge": 90}}
+    lines = blocks.dropped_inputs(wiki, funnel)
+    assert "Export pages skipped: 3 non article namespace." in lines
+    assert "Candidate documents rejected: 2 min words." in lines
+    assert ("Generated questions dropped: 10 no usable question generated, 90 question leaked "
+            "its evidence (kept 33).") in lines
+    assert blocks.dropped_inputs({"kept": 44}) == []
+    s = blocks.bm25_sentence({"gold_top1_within_document": 0.197,
+                              "gold_top1_corpus_wide": 0.042, "chunkset": "G2"}, "qasper")
+    assert s.index("19.7 % within the question's own document (comparable to the paper's "
+                   "22.7 % on QASPER)") < s.index("4.2 % over the whole corpus")
+    assert blocks.bm25_sentence(None) == ""
 
-    row = {**_row("A4", "A3", 0.0, 0.0, 0.0, 1.0, "equivalent"), "dz": float("nan")}
-    text = _numbers(row, "covNDCG@10")
-    assert "dz = undefined (no spread)" in text and "nan" not in text
-    assert "dz = +0.25" in _numbers(_row("A2", "A0", 0.05, 0.0, 0.1, 0.2, "inconclusive"),
-                                    "covNDCG@10")
+
+def test_page_verdict_section_shows_guard_table_bm25_and_left_out():
+    contrasts = pl.DataFrame([_row("A4", "A3", 0.0, 0.0, 0.0, 1.0, "equivalent", n_q=33,
+                                   n_d=5)])
+    summary = pl.DataFrame({"condition": ["A3", "A4"], "measure": [METRIC, METRIC],
+                            "mean": [0.3, 0.3], "n_queries": [33, 33], "n_docs": [5, 5]})
+    cell = CellData(("c", "e", "none"), summary, contrasts, pl.DataFrame(
+        {"condition": [], "measure": [], "mean": [], "ci_low": [], "ci_high": [],
+         "n_queries": [], "n_docs": []}), pl.DataFrame({"condition": [],
+                                                         "section_recall": []}),
+        pl.DataFrame({"metric": [METRIC], "slope": [0.0], "ci_low": [0.0], "ci_high": [0.0],
+                      "p": [1.0]}))
+    corpus = CorpusData("c", "wikipedia", {"n_candidates": 6, "n_examined": 6,
+                                           "n_accepted": 5, "reject_counts": {"min_depth": 1}},
+                        pl.DataFrame(), structure_quality=_quality(0.11, 1.0, 2),
+                        comparison_checks=DEGENERATE,
+                        bm25={"gold_top1_within_document": 0.5, "gold_top1_corpus_wide": 0.1},
+                        question_funnel={"statuses": {"final": 33, "query_leak": 4}})
+    llm = {"stages": {"structure induction": {"backend": "llamacpp", "model": "qwen",
+                                              "mode": "replay"},
+                      "queries (other)": {"backend": "llamacpp", "model": "q", "mode": "replay"},
+                      "queries (c)": {"backend": "llamacpp", "model": "q", "mode": "replay"}}}
+    intro, sections = build_page(
+        [cell], [corpus], embedders={"e": {"model": "pkg:m"}}, rerankers={"none": {}},
+        conditions=["A3", "A4"], measures=[METRIC],
+        primary={"metric": METRIC, "embedder": "e", "reranker": "none"}, llm=llm)
+    verdict = next(s for s in sections if s.key == "verdict-c")
+    keys = [getattr(b, "key", None) for b in verdict.blocks]
+    assert "structure-quality-c" in keys and "verdict-c" in keys
+    md = page_markdown("t", [verdict])
+    assert "SYNTHETIC" in md and "structure induction: LLM outputs were REPLAYED" in md
+    # another corpus's question generation is not this corpus's concern
+    assert "queries (c): LLM outputs were REPLAYED" in md and "queries (other)" not in md
+    provenance = page_markdown("t", [s for s in sections if s.key == "provenance"])
+    assert "queries (other): LLM outputs were REPLAYED" in provenance
+    assert "Is two-stage routing safe? Answer: not testable here" in md
+    assert "50.0 % within the question's own document (comparable to the paper's 36.3 % on " \
+           "Wikipedia-FA); 10.0 % over the whole corpus" in md
+    assert "Left out of this corpus: Candidate documents rejected: 1 min depth." in md
+    assert "Generated questions dropped: 4 question leaked its evidence (kept 33)." in md
+    assert "| induced:llm | 5 | 12.0 | 1.0 | 100.0 % | 2 |" in md
+    # the cell section flags the contrast under its table, too
+    cell_md = page_markdown("t", [s for s in sections if s.key == "cell-c-e-none"])
+    assert "A4-A3 (A4 − A3) is not testable here: stage 1 keeps 5 of" in cell_md
+    # and says the depth ladder has a rung twice (only that: gold agreement is another matter)
+    ladder = next(line for line in cell_md.split("\n\n") if "depth ladder" in line)
+    assert "rungs A3-d2 and A3 do not differ here: 100% of the chunks embed the same text " \
+           "under A3-d2 and A3: the induced structure is at most 2 levels deep" in ladder
+    assert "gold" not in ladder and "A3-d1 and A3-d2" not in cell_md

@@ -6,23 +6,13 @@ from collections.abc import Mapping
 
 import polars as pl
 
-ID_COLUMNS = ("qid", "doc_id", "qtype")
+from structablate.stats.means import condition_means
 
 
 def summarize_cell(scores: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
-    """Long table: condition, measure, mean, n_queries, n_docs (conditions in given order)."""
-    rows: dict[str, list] = {k: [] for k in ("condition", "measure", "mean", "n_queries",
-                                             "n_docs")}
-    for cond, df in scores.items():
-        for m in [c for c in df.columns if c not in ID_COLUMNS]:
-            rows["condition"].append(cond)
-            rows["measure"].append(m)
-            rows["mean"].append(float(df[m].mean()) if df.height else float("nan"))
-            rows["n_queries"].append(df.height)
-            rows["n_docs"].append(df["doc_id"].n_unique())
-    return pl.DataFrame(rows, schema={"condition": pl.String, "measure": pl.String,
-                                      "mean": pl.Float64, "n_queries": pl.Int64,
-                                      "n_docs": pl.Int64})
+    """Long table: condition, measure, mean, n_queries, n_docs (conditions in given order);
+    :func:`structablate.stats.means.condition_means`."""
+    return condition_means(scores)
 
 
 def summary_markdown(

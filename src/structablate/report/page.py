@@ -14,21 +14,28 @@ from pathlib import Path
 import polars as pl
 
 from structablate.conditions import condition as get_condition
+from structablate.stats.power import resolving_power
 
 from . import render
-from .provenance import cell_flags, provenance_blocks
-from .render import Figure, Note, Section
-from .tables import (
+from .blocks import (
+    bm25_sentence,
     cell_label,
-    condition_ci_table,
-    condition_means_table,
-    contrast_table,
-    cross_cell_means_table,
-    funnel_table,
-    section_recall_table,
-    size_matching_table,
+    condition_cis_block,
+    condition_means_block,
+    contrasts_block,
+    cross_cell_means_block,
+    dropped_inputs,
+    funnel_block,
+    guard_notes,
+    resolving_power_block,
+    section_recall_block,
+    size_matching_block,
+    structure_quality_block,
     two_stage_conditions,
 )
+from .guard import GuardSettings, comparison_flags
+from .provenance import answer_provenance, cell_flags, llm_status, provenance_blocks
+from .render import FigureBlock, Note, PageSection
 from .verdict import verdict_blocks
 
 TITLE = "structablate report"
@@ -44,10 +51,20 @@ class CellData:
     dose: pl.DataFrame
     observed_trained: bool | None = None
     figures: dict[str, str] = field(default_factory=dict)  # name -> path relative to page
+    # how often two conditions returned identical rankings (stats.ranking_identity)
+    ranking_identity: pl.DataFrame | None = None
 
 
 @dataclass
 class CorpusData:
+    """One corpus's report inputs. ``funnel`` is the corpus build report (QASPER / user-corpus
+    ``funnel.json``, Wikipedia ``corpus_report.json``); ``question_funnel`` the
+    query-generation funnel where questions were generated; ``questions_generated`` says so
+    explicitly (None: inferred, :func:`synthetic_queries`); ``structure_quality`` and
+    ``comparison_checks`` come from :func:`structablate.structure.quality.
+    corpus_structure_report`; ``bm25`` is the BM25 report (:func:`structablate.bm25.
+    bm25_report`)."""
+
     name: str
     kind: str
     funnel: Mapping | None
@@ -55,13 +72,20 @@ class CorpusData:
     figures: dict[str, str] = field(default_factory=dict)
     a1_prefix_tokens: float | None = None  # mean context length of A1 (tokens), if it ran
     a1_llm_calls: int | None = None
+    structure_quality: pl.DataFrame | None = None
+    comparison_checks: pl.DataFrame | None = None
+    bm25: Mapping | None = None
+    question_funnel: Mapping | None = None
+    questions_generated: bool | None = None
 
 
 def synthetic_queries(corpus: CorpusData) -> bool:
-    """Whether a corpus's questions were generated (Wikipedia, or a user corpus without its own
-    questions, whose funnel is the query-generation funnel)."""
-    return corpus.kind == "wikipedia" or (isinstance(corpus.funnel, Mapping)
-                                           and "per_type" in corpus.funnel)
+    """Whether a corpus's questions were generated: ``questions_generated`` when given, else
+    inferred (Wikipedia, a query-generation funnel, or a build report whose funnel is one)."""
+    if corpus.questions_generated is not None:
+        return corpus.questions_generated
+    return corpus.kind == "wikipedia" or corpus.question_funnel is not None or (
+        isinstance(corpus.funnel, Mapping) and "per_type" in corpus.funnel)
 
 
 def primary_metric(primary: Mapping, measures: Sequence[str]) -> str:
@@ -82,8 +106,10 @@ def build_page(
     llm: Mapping | None = None,
     size_match_structure: str = "induced",
     inducer: str = "llm",
-) -> tuple[list, list[Section]]:
-    """(intro blocks, sections) of the summary page."""
+    guard: GuardSettings | None = None,
+) -> tuple[list, list[PageSection]]:
+    """(intro blocks, sections) of the summary page. ``guard``: the structure-quality guard's
+    thresholds (default :class:`GuardSettings`)."""
     metric = primary_metric(primary, measures)
     observed = {c.cell: c.observed_trained for c in cells}
     intro = [Note("Per-query results of the structure ablation, the pre-registered contrasts "
@@ -96,18 +122,12 @@ def build_page(
         want = (corpus.name, primary.get("embedder"), primary.get("reranker", "none"))
         chosen = next((c for c in mine if c.cell == want), mine[0] if mine else None)
         if chosen is not None:
-            blocks = verdict_blocks(
-                corpus.name, chosen.cell, chosen.contrasts, chosen.summary,
-                chosen.section_recall, metric, a1_prefix_tokens=corpus.a1_prefix_tokens,
-                a1_llm_calls=corpus.a1_llm_calls)
-            if synthetic_queries(corpus):
-                blocks.insert(0, Note(
-                    f"The questions of {corpus.name} are SYNTHETIC: an LLM wrote them from "
-                    "evidence spans the pipeline chose, behind a lexical-leakage filter "
-                    "(docs/queries.md). They are not questions your users asked.", "warning"))
-            sections.append(Section(f"Verdict: {corpus.name}", blocks,
-                                    key=f"verdict-{corpus.name}"))
-    sections += [Section("Run provenance: models and flags", provenance_blocks(
+            sections.append(PageSection(
+                f"Verdict: {corpus.name}",
+                _verdict_section(corpus, chosen, metric, guard, embedders, rerankers, llm,
+                                 conditions, inducer),
+                key=f"verdict-{corpus.name}"))
+    sections += [PageSection("Run provenance: models and flags", provenance_blocks(
         embedders, rerankers, [c.cell for c in cells], observed, llm, conditions,
         size_match_structure, primary, inducer), key="provenance")]
 
@@ -116,7 +136,7 @@ def build_page(
     t1: list = []
     if allc:
         df = pl.concat(allc, how="diagonal_relaxed")
-        t1.append(contrast_table(df, [metric], key="table-1", with_cell=True,
+        t1.append(contrasts_block(df, [metric], key="table-1", with_cell=True,
                                  title=f"Contrasts, {metric}, every cell"))
         pre = df.filter(pl.col("family") == "pre-registered") if "family" in df.columns else df
         if not pre.height:
@@ -125,75 +145,137 @@ def build_page(
                            "not-run"))
     else:
         t1.append(Note("no contrast has both of its conditions in the grid.", "not-run"))
-    sections.append(Section("Table 1: contrasts", t1, key="table-1-contrasts"))
+    sections.append(PageSection("Table 1: contrasts", t1, key="table-1-contrasts"))
 
-    sections.append(Section("Table 2: per-condition means", [cross_cell_means_table(
+    sections.append(PageSection("Table 2: per-condition means", [cross_cell_means_block(
         {c.cell: c.summary for c in cells}, metric, conditions,
         title=f"Per-condition {metric}, every cell")], key="table-2-means"))
 
     for corpus in corpora:
         blocks: list = []
         if "forest" in corpus.figures:
-            blocks.append(Figure(f"forest-{corpus.name}", corpus.figures["forest"],
+            blocks.append(FigureBlock(f"forest-{corpus.name}", corpus.figures["forest"],
                                  f"Forest plot of the contrasts of {corpus.name} ({metric}), "
                                  "95% clustered-bootstrap CIs, all cells."))
         if corpus.funnel is not None:
             if "funnel" in corpus.figures:
-                blocks.append(Figure(f"funnel-{corpus.name}", corpus.figures["funnel"],
+                blocks.append(FigureBlock(f"funnel-{corpus.name}", corpus.figures["funnel"],
                                      f"Corpus funnel of {corpus.name}."))
-            blocks.append(funnel_table(corpus.funnel, key=f"funnel-{corpus.name}-table",
+            blocks.append(funnel_block(corpus.funnel, key=f"funnel-{corpus.name}-table",
                                        title=f"Corpus funnel, {corpus.name}"))
-        blocks.append(size_matching_table(corpus.size_matching, size_match_structure,
+        blocks.append(size_matching_block(corpus.size_matching, size_match_structure,
                                           key=f"size-matching-{corpus.name}",
                                           title=f"Size matching and truncation, {corpus.name}"))
         if not any(get_condition(c).structure == "induced" for c in conditions):
             blocks.append(Note("structure induction report: no condition of this run uses "
                                "induced structure.", "not-run"))
-        sections.append(Section(f"Corpus {corpus.name}", blocks, key=f"corpus-{corpus.name}"))
+        sections.append(PageSection(f"Corpus {corpus.name}", blocks, key=f"corpus-{corpus.name}"))
 
     two_stage = two_stage_conditions(conditions)
     for c in cells:
         label = cell_label(*c.cell)
         k = "-".join(c.cell)
         blocks = [Note(f, "warning") for f in cell_flags(c.cell, rerankers, c.observed_trained)]
-        blocks.append(contrast_table(c.contrasts, measures, key=f"contrasts-{k}",
-                                     title=f"Contrasts, {label}"))
-        blocks.append(condition_means_table(c.summary, conditions, key=f"means-{k}",
+        blocks.append(contrasts_block(c.contrasts, measures, key=f"contrasts-{k}",
+                                      title=f"Contrasts, {label}"))
+        corpus = next((x for x in corpora if x.name == c.cell[0]), None)
+        blocks += guard_notes(c.contrasts, _flagger(corpus, c, guard), metric)
+        if c.contrasts.height and "mde80" in c.contrasts.columns:
+            blocks.append(resolving_power_block(
+                resolving_power(c.contrasts.filter(pl.col("metric") == metric)),
+                key=f"power-{k}", title=f"Resolving power, {metric}, {label}"))
+        blocks.append(condition_means_block(c.summary, conditions, key=f"means-{k}",
                                             title=f"Per-condition means, {label}"))
-        blocks.append(condition_ci_table(c.cis, metric, key=f"cis-{k}",
+        blocks.append(condition_cis_block(c.cis, metric, key=f"cis-{k}",
                                          title=f"{metric} per condition, 95% clustered-bootstrap "
                                                f"CI, {label}"))
         if "bars" in c.figures:
-            blocks.append(Figure(f"bars-{k}", c.figures["bars"],
+            blocks.append(FigureBlock(f"bars-{k}", c.figures["bars"],
                                  f"Per-condition means with 95% document-clustered bootstrap "
                                  f"CIs, {label}."))
         if not c.dose.height:
             blocks.append(Note("breadcrumb-depth dose-response: needs A2, A3-d1, A3-d2 and A3 "
                                "(induced structure), which are not in this run.", "not-run"))
         if "dose" in c.figures:
-            blocks.append(Figure(f"dose-{k}", c.figures["dose"],
+            blocks.append(FigureBlock(f"dose-{k}", c.figures["dose"],
                                  f"Breadcrumb-depth dose-response, {label}."))
+        if c.dose.height:
+            for a, b in (("A3-d1", "A3-d2"), ("A3-d2", "A3")):
+                reasons = comparison_flags(
+                    a, b, quality=corpus.structure_quality if corpus else None,
+                    checks=corpus.comparison_checks if corpus else None,
+                    ranking=c.ranking_identity, settings=guard, gold_agreement=False)
+                if reasons:
+                    blocks.append(Note(f"The depth ladder's rungs {a} and {b} do not differ "
+                                       "here: " + "; ".join(reasons) + ". The slope counts "
+                                       "them as two depths.", "warning"))
         if two_stage and c.section_recall.height:
-            blocks.append(section_recall_table(c.section_recall, key=f"section-recall-{k}",
+            blocks.append(section_recall_block(c.section_recall, key=f"section-recall-{k}",
                                                title=f"Stage-1 section recall, {label}"))
         else:
             blocks.append(Note("stage-1 section recall: no two-stage condition (A4, G4) in "
                                "this run.", "not-run"))
         if "section_recall" in c.figures:
-            blocks.append(Figure(f"section-recall-{k}", c.figures["section_recall"],
+            blocks.append(FigureBlock(f"section-recall-{k}", c.figures["section_recall"],
                                  f"Stage-1 section recall, {label}."))
-        sections.append(Section(f"Cell {label}", blocks, key=f"cell-{k}"))
+        sections.append(PageSection(f"Cell {label}", blocks, key=f"cell-{k}"))
     return intro, sections
 
 
-def overview_html(intro: list, sections: list[Section]) -> str:
+def _flagger(corpus: CorpusData | None, cell: CellData, guard: GuardSettings | None):
+    def flags_of(pair, row=None):
+        return comparison_flags(
+            *pair, quality=corpus.structure_quality if corpus else None,
+            checks=corpus.comparison_checks if corpus else None,
+            ranking=cell.ranking_identity, settings=guard, row=row)
+    return flags_of
+
+
+def _verdict_section(corpus: CorpusData, chosen: CellData, metric: str,
+                     guard: GuardSettings | None, embedders, rerankers, llm, conditions,
+                     inducer) -> list:
+    """The verdict of one corpus: flags, answers, the guard table, BM25, what was left out."""
+    blocks: list = []
+    if synthetic_queries(corpus):
+        blocks.append(Note(
+            f"The questions of {corpus.name} are SYNTHETIC: an LLM wrote them from "
+            "evidence spans the pipeline chose, behind a lexical-leakage filter "
+            "(docs/queries.md). They are not questions your users asked.", "warning"))
+    _, replay = llm_status(llm, conditions, inducer)
+    # another corpus's question generation does not concern this corpus
+    blocks += [Note(f, "warning") for f in replay
+               if not f.startswith("queries (") or f.startswith(f"queries ({corpus.name})")]
+    blocks += verdict_blocks(
+        corpus.name, chosen.cell, chosen.contrasts, chosen.summary, chosen.section_recall,
+        metric, a1_prefix_tokens=corpus.a1_prefix_tokens, a1_llm_calls=corpus.a1_llm_calls,
+        quality=corpus.structure_quality, checks=corpus.comparison_checks,
+        ranking=chosen.ranking_identity, guard=guard,
+        provenance=answer_provenance(chosen.cell, embedders, rerankers, llm, inducer))
+    if corpus.structure_quality is not None and corpus.structure_quality.height:
+        blocks.append(structure_quality_block(
+            corpus.structure_quality, key=f"structure-quality-{corpus.name}",
+            title=f"Structure quality, {corpus.name}"))
+    else:
+        blocks.append(Note("structure-quality guard: no structure-quality table was given for "
+                           "this corpus, so no comparison could be checked.", "not-run"))
+    bm25 = bm25_sentence(corpus.bm25, corpus.kind)
+    if bm25:
+        blocks.append(Note(bm25))
+    left_out = dropped_inputs(corpus.funnel, corpus.question_funnel)
+    blocks.append(Note("Left out of this corpus: " + " ".join(left_out) if left_out else
+                       "Nothing was left out of this corpus: no input file skipped, no question "
+                       "dropped."))
+    return blocks
+
+
+def overview_html(intro: list, sections: list[PageSection]) -> str:
     """The provenance and the two paper tables as one standalone document (for --report)."""
     keep = [s for s in sections if s.key in ("provenance", "table-1-contrasts",
                                              "table-2-means")]
     return render.page_html(TITLE + ": overview", keep, intro)
 
 
-def write_page(intro: list, sections: list[Section], markdown: str | Path,
+def write_page(intro: list, sections: list[PageSection], markdown: str | Path,
                html: str | Path) -> None:
     Path(markdown).write_text(render.page_markdown(TITLE, sections, intro), encoding="utf-8")
     Path(html).write_text(render.page_html(TITLE, sections, intro), encoding="utf-8")

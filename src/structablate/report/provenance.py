@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from structablate.conditions import condition as get_condition
 
-from .render import Note, Table
-from .tables import cell_label
+from .blocks import cell_label
+from .render import Note, TableBlock
 
 Cell = tuple[str, str, str]
 
@@ -106,7 +106,7 @@ def llm_status(llm: Mapping | None, conditions: Sequence[str], inducer: str = "l
 
 def models_table(embedders: Mapping[str, Mapping], rerankers: Mapping[str, Mapping],
                  cells: Iterable[Cell], observed: Mapping[Cell, bool | None] | None = None
-                 ) -> Table:
+                 ) -> TableBlock:
     """One row per cell: embedder model id and query instruction, reranker model and status."""
     observed = observed or {}
     rows = []
@@ -124,7 +124,7 @@ def models_table(embedders: Mapping[str, Mapping], rerankers: Mapping[str, Mappi
         rows.append([corpus, f"{emb}: {e.get('model', '?')}",
                      repr(instr) if instr else "(none)",
                      str(e.get("max_seq_length") or "model default"), rr_text, status])
-    return Table("models", "Models that ran, per cell",
+    return TableBlock("models", "Models that ran, per cell",
                  ["corpus", "embedder (model id)", "query instruction", "max_seq_length",
                   "reranker", "reranker status"], rows, align=["l"] * 6)
 
@@ -165,3 +165,39 @@ def provenance_blocks(
             f"{primary.get('embedder')}, reranker {primary.get('reranker')}. Every other cell, "
             "metric and contrast is exploratory."))
     return blocks
+
+
+def answer_provenance(
+    cell: Cell,
+    embedders: Mapping[str, Mapping],
+    rerankers: Mapping[str, Mapping],
+    llm: Mapping | None = None,
+    inducer: str = "llm",
+) -> dict[str, str]:
+    """What produced each input of a cell's answers, in words, for
+    :func:`structablate.report.verdict.made_with`: keys ``embedder``, ``reranker``, ``induced``
+    (the structure inducer, and its LLM and whether it was replayed), ``gold`` and
+    ``contexts`` (the A1 LLM). ``llm`` is as in :func:`llm_status`."""
+    _, emb, rr = cell
+    out = {"embedder": f"embedder {emb} ({embedders.get(emb, {}).get('model', '?')})",
+           "reranker": "no reranker" if rr == "none" else
+           f"reranker {rr} ({rerankers.get(rr, {}).get('model', '?')})",
+           "gold": "gold structure (the documents' own headings)"}
+    stages = (llm or {}).get("stages") if llm and "stages" in llm else None
+
+    def stage(label: str) -> str | None:
+        block = stages.get(label) if stages is not None else llm
+        if not block:
+            return None
+        _, replay = _describe_llm(block)
+        return f"{block.get('model', '?')}" + (", replayed from a recording" if replay else "")
+
+    if inducer == "llm":
+        m = stage("structure induction")
+        out["induced"] = "structure induced by the LLM inducer" + (f" ({m})" if m else "")
+    else:
+        out["induced"] = f"structure induced by the {inducer} inducer (no LLM)"
+    c = stage("A1 contexts")
+    if c:
+        out["contexts"] = f"A1 contexts by {c}"
+    return out

@@ -1,6 +1,7 @@
 """Report blocks (tables, figures, notes) and their Markdown / HTML rendering.
 
-A page is a list of :class:`Section`; each holds blocks. The same blocks render to Markdown
+A page is a list of :class:`PageSection`; each holds blocks (:class:`TableBlock`,
+:class:`FigureBlock`, :class:`Note`). The same blocks render to Markdown
 (``index.md``) and to a self-contained HTML page (``index.html``; figures are relative links),
 and a single table renders to a standalone HTML document for ``snakemake --report``.
 """
@@ -14,8 +15,8 @@ from dataclasses import dataclass, field
 
 
 @dataclass
-class Table:
-    """A table of already formatted strings. ``key`` becomes the HTML ``id``."""
+class TableBlock:
+    """A table of already formatted strings on the page. ``key`` becomes the HTML ``id``."""
 
     key: str
     title: str
@@ -31,8 +32,8 @@ class Table:
 
 
 @dataclass
-class Figure:
-    """A figure file, linked relative to the page."""
+class FigureBlock:
+    """A figure file on the page, linked relative to it."""
 
     key: str
     src: str
@@ -48,7 +49,9 @@ class Note:
 
 
 @dataclass
-class Section:
+class PageSection:
+    """A titled part of the page (``level`` 2 = a top-level heading)."""
+
     title: str
     blocks: list = field(default_factory=list)
     level: int = 2
@@ -67,7 +70,7 @@ def _md_cell(s: str) -> str:
     return str(s).replace("|", "\\|").replace("\n", " ")
 
 
-def table_markdown(t: Table) -> str:
+def table_markdown(t: TableBlock) -> str:
     lines = [f"**{t.title}**", ""] if t.title else []
     lines.append("| " + " | ".join(_md_cell(c) for c in t.columns) + " |")
     lines.append("| " + " | ".join("---:" if a == "r" else "---" for a in t.alignments()) + " |")
@@ -79,9 +82,9 @@ def table_markdown(t: Table) -> str:
 
 
 def block_markdown(b) -> str:
-    if isinstance(b, Table):
+    if isinstance(b, TableBlock):
         return table_markdown(b)
-    if isinstance(b, Figure):
+    if isinstance(b, FigureBlock):
         return f"![{b.caption}]({b.src})\n\n*{b.caption}*"
     if isinstance(b, Note):
         prefix = {"warning": "**⚠ Flag:** ", "not-run": "**Not run:** "}.get(b.kind, "")
@@ -91,7 +94,7 @@ def block_markdown(b) -> str:
     raise TypeError(f"unknown block {type(b).__name__}")
 
 
-def page_markdown(title: str, sections: Sequence[Section], intro: Sequence = ()) -> str:
+def page_markdown(title: str, sections: Sequence[PageSection], intro: Sequence = ()) -> str:
     parts = [f"# {title}"]
     parts += [block_markdown(b) for b in intro]
     for s in sections:
@@ -128,7 +131,7 @@ def _esc(s) -> str:
     return html.escape(str(s), quote=True)
 
 
-def table_html(t: Table, highlight: Sequence[int] = ()) -> str:
+def table_html(t: TableBlock, highlight: Sequence[int] = ()) -> str:
     """An HTML table; rows whose index is in ``highlight`` get class ``primary``."""
     aligns = t.alignments()
     out = [f'<table id="{_esc(t.key)}">']
@@ -149,11 +152,11 @@ def table_html(t: Table, highlight: Sequence[int] = ()) -> str:
 
 
 def block_html(b) -> str:
-    if isinstance(b, Table):
+    if isinstance(b, TableBlock):
         hl = [i for i, r in enumerate(b.rows) if r and r[-1] == "yes"] \
             if b.columns and b.columns[-1] == "primary" else []
         return table_html(b, hl)
-    if isinstance(b, Figure):
+    if isinstance(b, FigureBlock):
         return (f'<figure id="{_esc(b.key)}"><img src="{_esc(b.src)}" alt="{_esc(b.caption)}">'
                 f"<figcaption>{_esc(b.caption)}</figcaption></figure>")
     if isinstance(b, Note):
@@ -166,7 +169,7 @@ def block_html(b) -> str:
     raise TypeError(f"unknown block {type(b).__name__}")
 
 
-def page_html(title: str, sections: Sequence[Section], intro: Sequence = ()) -> str:
+def page_html(title: str, sections: Sequence[PageSection], intro: Sequence = ()) -> str:
     """A complete HTML document with a table of contents."""
     body = [f"<h1>{_esc(title)}</h1>"]
     body += [block_html(b) for b in intro]

@@ -1,24 +1,45 @@
 """The verdict page: four plain questions a practitioner asks, answered from one cell.
 
 For a corpus, the cell is the pre-registered primary one (primary embedder, primary reranker).
-Each answer names the contrast behind it with its delta, 95% clustered-bootstrap CI, Holm p and
-the equivalence test (TOST) verdict, and reads:
+Each answer names the contrast behind it with its delta, 95% clustered-bootstrap CI, Holm p,
+the smallest effect the design resolves, and the models that produced it. The answer is the
+first that applies, in this order:
 
-* **yes** / **no, it hurts** — Holm p < 0.05 and the 95% CI excludes zero, by the sign;
-* **no measurable difference** — the equivalence test puts the 90% CI inside ±margin;
-* **inconclusive** — neither: the data cannot tell at this sample size;
-* **not run** — a condition of the contrast is not in the grid.
+1. **not run** — a condition of the contrast is not in the grid;
+2. **not testable here** — the structure-quality guard (:mod:`.guard`) found that the inputs
+   cannot support the comparison (e.g. routing keeps the whole corpus); the reasons follow;
+3. **yes** / **no, it hurts** — Holm p < 0.05 and the 95% CI excludes zero, by the sign of Δ
+   (significance comes before equivalence: a small significant effect is a finding);
+4. **no measurable difference** — the equivalence test puts the 90% CI inside ±margin;
+5. **too small to tell** — neither: the corpus resolves effects of ±MDE (80% power) or larger,
+   and the answer says how many questions and documents the paper's effects would need.
+
+Each question lists its candidate contrasts, the paper's first: the first that ran and is
+testable answers; when a later one answers (e.g. G2 − A0 for "Does cutting at structure
+help?"), the note says so and why.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import polars as pl
 
-from .render import Note, Table
+from structablate.conditions import condition as get_condition
+from structablate.stats.power import (
+    MIN_DOCS,
+    MIN_QUERIES,
+    PAPER_DELTAS,
+    PAPER_DZ,
+    needed_for_delta,
+    needed_for_dz,
+    sample_warnings,
+)
+
+from .guard import GuardSettings, comparison_flags
+from .render import Note, TableBlock
 
 ALPHA = 0.05
 
@@ -27,7 +48,7 @@ ALPHA = 0.05
 class Question:
     key: str
     text: str
-    pairs: tuple[tuple[str, str], ...]  # candidate (cond_a, cond_b), first available wins
+    pairs: tuple[tuple[str, str], ...]  # candidate (cond_a, cond_b), the paper's first
     meaning: str
 
 
@@ -47,6 +68,10 @@ QUESTIONS = (
 )
 
 
+def _finite(x) -> bool:
+    return x is not None and not (isinstance(x, float) and math.isnan(x))
+
+
 def _row(contrasts: pl.DataFrame, a: str, b: str, metric: str) -> dict | None:
     if not contrasts.height:
         return None
@@ -55,31 +80,122 @@ def _row(contrasts: pl.DataFrame, a: str, b: str, metric: str) -> dict | None:
     return sub.row(0, named=True) if sub.height else None
 
 
-def answer(row: Mapping | None) -> str:
-    """One of: yes, no (it hurts), no measurable difference, inconclusive, not run."""
+def significant(row: Mapping) -> bool:
+    """Holm p < 0.05 and the 95% CI excludes zero."""
+    return (_finite(row.get("p_holm")) and row["p_holm"] < ALPHA
+            and (row["ci_low"] > 0 or row["ci_high"] < 0))
+
+
+def answer(row: Mapping | None, flags: Sequence[str] = ()) -> str:
+    """One of: not run, not testable here, yes, no, it hurts, no measurable difference,
+    too small to tell (module docstring for the order)."""
     if row is None:
         return "not run"
+    if flags:
+        return "not testable here"
+    if significant(row):
+        return "yes" if row["delta"] > 0 else "no, it hurts"
     if row.get("verdict") == "equivalent":
         return "no measurable difference"
-    significant = row["p_holm"] < ALPHA and (row["ci_low"] > 0 or row["ci_high"] < 0)
-    if significant:
-        return "yes" if row["delta"] > 0 else "no, it hurts"
-    return "inconclusive"
+    return "too small to tell"
 
 
-def _numbers(row: Mapping, metric: str) -> str:
+def mixedlm_disagreement(row: Mapping) -> str | None:
+    """A sentence when the bootstrap p and the MixedLM with a query effect fall on different
+    sides of 0.05 (both unadjusted); None otherwise or when MixedLM was not fitted."""
+    p, pm = row.get("p"), row.get("p_mixedlm_query")
+    if not (_finite(p) and _finite(pm)) or (p < ALPHA) == (pm < ALPHA):
+        return None
+    return (f"Bootstrap and MixedLM disagree: the document-clustered bootstrap gives p = "
+            f"{p:.3g} (Holm {row['p_holm']:.3g}), the MixedLM with a query effect nested in "
+            f"the document p = {pm:.3g}. The bootstrap is the primary test (paper, Appendix "
+            "D.4); read the answer as fragile.")
+
+
+def _numbers(row: Mapping, metric: str, equivalence: bool = True) -> str:
     dz = row["dz"]
     # every per-query difference equal: no spread, so no standardised effect size
     dz_text = "undefined (no spread)" if dz is None or math.isnan(dz) else f"{dz:+.2f}"
-    return (f"Δ {metric} = {row['delta']:+.4f} [95% CI {row['ci_low']:+.4f}, "
+    text = (f"Δ {metric} = {row['delta']:+.4f} [95% CI {row['ci_low']:+.4f}, "
             f"{row['ci_high']:+.4f}], Holm p = {row['p_holm']:.3g}, dz = {dz_text}, "
-            f"{row['n_queries']} queries over {row['n_docs']} documents"
-            + (f"; equivalence test: {row['verdict']}" if row.get("verdict") else ""))
+            f"{row['n_queries']} queries over {row['n_docs']} documents")
+    if _finite(row.get("mde80")):
+        text += f", resolves ±{row['mde80']:.4f} (80% power)"
+    if equivalence and row.get("verdict"):
+        margin = row.get("margin")
+        text += "; equivalence test" + (f" (±{margin:g})" if _finite(margin) else "") + \
+            f": {row['verdict']}"
+    return text
+
+
+def _range(lo: int | None, hi: int | None) -> str:
+    if lo is None or hi is None:
+        return "—"
+    lo, hi = sorted((lo, hi))
+    return f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}"
+
+
+def needed_sentence(row: Mapping) -> str:
+    """How many questions / documents like these the paper's effect sizes would need."""
+    if not _finite(row.get("mde80")):
+        return ""
+    nq, nd = row["n_queries"], row["n_docs"]
+    big = needed_for_delta(nq, nd, row["mde80"], max(PAPER_DELTAS))
+    small = needed_for_delta(nq, nd, row["mde80"], min(PAPER_DELTAS))
+    text = (f"To detect the paper's effects at 80% power (|Δ| {min(PAPER_DELTAS):.3f}–"
+            f"{max(PAPER_DELTAS):.3f}) this design needs about {_range(big[0], small[0])} "
+            f"questions over {_range(big[1], small[1])} documents")
+    deff = row.get("design_effect")
+    if _finite(deff):
+        zb = needed_for_dz(nq, nd, deff, max(PAPER_DZ))
+        zs = needed_for_dz(nq, nd, deff, min(PAPER_DZ))
+        text += (f" (dz {min(PAPER_DZ):.2f}–{max(PAPER_DZ):.2f}: {_range(zb[0], zs[0])} "
+                 f"questions over {_range(zb[1], zs[1])} documents)")
+    return text + (f", assuming the standard error shrinks as 1/√documents at the observed "
+                   f"{nq / nd:.1f} questions per document.")
 
 
 def _mean(summary: pl.DataFrame, cond: str, measure: str) -> float | None:
     sub = summary.filter((pl.col("condition") == cond) & (pl.col("measure") == measure))
     return float(sub["mean"][0]) if sub.height else None
+
+
+def made_with(pair: tuple[str, str], provenance: Mapping[str, str] | None) -> str:
+    """"Made with: …" for a pair of conditions: the embedder and reranker, and the structure
+    source or LLM each condition needs (``provenance`` keys: embedder, reranker, induced, gold,
+    contexts; missing keys are left out)."""
+    if not provenance:
+        return ""
+    parts = [provenance[k] for k in ("embedder", "reranker") if provenance.get(k)]
+    conds = [get_condition(c) for c in pair]
+    if any(c.structure == "induced" for c in conds) and provenance.get("induced"):
+        parts.append(provenance["induced"])
+    if any(c.structure == "gold" for c in conds) and provenance.get("gold"):
+        parts.append(provenance["gold"])
+    if any(c.prefix == "context" for c in conds) and provenance.get("contexts"):
+        parts.append(provenance["contexts"])
+    return "Made with: " + "; ".join(parts) + "." if parts else ""
+
+
+def _choose(q: Question, contrasts, metric, flag_of) -> tuple[tuple[str, str], dict | None,
+                                                                list[str], str]:
+    """(pair, row, flags, why-not-the-paper's) for a question."""
+    ran = [(p, _row(contrasts, *p, metric)) for p in q.pairs]
+    ran = [(p, r) for p, r in ran if r is not None]
+    if not ran:
+        return q.pairs[0], None, [], ""
+    first = q.pairs[0]
+    for p, r in ran:
+        flags = flag_of(p)
+        if not flags:
+            if p == first:
+                return p, r, [], ""
+            paper = next((x for x in ran if x[0] == first), None)
+            why = (f"{first[0]} − {first[1]} did not run" if paper is None else
+                   f"{first[0]} − {first[1]} is not testable here: " + "; ".join(flag_of(first)))
+            return p, r, [], why
+    p, r = ran[0]
+    return p, r, flag_of(p), ""
 
 
 def verdict_blocks(
@@ -92,24 +208,82 @@ def verdict_blocks(
     *,
     a1_prefix_tokens: float | None = None,
     a1_llm_calls: int | None = None,
+    quality: pl.DataFrame | None = None,
+    checks: pl.DataFrame | None = None,
+    ranking: pl.DataFrame | None = None,
+    guard: GuardSettings | None = None,
+    provenance: Mapping[str, str] | None = None,
 ) -> list:
-    """The verdict of one corpus as report blocks (a table, then one note per question)."""
+    """The verdict of one corpus as report blocks: sample-size warnings, the answers table,
+    then one note per question.
+
+    ``quality`` / ``checks``: the corpus's structure-quality table and comparison checks
+    (:func:`structablate.structure.quality.corpus_structure_report`); ``ranking``: the cell's
+    ranking identity (:func:`structablate.stats.ranking_identity`); ``guard``: thresholds;
+    ``provenance``: what produced each input (:func:`made_with`). Without the guard inputs no
+    comparison is flagged.
+    """
+    def flag_of(pair):
+        return comparison_flags(*pair, quality=quality, checks=checks, ranking=ranking,
+                                settings=guard, row=_row(contrasts, *pair, metric))
+
+    blocks: list = []
+    sized = contrasts.filter(pl.col("metric") == metric) if contrasts.height else contrasts
+    if sized.height:
+        nq, nd = int(sized["n_queries"].max()), int(sized["n_docs"].max())
+        few = sample_warnings(nq, nd)
+        if "documents" in few:
+            blocks.append(Note(
+                f"Only {nd} documents (fewer than {MIN_DOCS}): the document-clustered bootstrap "
+                "resamples too few independent units for its 95% intervals to keep their "
+                "coverage, so the p-values and CIs below are optimistic.", "warning"))
+        if "queries" in few:
+            blocks.append(Note(
+                f"Only {nq} questions (fewer than {MIN_QUERIES}): even independent questions "
+                f"this few cannot detect the paper's largest standardised effect (dz "
+                f"{max(PAPER_DZ):.2f}) with 80% power, so 'too small to tell' is the expected "
+                "answer to most questions here.", "warning"))
     rows, notes = [], []
     for q in QUESTIONS:
-        pair = next((p for p in q.pairs if _row(contrasts, *p, metric) is not None), q.pairs[0])
-        row = _row(contrasts, *pair, metric)
-        verdict = answer(row)
+        pair, row, flags, why = _choose(q, contrasts, metric, flag_of)
+        verdict = answer(row, flags)
+        disagree = mixedlm_disagreement(row) if row is not None else None
         label = f"{pair[0]} − {pair[1]}"
-        rows.append([q.text, verdict, label,
+        cell_answer = verdict
+        if verdict == "too small to tell" and _finite(row.get("mde80")):
+            cell_answer += f" (resolves ±{row['mde80']:.3f})"
+        if disagree and verdict not in ("not run", "not testable here"):
+            cell_answer += "; MixedLM disagrees"
+        rows.append([q.text, cell_answer, label,
                      "—" if row is None else f"{row['delta']:+.4f}",
                      "—" if row is None else f"[{row['ci_low']:+.4f}, {row['ci_high']:+.4f}]",
-                     "—" if row is None else f"{row['p_holm']:.3g}"])
+                     "—" if row is None else f"{row['p_holm']:.3g}",
+                     "—" if row is None or not _finite(row.get("mde80"))
+                     else f"±{row['mde80']:.4f}"])
         if row is None:
-            notes.append(Note(f"{q.text} Not run: the grid lacks {pair[0]} or {pair[1]}, "
-                              f"needed to compare {q.meaning}.", "not-run"))
+            notes.append(Note(f"{q.text} Not run: the grid lacks "
+                              + " or ".join(f"{a} − {b}" for a, b in q.pairs)
+                              + f", needed to compare {q.meaning}.", "not-run"))
             continue
-        text = f"{q.text} Answer: {verdict}. {q.meaning[0].upper()}{q.meaning[1:]}: " \
-               f"{_numbers(row, metric)}."
+        meaning = f"{q.meaning[0].upper()}{q.meaning[1:]}"
+        if verdict == "not testable here":
+            text = (f"{q.text} Answer: not testable here: {'; '.join(flags)}. {meaning} "
+                    f"({label}) measured {_numbers(row, metric, equivalence=False)}, but these "
+                    "numbers cannot answer the question.")
+        elif verdict == "too small to tell":
+            text = (f"{q.text} Answer: too small to tell: this corpus resolves effects of "
+                    + (f"±{row['mde80']:.4f} or larger. " if _finite(row.get("mde80"))
+                       else "an unknown size (no standard error recorded). ")
+                    + f"{meaning} ({label}): {_numbers(row, metric)}. {needed_sentence(row)}")
+        else:
+            text = f"{q.text} Answer: {verdict}. {meaning} ({label}): {_numbers(row, metric)}."
+            if verdict in ("yes", "no, it hurts") and row.get("verdict") == "equivalent":
+                text += " The effect is significant but inside the equivalence margin."
+        if why:
+            text += (f" This answer uses {label} instead of the paper's contrast "
+                     f"{q.pairs[0][0]} − {q.pairs[0][1]}, because {why}.")
+        if disagree:
+            text += " " + disagree
         if q.key == "contexts":
             extra = []
             for budget in ("TokCov@512", "TokCov@2048"):
@@ -128,11 +302,19 @@ def verdict_blocks(
             if sr.height:
                 text += (f" Stage 1 kept a gold-bearing section for "
                          f"{float(sr['section_recall'][0]):.0%} of the queries.")
-        notes.append(Note(text, "warning" if verdict == "no, it hurts" else "info"))
+        mw = made_with(pair, provenance)
+        if mw:
+            text += " " + mw
+        kind = "warning" if verdict in ("no, it hurts", "not testable here") or disagree \
+            else "info"
+        notes.append(Note(text, kind))
     label = " / ".join(cell)
-    table = Table(f"verdict-{corpus}", f"Verdict for {corpus} ({label}, {metric})",
-                  ["question", "answer", "contrast", "delta", "95% CI", "Holm p"], rows,
-                  note="Plain-words answers from the primary cell; every number is in the "
-                       "contrast tables below. 'inconclusive' means the data cannot tell.",
-                  align=["l", "l", "l", "r", "r", "r"])
-    return [table, *notes]
+    blocks.append(TableBlock(
+        f"verdict-{corpus}", f"Verdict for {corpus} ({label}, {metric})",
+        ["question", "answer", "contrast", "delta", "95% CI", "Holm p", "resolves (80%)"], rows,
+        note="Plain-words answers from the primary cell; every number is in the contrast "
+             "tables below. Significance is read before equivalence; 'too small to tell' gives "
+             "the smallest effect this corpus resolves; 'not testable here' means the inputs "
+             "cannot support the comparison (structure-quality guard).",
+        align=["l", "l", "l", "r", "r", "r", "r"]))
+    return [*blocks, *notes]

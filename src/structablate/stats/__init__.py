@@ -1,17 +1,27 @@
-"""Statistics of the study (paper, §5.2 and Appendix D).
+"""Statistics of the study (paper, §5.2 and Appendix D). The report formats these tables; it
+computes none of its own.
 
 * :func:`contrast_table` — paired per-query deltas of the pre-registered contrasts per cell and
-  metric: document-clustered bootstrap CI and p, Holm within the cell's family, Cohen's dz,
-  MixedLM p-values (document intercept; document + nested query), primary flag; optional
-  equivalence (TOST) columns and per-``qtype`` cuts (``by=["qtype"]``).
+  metric: document-clustered bootstrap CI, p and standard error, Holm within the cell's family,
+  Cohen's dz, the minimum detectable effect at 80% power, MixedLM p-values (document
+  intercept; document + nested query), primary flag; optional equivalence (TOST) columns and
+  per-``qtype`` cuts (``by=["qtype"]``).
 * :func:`equivalence_table` — bootstrap TOST verdicts per contrast.
 * :func:`dose_response` — exploratory breadcrumb-depth slope with a clustered bootstrap.
+* :func:`condition_means`, :func:`condition_mean_cis`, :func:`section_recall_cis` — per-condition
+  means, their clustered-bootstrap CIs, stage-1 section recall (:mod:`.means`).
+* :func:`resolving_power` and the helpers of :mod:`.power` — minimum detectable effects and the
+  sample needed for the paper's effect sizes.
+* :func:`size_matching` — realized chunk sizes and truncation per chunkset.
+* :func:`ranking_identity` — how often two conditions return the very same ranking.
 * :func:`cluster_bootstrap`, :func:`holm` — the building blocks.
 """
 
 from .bootstrap import (
     DEFAULT_SEED,
+    ZERO_TOL,
     bootstrap_p,
+    bootstrap_se,
     cluster_bootstrap,
     draw_blocks,
     equivalence_verdict,
@@ -19,10 +29,11 @@ from .bootstrap import (
     percentile_ci,
     tost,
 )
+from .columns import CELL, ID_COLUMNS, metric_columns
 from .contrasts import (
-    CELL,
     DEFAULT_CONTRASTS,
     DEFAULT_PRIMARY,
+    EQUIVALENCE_COLUMNS,
     OUTPUT_COLUMNS,
     cohen_dz,
     contrast_table,
@@ -31,7 +42,22 @@ from .contrasts import (
 )
 from .dose import DEFAULT_DEPTHS, dose_response, per_query_slopes
 from .holm import holm
+from .identity import ranking_identity
+from .means import condition_mean_cis, condition_means, section_recall_cis
 from .mixedlm import mixedlm_pvalues
+from .power import (
+    MIN_DOCS,
+    MIN_QUERIES,
+    PAPER_DELTAS,
+    PAPER_DZ,
+    design_effect,
+    mde,
+    needed_for_delta,
+    needed_for_dz,
+    resolving_power,
+    sample_warnings,
+)
+from .sizes import size_gap, size_matching
 
 __all__ = [
     "CELL",
@@ -39,20 +65,41 @@ __all__ = [
     "DEFAULT_DEPTHS",
     "DEFAULT_PRIMARY",
     "DEFAULT_SEED",
+    "EQUIVALENCE_COLUMNS",
+    "ID_COLUMNS",
+    "MIN_DOCS",
+    "MIN_QUERIES",
     "OUTPUT_COLUMNS",
+    "PAPER_DELTAS",
+    "PAPER_DZ",
+    "ZERO_TOL",
     "bootstrap_p",
+    "bootstrap_se",
     "cluster_bootstrap",
     "cohen_dz",
+    "condition_mean_cis",
+    "condition_means",
     "contrast_table",
+    "design_effect",
     "dose_response",
     "draw_blocks",
     "equivalence_table",
     "equivalence_verdict",
     "holm",
+    "mde",
+    "metric_columns",
     "mixedlm_pvalues",
+    "needed_for_delta",
+    "needed_for_dz",
     "paired",
     "per_doc",
     "per_query_slopes",
     "percentile_ci",
+    "ranking_identity",
+    "resolving_power",
+    "sample_warnings",
+    "section_recall_cis",
+    "size_gap",
+    "size_matching",
     "tost",
 ]

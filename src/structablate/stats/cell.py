@@ -45,7 +45,8 @@ def _empty_contrasts() -> pl.DataFrame:
     schema = {c: pl.Float64 for c in OUTPUT_COLUMNS}
     schema.update({c: pl.String for c in ("corpus", "embedder", "reranker", "metric",
                                           "contrast", "cond_a", "cond_b")})
-    schema.update({"n_queries": pl.Int64, "n_docs": pl.Int64, "primary": pl.Boolean})
+    schema.update({"n_queries": pl.Int64, "n_docs": pl.Int64, "n_zero_delta": pl.Int64,
+                   "primary": pl.Boolean})
     return pl.DataFrame(schema=schema)
 
 

@@ -19,18 +19,19 @@ import polars as pl
 
 from .bootstrap import (
     DEFAULT_SEED,
+    ZERO_TOL,
     bootstrap_p,
+    bootstrap_se,
     cluster_bootstrap,
     equivalence_verdict,
     per_doc,
     percentile_ci,
     tost,
 )
+from .columns import CELL, metric_columns
 from .holm import holm
 from .mixedlm import mixedlm_pvalues
-
-CELL = ("corpus", "embedder", "reranker")
-ID_COLUMNS = (*CELL, "condition", "qid", "doc_id", "qtype", "text")
+from .power import design_effect, mde
 
 DEFAULT_CONTRASTS: dict[str, tuple[str, str]] = {
     "C1": ("A3", "A1"),
@@ -45,14 +46,15 @@ DEFAULT_PRIMARY: dict[str, str] = {"metric": "covNDCG@10", "embedder": "strong",
 
 OUTPUT_COLUMNS = [
     "corpus", "embedder", "reranker", "metric", "contrast", "cond_a", "cond_b", "n_queries",
-    "n_docs", "delta", "ci_low", "ci_high", "p", "p_holm", "dz", "p_mixedlm",
-    "p_mixedlm_query", "primary",
+    "n_docs", "delta", "ci_low", "ci_high", "p", "p_holm", "dz", "se", "mde80",
+    "design_effect", "n_zero_delta", "p_mixedlm", "p_mixedlm_query", "primary",
 ]  # fmt: skip
+"""``se``: the clustered bootstrap's standard error of ``delta``; ``mde80``: the minimum
+detectable effect at 80% power, two-sided α = 0.05 (``2.8016 · se``); ``design_effect``:
+``se² / (sd²/n)`` (:mod:`structablate.stats.power`); ``n_zero_delta``: queries whose delta is
+0 (``|δ_q| <= ZERO_TOL``), i.e. that score the same under both conditions."""
 
-
-def metric_columns(scores: pl.DataFrame) -> list[str]:
-    """Numeric columns of ``scores`` that are not identifiers."""
-    return [c for c, t in scores.schema.items() if c not in ID_COLUMNS and t.is_numeric()]
+EQUIVALENCE_COLUMNS = ["ci90_low", "ci90_high", "p_tost", "verdict", "margin"]
 
 
 def paired(cell: pl.DataFrame, cond_a: str, cond_b: str, metrics: Sequence[str]) -> pl.DataFrame:
@@ -98,8 +100,8 @@ def contrast_table(
     """The contrasts table: one row per (cell[, by-values], metric, contrast).
 
     Columns :data:`OUTPUT_COLUMNS` (with the ``by`` columns after ``reranker``), plus, when
-    ``equivalence_margin`` is given, ``ci90_low, ci90_high, p_tost, verdict`` (see
-    :func:`~structablate.stats.bootstrap.equivalence_verdict`).
+    ``equivalence_margin`` is given, :data:`EQUIVALENCE_COLUMNS` ``ci90_low, ci90_high,
+    p_tost, verdict, margin`` (see :func:`~structablate.stats.bootstrap.equivalence_verdict`).
 
     * ``n_boot`` replicates of the document-clustered bootstrap with ``seed``. Every group of
       tests over the same document set draws from a fresh ``default_rng(seed)`` with documents
@@ -141,11 +143,12 @@ def contrast_table(
         )
     cols = [*CELL, *by, *OUTPUT_COLUMNS[3:]]
     if equivalence_margin is not None:
-        cols += ["ci90_low", "ci90_high", "p_tost", "verdict"]
+        cols += EQUIVALENCE_COLUMNS
     schema = {c: pl.String for c in [*CELL, *by, "metric", "contrast", "cond_a", "cond_b"]}
     schema |= {
         "n_queries": pl.Int64,
         "n_docs": pl.Int64,
+        "n_zero_delta": pl.Int64,
         "primary": pl.Boolean,
         "verdict": pl.String,
     }
@@ -190,6 +193,7 @@ def _cell_rows(cell, df, contrasts, metrics, n_boot, seed, primary, mixedlm, cut
         reps = cluster_bootstrap(sums, cnts, n_boot, seed)
         lo, hi = percentile_ci(reps, 0.95)
         p = bootstrap_p(reps)
+        se = bootstrap_se(reps)
         extra = {}
         if margin is not None:
             lo90, hi90 = percentile_ci(reps, 0.90)
@@ -200,6 +204,7 @@ def _cell_rows(cell, df, contrasts, metrics, n_boot, seed, primary, mixedlm, cut
                 "lo": lo[sl],
                 "hi": hi[sl],
                 "p": p[sl],
+                "se": se[sl],
                 "n_docs": docs,
                 **{key: v[sl] for key, v in extra.items()},
             }
@@ -232,6 +237,12 @@ def _cell_rows(cell, df, contrasts, metrics, n_boot, seed, primary, mixedlm, cut
                 "p": float(st["p"][mi]),
                 "p_holm": None,
                 "dz": float(cohen_dz(d[:, None])[0]),
+                "se": float(st["se"][mi]),
+                "mde80": mde(float(st["se"][mi])),
+                "design_effect": design_effect(float(st["se"][mi]),
+                                               float(d.std(ddof=1)) if len(d) > 1
+                                               else float("nan"), len(d)),
+                "n_zero_delta": int((np.abs(d) <= ZERO_TOL).sum()),
                 "p_mixedlm": pm,
                 "p_mixedlm_query": pq,
                 "primary": is_primary,
@@ -243,6 +254,7 @@ def _cell_rows(cell, df, contrasts, metrics, n_boot, seed, primary, mixedlm, cut
                     "ci90_high": ci90[1],
                     "p_tost": float(st["tost"][mi]),
                     "verdict": equivalence_verdict(ci90, (row["ci_low"], row["ci_high"]), margin),
+                    "margin": float(margin),
                 }
             fam.append(row)
         for row, ph in zip(fam, holm([r["p"] for r in fam]), strict=True):
@@ -260,9 +272,11 @@ def equivalence_table(
     **kwargs,
 ) -> pl.DataFrame:
     """Equivalence (bootstrap TOST) per contrast: the contrast table's key columns with delta,
-    ci_low/ci_high (95%), ci90_low/ci90_high, p_tost and verdict (``equivalent`` if the 90% CI
-    lies within ±margin, else ``different`` if the 95% CI excludes 0, else ``inconclusive``)."""
+    ci_low/ci_high (95%), ci90_low/ci90_high, p_tost, verdict (``different`` if the 95% CI
+    excludes 0, else ``equivalent`` if the 90% CI lies within ±margin, else ``inconclusive``)
+    and margin."""
     kwargs.setdefault("mixedlm", "none")
     t = contrast_table(scores, contrasts, metrics, equivalence_margin=margin, **kwargs)
-    keep = [c for c in t.columns if c not in ("p_holm", "dz", "p_mixedlm", "p_mixedlm_query")]
-    return t.select(keep).with_columns(pl.lit(margin).alias("margin"))
+    drop = ("p_holm", "dz", "se", "mde80", "design_effect", "n_zero_delta", "p_mixedlm",
+            "p_mixedlm_query")
+    return t.select([c for c in t.columns if c not in drop])

@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 
 from .bootstrap import DEFAULT_SEED, bootstrap_p, cluster_bootstrap, per_doc, percentile_ci
-from .contrasts import CELL, metric_columns
+from .columns import CELL, metric_columns
 
 DEFAULT_DEPTHS: dict[str, float] = {"A2": 0, "A3-d1": 1, "A3-d2": 2, "A3": 3}
 

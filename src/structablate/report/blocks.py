@@ -1,0 +1,429 @@
+"""The report's blocks: formatted tables built from the workflow's (and the statistics')
+frames. Nothing here computes a statistic; the numbers come from :mod:`structablate.stats` and
+:mod:`structablate.structure.quality`.
+
+* :func:`contrasts_block` — the paper's Table 1 layout (Δ, 95% CI, p, Holm p, dz, MDE, MixedLM p).
+* :func:`condition_means_block` — per-condition means across metrics (one cell).
+* :func:`cross_cell_means_block` — the paper's Table 2: one metric, cells × conditions.
+* :func:`condition_cis_block` — per-condition means with their clustered-bootstrap CIs.
+* :func:`section_recall_block` — stage-1 section recall of two-stage conditions.
+* :func:`size_matching_block` — realized chunk sizes and truncation.
+* :func:`funnel_block` — the corpus funnel (QASPER questions or Wikipedia selection).
+* :func:`structure_quality_block` — the structure-quality guard per structure source.
+* :func:`resolving_power_block` — the smallest effect each contrast resolves and the sample the
+  paper's effects would need.
+* :func:`dropped_inputs` — skipped files and dropped questions with their reasons.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import polars as pl
+
+from structablate.conditions import condition as get_condition
+from structablate.stats.sizes import size_gap
+
+from .render import Note, TableBlock
+
+# ---------------------------------------------------------------- formatting
+
+
+def _pct(x) -> str:
+    return "—" if x is None or _nan(x) else fmt(100 * x, 1) + " %"
+
+
+def _nan(x) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def fmt(x, digits: int = 4, signed: bool = False) -> str:
+    """A number with fixed decimals; '—' for missing values; minus sign as U+2212."""
+    if _nan(x):
+        return "—"
+    s = f"{x:+.{digits}f}" if signed else f"{x:.{digits}f}"
+    return s.replace("-", "−")
+
+
+def fmt_p(p) -> str:
+    """p-values as in the paper: '<0.001' below a thousandth, three decimals otherwise."""
+    if _nan(p):
+        return "—"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def fmt_ci(lo, hi, digits: int = 4, signed: bool = True) -> str:
+    """'[lo, hi]'; signed for differences, unsigned for means and shares."""
+    if _nan(lo) or _nan(hi):
+        return "—"
+    return f"[{fmt(lo, digits, signed)}, {fmt(hi, digits, signed)}]"
+
+
+def cell_label(corpus: str, embedder: str, reranker: str) -> str:
+    return f"{corpus} / {embedder} / {reranker}"
+
+
+# ---------------------------------------------------------------- contrasts (Table 1)
+
+CONTRAST_COLUMNS = ["contrast", "family", "metric", "queries / docs", "Δ", "95% CI", "p",
+                    "p (Holm)", "dz", "MDE (80%)", "p (MixedLM)", "primary"]
+
+
+def _family_order(df: pl.DataFrame) -> pl.DataFrame:
+    if "family" not in df.columns:
+        df = df.with_columns(pl.lit("pre-registered").alias("family"))
+    return df.with_columns(
+        (pl.col("family") != "pre-registered").cast(pl.Int8).alias("_fam"))
+
+
+def contrasts_block(
+    contrasts: pl.DataFrame,
+    metrics: Sequence[str] | None = None,
+    *,
+    key: str = "contrasts",
+    title: str = "Contrasts",
+    with_cell: bool = False,
+) -> TableBlock:
+    """Table 1 layout, one row per (cell, metric, contrast): pre-registered family first.
+
+    ``metrics`` restricts and orders the metrics (default: all, in the table's order).
+    ``with_cell`` adds a leading ``cell`` column (for a table spanning cells).
+    """
+    df = _family_order(contrasts)
+    order = list(metrics) if metrics is not None else list(dict.fromkeys(df["metric"]))
+    df = df.filter(pl.col("metric").is_in(order)).with_columns(
+        pl.col("metric").replace_strict({m: i for i, m in enumerate(order)},
+                                        return_dtype=pl.Int32).alias("_m"))
+    sort = (["corpus", "embedder", "reranker"] if with_cell else []) + ["_fam", "_m", "contrast"]
+    df = df.sort(sort, maintain_order=True)
+    rows = []
+    for r in df.iter_rows(named=True):
+        row = [
+            f"{r['contrast']}: {r['cond_a']} − {r['cond_b']}",
+            r["family"],
+            r["metric"],
+            f"{r['n_queries']} / {r['n_docs']}",
+            fmt(r["delta"], 4, True),
+            fmt_ci(r["ci_low"], r["ci_high"]),
+            fmt_p(r["p"]),
+            fmt_p(r["p_holm"]),
+            fmt(r["dz"], 2, True),
+            "±" + fmt(r["mde80"], 4) if not _nan(r.get("mde80")) else "—",
+            fmt_p(r.get("p_mixedlm")),
+            "yes" if r.get("primary") else "",
+        ]
+        if with_cell:
+            row.insert(0, cell_label(r["corpus"], r["embedder"], r["reranker"]))
+        rows.append(row)
+    cols = (["cell"] if with_cell else []) + CONTRAST_COLUMNS
+    note = ("Δ = mean paired per-query difference (a − b); 95% CI and p from the "
+            "document-clustered bootstrap; Holm within each family (per cell and metric); "
+            "dz = Cohen's dz; MDE (80%) = the smallest |Δ| this design detects with 80% power "
+            "(2.80 × the bootstrap standard error); MixedLM p (document intercept) only where "
+            "it was fitted. "
+            "Only rows marked primary are confirmatory; everything else is exploratory.")
+    align = ["l"] * (4 if with_cell else 3) + ["r"] * 8 + ["l"]
+    return TableBlock(key, title, cols, rows, note=note, align=align)
+
+
+# ---------------------------------------------------------------- per-condition means
+
+
+def _ordered_conditions(names: Sequence[str], order: Sequence[str] | None) -> list[str]:
+    names = list(dict.fromkeys(names))
+    if order is None:
+        return names
+    return [c for c in order if c in names] + [c for c in names if c not in order]
+
+
+def condition_means_block(summary: pl.DataFrame, conditions: Sequence[str] | None = None, *,
+                          key: str = "condition-means", title: str = "Per-condition means"
+                          ) -> TableBlock:
+    """One cell's summary (condition, measure, mean, n_queries, n_docs): conditions × metrics."""
+    measures = list(dict.fromkeys(summary["measure"]))
+    conds = _ordered_conditions(summary["condition"].to_list(), conditions)
+    vals = {(r["condition"], r["measure"]): r["mean"] for r in summary.iter_rows(named=True)}
+    n = {r["condition"]: (r["n_queries"], r["n_docs"]) for r in summary.iter_rows(named=True)}
+    rows = [[c, *(fmt(vals.get((c, m))) for m in measures), f"{n[c][0]} / {n[c][1]}"]
+            for c in conds]
+    return TableBlock(key, title, ["condition", *measures, "queries / docs"], rows,
+                      note="Unweighted means of per-query scores.")
+
+
+def cross_cell_means_block(summaries: Mapping[tuple[str, str, str], pl.DataFrame], metric: str,
+                           conditions: Sequence[str] | None = None, *,
+                           key: str = "table-2", title: str | None = None) -> TableBlock:
+    """The paper's Table 2: one metric, a row per cell, a column per condition."""
+    conds: list[str] = []
+    for df in summaries.values():
+        conds += df["condition"].to_list()
+    conds = _ordered_conditions(conds, conditions)
+    rows = []
+    for cell, df in sorted(summaries.items()):
+        sub = df.filter(pl.col("measure") == metric)
+        vals = dict(zip(sub["condition"], sub["mean"], strict=True))
+        rows.append([cell_label(*cell), *(fmt(vals.get(c), 3) for c in conds)])
+    return TableBlock(key, title or f"Per-condition {metric}", ["cell", *conds], rows,
+                      note="'—': the condition did not run in that cell.")
+
+
+def condition_cis_block(cis: pl.DataFrame, metric: str, *, key: str = "condition-cis",
+                       title: str | None = None) -> TableBlock:
+    sub = cis.filter(pl.col("measure") == metric)
+    rows = [[r["condition"], fmt(r["mean"]), fmt_ci(r["ci_low"], r["ci_high"], signed=False),
+             f"{r['n_queries']} / {r['n_docs']}"] for r in sub.iter_rows(named=True)]
+    return TableBlock(key, title or f"{metric} per condition, 95% clustered-bootstrap CI",
+                      ["condition", "mean", "95% CI", "queries / docs"], rows)
+
+
+# ---------------------------------------------------------------- two-stage section recall
+
+
+def two_stage_conditions(conditions: Sequence[str]) -> list[str]:
+    return [c for c in conditions if get_condition(c).retrieval == "two_stage"]
+
+
+def section_recall_block(sr: pl.DataFrame, *, key: str = "section-recall",
+                         title: str = "Stage-1 section recall (two-stage conditions)"
+                         ) -> TableBlock:
+    rows = [[r["condition"], fmt(r["section_recall"], 3),
+             fmt_ci(r["ci_low"], r["ci_high"], 3, signed=False), fmt(r["mean_backfill"], 1),
+             fmt(100 * r["share_backfilled"], 1) + " %",
+             f"{r['n_queries']} / {r['n_docs']}"] for r in sr.iter_rows(named=True)]
+    return TableBlock(key, title, ["condition", "section recall", "95% CI",
+                                   "mean backfilled results", "queries with backfill",
+                                   "queries / docs"], rows,
+                      note="Section recall: share of queries for which stage 1 kept at least "
+                           "one section overlapping gold evidence (paper: 0.60–0.68 "
+                           "Wikipedia-FA, 0.17–0.20 QASPER).")
+
+
+# ---------------------------------------------------------------- size matching, truncation
+
+
+def size_matching_block(sm: pl.DataFrame, size_match_structure: str = "induced", *,
+                        key: str = "size-matching",
+                        title: str = "Size matching and truncation") -> TableBlock:
+    trunc = [c for c in sm.columns if c.startswith("truncation_rate:")]
+    cols = ["chunkset", "conditions", "chunks", "docs", "mean content tokens", "sd",
+            "max", "mean prefix tokens", "mean total tokens", "mean size target",
+            "spans = gold", *(f"truncated ({c.split(':', 1)[1]})" for c in trunc)]
+    rows = []
+    for r in sm.iter_rows(named=True):
+        rows.append([r["chunkset"], r["conditions"], str(r["n_chunks"]), str(r["n_docs"]),
+                     fmt(r["mean_content_tokens"], 1), fmt(r["sd_content_tokens"], 1),
+                     fmt(r["max_content_tokens"], 0), fmt(r["mean_prefix_tokens"], 1),
+                     fmt(r["mean_total_tokens"], 1), fmt(r["mean_size_target"], 1),
+                     _pct(r.get("gold_span_identity")),
+                     *(fmt(100 * r[c], 1) + " %" if not _nan(r[c]) else "—" for c in trunc)])
+    gap = size_gap(sm, size_match_structure)
+    note = ("Content tokens exclude the prefix; 'truncated' is the share of embedded texts "
+            "(prefix + content) longer than the embedder's max_seq_length; 'spans = gold' is "
+            "the share of an induced chunkset's chunk spans identical to a gold structural "
+            "chunk span (paper: 78.9% Wikipedia-FA, 75.8% QASPER).")
+    if gap is not None:
+        note += (f" Fixed windows minus the {size_match_structure} structural chunks they are "
+                 f"sized to, mean content tokens: {fmt(gap, 1, True)} (paper: within 4).")
+    align = ["l", "l"] + ["r"] * (len(cols) - 2)
+    return TableBlock(key, title, cols, rows, note=note, align=align)
+
+
+# ---------------------------------------------------------------- corpus funnel
+
+
+def funnel_steps(report: Mapping) -> list[tuple[str, int]]:
+    """(step, count) pairs: QASPER's ``funnel`` list, a bring-your-own corpus report's
+    ``queries.funnel``, or a Wikipedia selection report's candidates → examined → accepted."""
+    if "funnel" not in report and isinstance(report.get("queries"), Mapping) \
+            and "funnel" in report["queries"]:
+        report = report["queries"]
+    if "funnel" in report:
+        return [(str(s), int(n)) for s, n in report["funnel"]]
+    if "n_accepted" in report:
+        steps = [("Featured-article titles", report.get("n_candidates")),
+                 ("pages examined", report.get("n_examined")),
+                 ("documents accepted", report.get("n_accepted"))]
+        return [(s, int(n)) for s, n in steps if n is not None]
+    raise ValueError("funnel_steps: neither a QASPER funnel nor a Wikipedia selection report")
+
+
+def funnel_block(report: Mapping, *, key: str = "funnel",
+                 title: str = "Corpus funnel") -> TableBlock:
+    steps = funnel_steps(report)
+    first = steps[0][1] if steps else 0
+    rows = [[s, f"{n:,}", fmt(100 * n / first, 1) + " %" if first else "—"] for s, n in steps]
+    extra = []
+    if "evidence_exact_share" in report:
+        extra.append(f"evidence mapped exactly: {100 * report['evidence_exact_share']:.1f} %")
+    if "evidence_by_step" in report:
+        extra.append("evidence by mapping step: " + ", ".join(
+            f"{k} {v}" for k, v in sorted(report["evidence_by_step"].items())))
+    if "multi_span_share" in report:
+        extra.append(f"multi-span questions: {100 * report['multi_span_share']:.1f} %, "
+                     f"{report.get('mean_spans_per_question', float('nan')):.2f} spans/question")
+    if "papers" in report:
+        extra.append(f"papers: {report['papers']} "
+                     f"({report.get('papers_with_kept_questions', '?')} with kept questions)")
+    if "reject_counts" in report:
+        extra.append("rejected: " + ", ".join(
+            f"{k} {v}" for k, v in sorted(report["reject_counts"].items())))
+    return TableBlock(key, title, ["step", "count", "share of first step"], rows,
+                      note="; ".join(extra))
+
+
+# ---------------------------------------------------------------- structure-quality guard
+
+
+def structure_quality_block(quality: pl.DataFrame, *, key: str = "structure-quality",
+                            title: str = "Structure quality") -> TableBlock:
+    """One row per structure source (:func:`structablate.structure.quality.structure_quality`)."""
+    rows = []
+    for r in quality.iter_rows(named=True):
+        depth = " / ".join(_pct(r[b]).replace(" %", "%") for b in
+                           ("depth_1", "depth_2", "depth_3", "depth_4plus"))
+        rows.append([r["source"], str(r["n_docs"]), fmt(r["sections_per_doc"], 1),
+                     fmt(r["top_sections_per_doc"], 1), _pct(r["single_top_share"]),
+                     str(r["max_depth"]), depth, _pct(r["section_span_identity"]),
+                     _pct(r["chunk_span_identity"]), fmt(r["boundary_f1"], 3),
+                     fmt(r["top_boundary_f1"], 3)])
+    return TableBlock(
+        key, title,
+        ["source", "docs", "sections / doc", "top-level / doc", "docs with one top-level",
+         "max depth", "depth 1 / 2 / 3 / 4+", "section spans = gold", "chunk spans = gold",
+         "boundary F1 (±1 para)", "top-level boundary F1"], rows,
+        note="Depth is the length of a section's heading path (share of sections per depth). "
+             "Agreement with gold: identical (doc, start, end) spans of sections and of "
+             "structural chunks (paper: 78.9% Wikipedia-FA, 75.8% QASPER), and section-start "
+             "boundaries matched within one paragraph. Two-stage routing ranks the top-level "
+             "sections of the whole corpus.",
+        align=["l"] + ["r"] * 5 + ["l"] + ["r"] * 4)
+
+
+def guard_notes(contrasts: pl.DataFrame, flags_of, metric: str) -> list:
+    """One warning per contrast of ``contrasts`` that the guard flags on ``metric``;
+    ``flags_of((a, b), row)`` returns the reasons (:func:`structablate.report.guard.
+    comparison_flags`)."""
+    if not contrasts.height:
+        return []
+    out = []
+    for r in contrasts.filter(pl.col("metric") == metric).iter_rows(named=True):
+        reasons = flags_of((r["cond_a"], r["cond_b"]), r)
+        if reasons:
+            out.append(Note(f"{r['contrast']} ({r['cond_a']} − {r['cond_b']}) is not testable "
+                            "here: " + "; ".join(reasons) + ".", "warning"))
+    return out
+
+
+def resolving_power_block(power: pl.DataFrame, *, key: str = "resolving-power",
+                          title: str = "Resolving power") -> TableBlock:
+    """The smallest effect each contrast resolves and the sample the paper's effects would
+    need (:func:`structablate.stats.power.resolving_power`)."""
+    need = [c for c in power.columns if c.startswith("queries_for_")]
+    cols = ["contrast", "metric", "MDE (80%)"]
+    for c in need:
+        target = c.removeprefix("queries_for_").replace("delta_", "|Δ| ").replace("dz_", "dz ")
+        cols.append(f"questions / docs for {target}")
+    rows = []
+    for r in power.iter_rows(named=True):
+        row = [f"{r.get('contrast', '')}: {r['cond_a']} − {r['cond_b']}", r["metric"],
+               "±" + fmt(r["mde80"], 4) if not _nan(r["mde80"]) else "—"]
+        for c in need:
+            q, d = r[c], r[c.replace("queries_for_", "docs_for_")]
+            row.append("—" if q is None or d is None else f"{q:,} / {d:,}")
+        rows.append(row)
+    return TableBlock(key, title, cols, rows, align=["l", "l"] + ["r"] * (len(cols) - 2),
+                      note="MDE: the smallest |Δ| detected with 80% power at two-sided α = "
+                           "0.05, 2.80 × the document-clustered bootstrap's standard error. "
+                           "Needed samples assume the standard error shrinks as 1/√documents "
+                           "at the observed questions per document (for dz, at the observed "
+                           "design effect of the clustering).")
+
+
+# ---------------------------------------------------------------- what was left out
+
+
+def _capped(items: Sequence[str], cap: int = 10) -> str:
+    items = list(items)
+    more = len(items) - cap
+    return "; ".join(items[:cap]) + (f"; and {more} more" if more > 0 else "")
+
+
+def dropped_inputs(build_report: Mapping | None, question_funnel: Mapping | None = None
+                   ) -> list[str]:
+    """Sentences naming every skipped input and every dropped question, with reasons, from a
+    corpus's build report (QASPER ``funnel.json``, Wikipedia ``corpus_report.json``, a
+    bring-your-own build report) and, for generated questions, the query-generation funnel.
+    Empty when nothing was left out."""
+    out: list[str] = []
+    rep = build_report or {}
+    skipped = rep.get("skipped")
+    if isinstance(skipped, list) and skipped:
+        out.append(f"{len(skipped)} input file(s) skipped: " + _capped(
+            [f"{s.get('where', '?')} ({s.get('reason', '?')})" for s in skipped]) + ".")
+    src = rep.get("source") if isinstance(rep.get("source"), Mapping) else {}
+    if isinstance(src.get("skipped"), Mapping):
+        parts = [f"{n} {k.replace('_', ' ')}" for k, n in src["skipped"].items() if n]
+        if parts:
+            out.append("Export pages skipped: " + ", ".join(parts) + ".")
+    if rep.get("reject_counts"):
+        out.append("Candidate documents rejected: " + ", ".join(
+            f"{n} {k.replace('_', ' ')}" for k, n in sorted(rep["reject_counts"].items()))
+            + ".")
+    for funnel in (rep, rep.get("queries") if isinstance(rep.get("queries"), Mapping) else None):
+        if not funnel:
+            continue
+        drops = [(k.removeprefix("dropped_").replace("_", " "), n) for k, n in funnel.items()
+                 if k.startswith("dropped_") and n]
+        if drops:
+            out.append("Questions dropped: " + ", ".join(f"{n} {k}" for k, n in drops)
+                       + f" (kept {funnel.get('kept', '?')}).")
+    qf = question_funnel or {}
+    statuses = qf.get("statuses")
+    if isinstance(statuses, Mapping):
+        names = {"no_query": "no usable question generated",
+                 "query_leak": "question leaked its evidence",
+                 "no_paraphrase": "no usable paraphrase",
+                 "paraphrase_leak": "paraphrase leaked its evidence",
+                 "survivor": "passed but not drawn by balancing"}
+        parts = [f"{statuses[k]} {v}" for k, v in names.items() if statuses.get(k)]
+        if parts:
+            out.append("Generated questions dropped: " + ", ".join(parts)
+                       + f" (kept {statuses.get('final', 0)}).")
+        if qf.get("leak_reasons"):
+            out.append("Leak reasons: " + ", ".join(
+                f"{k} {v}" for k, v in sorted(qf["leak_reasons"].items())) + ".")
+        if qf.get("unusable_reasons"):
+            out.append("Unusable generations: " + ", ".join(
+                f"{k} {v}" for k, v in sorted(qf["unusable_reasons"].items())) + ".")
+    return out
+
+
+# ---------------------------------------------------------------- BM25
+
+
+PAPER_BM25 = {"qasper": 0.227, "wikipedia": 0.363}
+"""The paper's BM25 gold-top-1 (Appendix I), by corpus kind; within the question's document is
+the comparable scope (see :mod:`structablate.bm25`)."""
+
+
+def bm25_sentence(bm25: Mapping | None, corpus_kind: str | None = None) -> str:
+    """The BM25 gold-top-1 line of a corpus, headlining the within-document figure (the one
+    comparable to the paper's), the corpus-wide one second; '' without a BM25 report."""
+    if not bm25:
+        return ""
+    doc, wide = bm25.get("gold_top1_within_document"), bm25.get("gold_top1_corpus_wide")
+    if doc is None and wide is None:
+        return ""
+    paper = PAPER_BM25.get(corpus_kind or "")
+    text = "BM25 gold-top-1 (share of questions whose best BM25 chunk is relevant)"
+    if doc is not None:
+        text += f": {_pct(doc)} within the question's own document"
+        if paper is not None:
+            text += (f" (comparable to the paper's {_pct(paper)} on "
+                     f"{'QASPER' if corpus_kind == 'qasper' else 'Wikipedia-FA'})")
+    if wide is not None:
+        text += f"; {_pct(wide)} over the whole corpus"
+    chunkset = bm25.get("chunkset")
+    return text + (f", {chunkset} chunks." if chunkset else ".") + \
+        " A low figure means word overlap alone does not find the evidence."

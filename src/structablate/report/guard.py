@@ -1,0 +1,212 @@
+"""The structure-quality guard: which comparisons the inputs cannot support, and why.
+
+The measurements come from :mod:`structablate.structure.quality` (per corpus: the
+structure-quality table and the comparison checks) and :func:`structablate.stats.
+ranking_identity` (per cell); this module only compares them with the thresholds of
+:class:`GuardSettings` and words the reasons. A comparison with at least one reason is *not
+testable here*: the verdict never calls it equivalent or safe.
+
+Reasons, per pair of conditions ``(a, b)`` (either order):
+
+* **routing covers the pool** — two-stage vs its flat twin, when stage 1 keeps at least
+  ``max_routed_section_share`` of the corpus's sections (every query keeps the same
+  ``min(k, S)`` of ``S``; at 100% A4 ranks exactly A3's candidates);
+* **one top-level section per document** — two-stage vs its flat twin, when at least
+  ``max_single_top_share`` of the documents have a single top-level section (routing then
+  picks documents, not sections);
+* **same text** — two flat conditions with the same boundaries, when at least
+  ``max_same_text_share`` of the chunks embed identical text under both (e.g. A3-d2 and A3 on a
+  structure no deeper than two levels); with the placebo P the threshold is
+  ``max_placebo_same_text_share`` (chunks whose shuffled path is textually their own dilute
+  A3 − P toward zero by that share);
+* **induced structure far from gold** — a comparison that rests on induced structure (one side
+  induced, the other not gold), when the induced structural chunks match gold chunk spans for
+  less than ``min_gold_agreement`` (section spans when no chunk tables were measured); skipped
+  when gold has one section per document (nothing to agree with);
+* **unchanged** — whatever the cause, for at least ``max_unchanged_share`` of the queries the
+  two runs return identical rankings (all ranks), or the two conditions score the same on the
+  contrast's metric (per-query delta exactly 0, the contrast row's ``n_zero_delta``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+
+import polars as pl
+
+from structablate.conditions import condition as get_condition
+
+
+@dataclass(frozen=True)
+class GuardSettings:
+    """Thresholds of the guard (all shares in [0, 1]); proposed config block ``report.guard``.
+
+    * ``min_gold_agreement`` (0.40): induced structural chunk spans identical to gold chunk
+      spans, below which comparisons resting on induced structure are not testable (the paper's
+      inducer reaches 0.76–0.79);
+    * ``max_routed_section_share`` (0.80): share of the corpus's sections stage 1 keeps at or
+      above which two-stage routing is (almost) flat search (the paper's keeps 5 of about
+      1,600);
+    * ``max_single_top_share`` (0.50): share of documents with one top-level section at or
+      above which routing picks documents rather than sections;
+    * ``max_same_text_share`` (0.90): share of chunks embedding the same text under both flat
+      conditions at or above which their comparison measures (almost) nothing;
+    * ``max_placebo_same_text_share`` (0.25): the same for pairs with the placebo P, whose
+      contrast a shared path dilutes proportionally;
+    * ``max_unchanged_share`` (0.90): share of queries with identical rankings, or with the
+      same score under both conditions, at or above which the comparison measures (almost)
+      nothing.
+    """
+
+    min_gold_agreement: float = 0.40
+    max_routed_section_share: float = 0.80
+    max_single_top_share: float = 0.50
+    max_same_text_share: float = 0.90
+    max_placebo_same_text_share: float = 0.25
+    max_unchanged_share: float = 0.90
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if not isinstance(v, int | float) or isinstance(v, bool) or not 0 <= v <= 1:
+                raise ValueError(f"report.guard.{f.name}: expected a share in [0, 1], got {v!r}")
+
+    @classmethod
+    def from_dict(cls, cfg: Mapping | None) -> GuardSettings:
+        """From a ``report.guard`` mapping; an unknown key is an error naming it."""
+        cfg = dict(cfg or {})
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(cfg) - known)
+        if unknown:
+            raise ValueError(f"report.guard: unknown key(s) {unknown}; known: {sorted(known)}")
+        return cls(**{k: float(v) for k, v in cfg.items()})
+
+
+def _finite(x) -> bool:
+    return x is not None and not (isinstance(x, float) and math.isnan(x))
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _pair_rows(df: pl.DataFrame | None, a: str, b: str) -> list[dict]:
+    if df is None or not df.height:
+        return []
+    sub = df.filter(((pl.col("cond_a") == a) & (pl.col("cond_b") == b))
+                    | ((pl.col("cond_a") == b) & (pl.col("cond_b") == a)))
+    return list(sub.iter_rows(named=True))
+
+
+def induced_agreement(quality: pl.DataFrame | None) -> tuple[float | None, str]:
+    """(agreement of the induced structure with gold, what was measured): chunk span identity,
+    else section span identity; ``(None, why)`` when it cannot be measured."""
+    if quality is None or not quality.height:
+        return None, "no structure-quality table"
+    gold = quality.filter(pl.col("source") == "gold")
+    if not gold.height:
+        return None, "no gold structure"
+    if gold["sections_per_doc"][0] <= 1:
+        return None, "gold has one section per document"
+    ind = quality.filter(pl.col("source").str.starts_with("induced"))
+    if not ind.height:
+        return None, "no induced structure"
+    r = ind.row(0, named=True)
+    if _finite(r["chunk_span_identity"]):
+        return float(r["chunk_span_identity"]), "structural chunk spans"
+    if _finite(r["section_span_identity"]):
+        return float(r["section_span_identity"]), "section spans"
+    return None, "agreement not measured"
+
+
+def _max_depth(quality: pl.DataFrame | None, structure: str | None) -> int | None:
+    if quality is None or not quality.height or structure is None:
+        return None
+    sub = quality.filter(pl.col("source") == "gold") if structure == "gold" else \
+        quality.filter(pl.col("source").str.starts_with("induced"))
+    return int(sub["max_depth"][0]) if sub.height else None
+
+
+def comparison_flags(
+    cond_a: str,
+    cond_b: str,
+    *,
+    quality: pl.DataFrame | None = None,
+    checks: pl.DataFrame | None = None,
+    ranking: pl.DataFrame | None = None,
+    settings: GuardSettings | None = None,
+    gold_agreement: bool = True,
+    row: Mapping | None = None,
+) -> list[str]:
+    """Why ``cond_a`` vs ``cond_b`` cannot answer its question here (empty: testable).
+
+    ``quality``: the corpus's structure-quality table; ``checks``: its comparison checks;
+    ``ranking``: the cell's ranking identity (:func:`structablate.stats.ranking_identity`);
+    ``gold_agreement=False`` leaves out the induced-far-from-gold reason (for asking only
+    whether two conditions differ at all); ``row``: the contrast row (its ``metric``,
+    ``n_queries`` and ``n_zero_delta``). Each reason is a clause in plain words, ready to
+    follow "not testable here: ".
+    """
+    s = settings or GuardSettings()
+    a, b = get_condition(cond_a), get_condition(cond_b)
+    out: list[str] = []
+    by_check = {r["check"]: r for r in _pair_rows(checks, cond_a, cond_b)}
+    two, flat = (a, b) if a.retrieval == "two_stage" else (b, a)
+    pool = by_check.get("routing_pool")
+    if pool and _finite(pool["value"]) and pool["value"] >= s.max_routed_section_share:
+        how = ("so it ranks exactly the candidates flat search ranks (by construction)"
+               if pool["value"] >= 1 else "almost every candidate of flat search")
+        out.append(f"stage 1 keeps {pool['count']} of the corpus's {pool['total']} top-level "
+                   f"sections for every query ({_pct(pool['value'])}), {how}: {two.name} ≈ "
+                   f"{flat.name}")
+    single = by_check.get("routing_single_top")
+    if single and _finite(single["value"]) and single["value"] >= s.max_single_top_share:
+        out.append(f"{single['count']} of {single['total']} documents have a single top-level "
+                   f"section ({two.structure} structure), so routing picks documents, not "
+                   "sections")
+    same = by_check.get("same_text")
+    if same and _finite(same["value"]):
+        placebo = "placebo" in (a.prefix, b.prefix)
+        limit = s.max_placebo_same_text_share if placebo else s.max_same_text_share
+        if same["value"] >= limit:
+            if placebo:
+                pairs = by_check.get("placebo_pairs_identical")
+                extra = (f"; {pairs['count']} of {pairs['total']} unique (document, path) "
+                         "pairs got their own path back" if pairs else "")
+                out.append(f"{_pct(same['value'])} of the chunks carry the same heading path "
+                           f"under the placebo as under the real paths (too few distinct "
+                           f"paths to shuffle{extra}), which dilutes the contrast toward 0")
+            else:
+                depth = _max_depth(quality, a.structure)
+                why = ""
+                if depth is not None and a.prefix == b.prefix == "breadcrumb" \
+                        and depth <= min(a.depth, b.depth):
+                    why = (f": the {a.structure} structure is at most {depth} level"
+                           f"{'s' if depth != 1 else ''} deep, so breadcrumbs of depth "
+                           f"{min(a.depth, b.depth)} and {max(a.depth, b.depth)} are the same")
+                out.append(f"{_pct(same['value'])} of the chunks embed the same text under "
+                           f"{cond_a} and {cond_b}{why}")
+    structures = {a.structure, b.structure}
+    if gold_agreement and "induced" in structures and "gold" not in structures:
+        agree, what = induced_agreement(quality)
+        if agree is not None and agree < s.min_gold_agreement:
+            out.append(f"the induced structure matches gold for only {_pct(agree)} of the "
+                       f"{what} (guard: at least {_pct(s.min_gold_agreement)}), so the answer "
+                       "would describe this inducer's segmentation, not the documents' "
+                       "structure")
+    unchanged = False
+    for r in _pair_rows(ranking, cond_a, cond_b):
+        if _finite(r["identical_share"]) and r["identical_share"] >= s.max_unchanged_share:
+            unchanged = True
+            out.append(f"{cond_a} and {cond_b} returned identical rankings for "
+                       f"{r['identical']} of {r['n_queries']} queries")
+    if not unchanged and row is not None and row.get("n_zero_delta") is not None \
+            and row.get("n_queries"):
+        share = row["n_zero_delta"] / row["n_queries"]
+        if share >= s.max_unchanged_share:
+            out.append(f"{cond_a} and {cond_b} score the same {row.get('metric', '')} "
+                       f"(per-query Δ exactly 0) on {row['n_zero_delta']} of "
+                       f"{row['n_queries']} queries")
+    return out

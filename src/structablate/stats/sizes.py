@@ -1,0 +1,82 @@
+"""Realized chunk sizes per chunkset (the size-matching guard of C1, paper Appendix J) and the
+truncation rate per embedder."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import polars as pl
+
+from structablate.conditions import condition as get_condition
+from structablate.structure.quality import span_identity
+
+
+def _stat(x) -> float:
+    return float("nan") if x is None else float(x)
+
+
+def _mean(s: pl.Series) -> float:
+    """Mean over non-null values; NaN when there are none."""
+    return _stat(s.drop_nulls().mean())
+
+
+def size_matching(
+    chunks: Mapping[str, pl.DataFrame],
+    embed_stats: Mapping[tuple[str, str], Mapping],
+    conditions: Sequence[str],
+) -> pl.DataFrame:
+    """Realized chunk sizes per chunkset and the truncation rate per embedder.
+
+    ``chunks``: chunkset -> chunk table; ``embed_stats``: (embedder, chunkset) -> the
+    embedding stats JSON (``truncation_rate``). Columns: chunkset, conditions, boundaries,
+    structure, n_chunks, n_docs, mean_content_tokens, sd_content_tokens, max_content_tokens,
+    mean_prefix_tokens, mean_total_tokens, mean_size_target, gold_span_identity (induced
+    structural chunksets: the share of their chunk spans ``(doc_id, start, end)`` that equal a
+    gold structural chunk span, the paper's 78.9% / 75.8%; NaN for other chunksets or without
+    a gold structural chunkset), then ``truncation_rate:<embedder>`` per embedder. Token counts
+    are in the embedder's tokenizer (content without the prefix, prefix separately).
+    """
+    embedders = list(dict.fromkeys(e for e, _ in embed_stats))
+    gold = next((df for cs, df in chunks.items()
+                 if get_condition(cs).boundaries == "structural"
+                 and get_condition(cs).structure == "gold"), None)
+    rows = []
+    for cs, df in chunks.items():
+        users = [c for c in conditions if get_condition(c).chunkset == cs]
+        ct = df["content_tokens"].cast(pl.Float64)
+        pt = df["prefix_tokens"].cast(pl.Float64)
+        row = {
+            "chunkset": cs, "conditions": ", ".join(users),
+            "boundaries": get_condition(cs).boundaries,
+            "structure": get_condition(cs).structure or "",
+            "n_chunks": df.height, "n_docs": df["doc_id"].n_unique(),
+            "mean_content_tokens": _mean(ct), "sd_content_tokens": _stat(ct.std()),
+            "max_content_tokens": _stat(ct.max()), "mean_prefix_tokens": _mean(pt),
+            "mean_total_tokens": _mean(ct + pt),
+            "mean_size_target": (_mean(df["size_target"].cast(pl.Float64))
+                                 if "size_target" in df.columns else float("nan")),
+            "gold_span_identity": (span_identity(df, gold) if gold is not None
+                                   and get_condition(cs).boundaries == "structural"
+                                   and get_condition(cs).structure == "induced"
+                                   else float("nan")),
+        }
+        for e in embedders:
+            st = embed_stats.get((e, cs))
+            rate = st.get("truncation_rate") if st else None
+            row[f"truncation_rate:{e}"] = float(rate) if rate is not None else float("nan")
+        rows.append(row)
+    return pl.DataFrame(rows, infer_schema_length=None)
+
+
+def size_gap(sm: pl.DataFrame, structure: str) -> float | None:
+    """Mean content tokens of the fixed windows minus those of the structural chunks of
+    ``structure`` (gold / induced) they were sized to; None when either is absent. Chunksets
+    with the same boundaries share their content, so the first structural one stands for all.
+    The paper reports at most 4 tokens."""
+    if not sm.height:
+        return None
+    fixed = sm.filter(pl.col("boundaries") == "fixed")["mean_content_tokens"]
+    ref = sm.filter((pl.col("boundaries") == "structural") & (pl.col("structure") == structure))
+    if not fixed.len() or not ref.height:
+        return None
+    return float(fixed.mean() - ref["mean_content_tokens"][0])
