@@ -2,10 +2,32 @@
 # {results}/report/index.{md,html}. Outputs flagged report() make up `snakemake --report`
 # (category = corpus, subcategory = cell). Logic: src/structablate/report/.
 
+rule structure_quality:
+    input:
+        paragraphs=P.paragraphs(W["corpus"]),
+        gold=P.sections(W["corpus"], "gold"),
+        induced=lambda w: [P.sections(w.corpus, "induced")]
+        if PLAN.needs_induced_structure else [],
+        chunks=lambda w: [P.chunks(w.corpus, cs) for cs in PLAN.chunksets],
+        chunk_stats=lambda w: [P.chunk_stats(w.corpus, cs) for cs in PLAN.chunksets],
+    output:
+        quality=P.report_corpus(W["corpus"], "structure_quality.parquet"),
+        checks=P.report_corpus(W["corpus"], "comparison_checks.parquet"),
+    params:
+        settings=trigger("structure_quality"),
+    conda:
+        "../envs/cpu.yaml"
+    log:
+        log("{corpus}/structure_quality"),
+    script:
+        glue("structure_quality")
+
+
 rule report_cell:
     input:
         scores=cell_inputs(P.scores),
         runs=cell_inputs(P.run),
+        chunks=cell_inputs(lambda c, e, r, cond: P.chunks(c, PLAN.condition(cond).chunkset)),
         summary=P.cell_table(*CELL, "summary"),
         contrasts=P.cell_table(*CELL, "contrasts"),
         dose_response=P.cell_table(*CELL, "dose_response"),
@@ -14,6 +36,7 @@ rule report_cell:
         cis=P.report_cell(*CELL, "condition_cis.parquet"),
         section_recall=P.report_cell(*CELL, "section_recall.parquet"),
         cell=P.report_cell(*CELL, "cell.json"),
+        ranking_identity=P.report_cell(*CELL, "ranking_identity.parquet"),
         contrasts_table=report_item(P.report_cell(*CELL, "contrasts.html"),
                                     "report_contrasts"),
         means_table=report_item(P.report_cell(*CELL, "condition_means.html"), "report_means"),
@@ -65,8 +88,13 @@ rule report_page:
         cis=report_of_cells("condition_cis.parquet"),
         section_recall=report_of_cells("section_recall.parquet"),
         cell=report_of_cells("cell.json"),
+        ranking_identity=report_of_cells("ranking_identity.parquet"),
+        structure_quality=[P.report_corpus(c, "structure_quality.parquet") for c in PLAN.corpora],
+        comparison_checks=[P.report_corpus(c, "comparison_checks.parquet") for c in PLAN.corpora],
+        bm25=[P.bm25(c) for c in PLAN.corpora],
+        question_funnels=[f for c in PLAN.corpora if (f := PLAN.question_funnel_file(c))],
         size_matching=[P.report_corpus(c, "size_matching.parquet") for c in PLAN.corpora],
-        corpus_reports=[PLAN.funnel_file(c) for c in PLAN.corpora],
+        corpus_reports=[PLAN.build_report_file(c) for c in PLAN.corpora],
         a1_stats=[P.chunk_stats(c, "A1") for c in PLAN.corpora] if "A1" in PLAN.conditions
         else [],
         figures=[p for f in ("condition_bars", "dose_response", "section_recall")

@@ -67,7 +67,7 @@ def test_generate_queries_then_bm25_check_scripts(tmp_path, monkeypatch):
              output=vars(bout))
     rep = json.loads(Path(bout.json).read_text())
     assert rep["chunkset"] == "G2" and rep["bm25_corpus"]["n_queries"] == queries.height
-    assert 0 <= rep["gold_top1"] <= 1 and 0 <= rep["gold_top1_document_scope"] <= 1
+    assert 0 <= rep["gold_top1_corpus_wide"] <= 1 and 0 <= rep["gold_top1_within_document"] <= 1
     assert rep["rouge_l_vs_evidence"]["q100"] <= 0.35
     pq = pl.read_parquet(bout.per_query)
     assert pq.height == queries.height

@@ -5,11 +5,13 @@ disagreement, sample-size warnings, provenance, BM25 and what was left out."""
 import polars as pl
 import pytest
 
+from structablate.errors import ConfigError
 from structablate.report import blocks
-from structablate.report.guard import GuardSettings, comparison_flags
+from structablate.report.guard import comparison_flags
 from structablate.report.page import CellData, CorpusData, build_page, synthetic_queries
 from structablate.report.render import page_markdown
 from structablate.report.verdict import _numbers, answer, mixedlm_disagreement, verdict_blocks
+from structablate.settings import GuardSettings, parse
 from structablate.structure.quality import CHECKS_SCHEMA, QUALITY_SCHEMA
 
 METRIC = "covNDCG@10"
@@ -226,11 +228,11 @@ def test_guard_thresholds_are_settings():
     assert comparison_flags("A2", "A0", quality=q) != []
     assert comparison_flags("A2", "A0", quality=q,
                             settings=GuardSettings(min_gold_agreement=0.3)) == []
-    with pytest.raises(ValueError, match="report.guard.max_single_top_share"):
-        GuardSettings(max_single_top_share=1.5)
-    with pytest.raises(ValueError, match="unknown key"):
-        GuardSettings.from_dict({"min_gold_agrement": 0.4})
-    assert GuardSettings.from_dict({"min_gold_agreement": 0.5}).min_gold_agreement == 0.5
+    with pytest.raises(ConfigError, match="report.guard.max_single_top_share: 1.5 is greater"):
+        parse(GuardSettings, {"max_single_top_share": 1.5}, "report.guard")
+    with pytest.raises(ConfigError, match="'min_gold_agrement' was unexpected"):
+        parse(GuardSettings, {"min_gold_agrement": 0.4}, "report.guard")
+    assert parse(GuardSettings, {"min_gold_agreement": 0.5}).min_gold_agreement == 0.5
     # gold with one section per document: nothing to agree with, no agreement flag
     flat_gold = _quality(0.0).with_columns(
         pl.when(pl.col("source") == "gold").then(1.0).otherwise(pl.col("sections_per_doc"))

@@ -5,9 +5,10 @@ from pathlib import Path
 import polars as pl
 
 from structablate.io import read_parquet, write_json, write_parquet
-from structablate.report import figures, render, tables
+from structablate.report import blocks, figures, render
 from structablate.report.provenance import cell_flags
 from structablate.settings import dump
+from structablate.stats import condition_mean_cis, ranking_identity, section_recall_cis
 from structablate.workflow import setup
 
 
@@ -16,7 +17,7 @@ def main(smk):
     conds = list(settings["conditions"])
     n_boot, seed = settings["n_boot"], settings["seed"]
     cell = (smk.wildcards.corpus, smk.wildcards.embedder, smk.wildcards.reranker)
-    label = tables.cell_label(*cell)
+    label = blocks.cell_label(*cell)
     scores = {c: read_parquet(p) for c, p in zip(conds, smk.input.scores, strict=True)}
     runs = dict(zip(conds, smk.input.runs, strict=True))
     summary = read_parquet(smk.input.summary)
@@ -25,14 +26,17 @@ def main(smk):
     measures = list(dict.fromkeys(summary["measure"]))
     metric = settings["metric"] if settings["metric"] in measures else measures[0]
 
-    cis = tables.condition_cis(scores, n_boot=n_boot, seed=seed)
+    cis = condition_mean_cis(scores, n_boot=n_boot, seed=seed)
     write_parquet(cis, smk.output.cis)
     log.info("per-condition CIs: %d rows (%d replicates)", cis.height, n_boot)
 
-    two_stage = tables.two_stage_conditions(conds)
-    sr = tables.section_recall({c: read_parquet(runs[c]) for c in two_stage},
-                               read_parquet(smk.input.queries), n_boot=n_boot, seed=seed)
+    two_stage = blocks.two_stage_conditions(conds)
+    sr = section_recall_cis({c: read_parquet(runs[c]) for c in two_stage},
+                            read_parquet(smk.input.queries), n_boot=n_boot, seed=seed)
     write_parquet(sr, smk.output.section_recall)
+    chunks = {c: read_parquet(p) for c, p in zip(conds, smk.input.chunks, strict=True)}
+    write_parquet(ranking_identity({c: read_parquet(runs[c]) for c in conds}, chunks),
+                  smk.output.ranking_identity)
 
     # did the reranker of this cell have a trained head? (the rerank rule records it per row)
     observed = None
@@ -49,13 +53,13 @@ def main(smk):
     warn = [render.Note(f, "warning") for f in flags]
     Path(smk.output.contrasts_table).write_text(render.standalone_html(
         f"Contrasts, {label}",
-        [*warn, tables.contrast_table(contrasts, measures, title=f"Contrasts, {label}")]),
+        [*warn, blocks.contrasts_block(contrasts, measures, title=f"Contrasts, {label}")]),
         encoding="utf-8")
     Path(smk.output.means_table).write_text(render.standalone_html(
         f"Per-condition means, {label}",
         [*warn,
-         tables.condition_means_table(summary, conds, title=f"Per-condition means, {label}"),
-         tables.condition_ci_table(cis, metric)]), encoding="utf-8")
+         blocks.condition_means_block(summary, conds, title=f"Per-condition means, {label}"),
+         blocks.condition_cis_block(cis, metric)]), encoding="utf-8")
     figures.save(figures.condition_bars(cis, measures, conds,
                                         title=f"Per-condition means, 95% CI — {label}"),
                  smk.output.bars)

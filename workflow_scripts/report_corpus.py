@@ -7,7 +7,8 @@ from pathlib import Path
 import polars as pl
 
 from structablate.io import read_parquet, write_parquet
-from structablate.report import figures, render, tables
+from structablate.report import blocks, figures, render
+from structablate.stats import size_matching
 from structablate.workflow import setup
 
 
@@ -28,16 +29,16 @@ def main(smk):
     paths = iter(smk.input.embed_stats)  # embedder outer, chunkset inner (rule order)
     stats = {(e, cs): json.loads(Path(next(paths)).read_text())
              for e in embedders for cs in chunksets}
-    sm = tables.size_matching(chunks, stats, settings["conditions"])
+    sm = size_matching(chunks, stats, settings["conditions"])
     write_parquet(sm, smk.output.size_matching)
     Path(smk.output.size_matching_table).write_text(render.standalone_html(
         f"Size matching and truncation, {corpus}",
-        [tables.size_matching_table(sm, settings["size_match_structure"],
+        [blocks.size_matching_block(sm, settings["size_match_structure"],
                                     title=f"Size matching and truncation, {corpus}")]),
         encoding="utf-8")
 
     report = json.loads(Path(smk.input.corpus_report).read_text())
-    figures.save(figures.funnel_plot(tables.funnel_steps(report),
+    figures.save(figures.funnel_plot(blocks.funnel_steps(report),
                                      title=f"Corpus funnel, {corpus}"), smk.output.funnel)
     log.info("wrote the corpus report of %s (%d contrast rows)", corpus, contrasts.height)
 

@@ -11,11 +11,15 @@ from structablate.settings import dump
 from structablate.workflow import setup
 
 
+def read_json(path):
+    return json.loads(Path(path).read_text())
+
+
 def a1_cost(path):
     """Mean A1 context length (tokens) and the LLM calls behind it, from chunks/A1.json."""
     if not path:
         return {}
-    stats = json.loads(Path(path).read_text())
+    stats = read_json(path)
     llm = stats.get("llm", {})
     return {"a1_prefix_tokens": stats.get("prefix_tokens_mean"),
             "a1_llm_calls": llm.get("generated", 0) + llm.get("cache_hits", 0)}
@@ -31,7 +35,7 @@ def main(smk):
     cells = []
     for i, cell in enumerate(s["cells"]):
         d = page_dir.joinpath(cell.corpus, cell.embedder, cell.reranker)
-        meta = json.loads(Path(smk.input.cell[i]).read_text())
+        meta = read_json(smk.input.cell[i])
         cells.append(CellData(
             cell=(cell.corpus, cell.embedder, cell.reranker),
             summary=read_parquet(smk.input.summaries[i]),
@@ -40,25 +44,34 @@ def main(smk):
             section_recall=read_parquet(smk.input.section_recall[i]),
             dose=read_parquet(smk.input.dose[i]),
             observed_trained=meta["reranker_trained"],
+            ranking_identity=read_parquet(smk.input.ranking_identity[i]),
             figures={"bars": rel(d / "condition_bars.png"),
                      "dose": rel(d / "dose_response.png"),
                      "section_recall": rel(d / "section_recall.png")},
         ))
     corpora = []
+    question_funnels = iter(smk.input.question_funnels)
     for i, name in enumerate(s["corpora"]):
         d = page_dir / name
+        generated = s["generated_queries"][name]
         corpora.append(CorpusData(
             name=name, kind=s["corpus_types"][name],
-            funnel=json.loads(Path(smk.input.corpus_reports[i]).read_text()),
+            funnel=read_json(smk.input.corpus_reports[i]),
             size_matching=read_parquet(smk.input.size_matching[i]),
             figures={"forest": rel(d / "forest.png"), "funnel": rel(d / "funnel.png")},
+            structure_quality=read_parquet(smk.input.structure_quality[i]),
+            comparison_checks=read_parquet(smk.input.comparison_checks[i]),
+            bm25=read_json(smk.input.bm25[i]),
+            question_funnel=read_json(next(question_funnels)) if generated else None,
+            questions_generated=generated,
             **a1_cost(smk.input.a1_stats[i] if smk.input.a1_stats else None),
         ))
     llm = {"stages": {k: dump(v) if v is not None else None for k, v in s["llm"].items()}}
     intro, sections = build_page(
         cells, corpora, embedders=dump(s["embedders"]), rerankers=dump(s["rerankers"]),
         conditions=s["conditions"], measures=list(s["measures"]), primary=dump(s["primary"]),
-        llm=llm, size_match_structure=s["size_match_structure"], inducer=s["inducer"])
+        llm=llm, size_match_structure=s["size_match_structure"], inducer=s["inducer"],
+        guard=s["guard"])
     write_page(intro, sections, smk.output.markdown, smk.output.html)
     Path(smk.output.overview).write_text(overview_html(intro, sections), encoding="utf-8")
     log.info("summary page: %d cells, %d corpora", len(cells), len(corpora))

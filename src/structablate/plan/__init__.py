@@ -200,6 +200,18 @@ class Plan:
             return self.paths.corpus_report(corpus)
         return self.paths.funnel(corpus)
 
+    def build_report_file(self, corpus: str) -> str:
+        """The corpus build report: the question funnel of corpora that bring questions
+        (QASPER, user questions), the document build report of those whose questions are
+        generated afterwards (Wikipedia, user corpora without questions)."""
+        if self.generates_queries(corpus):
+            return self.paths.corpus_report(corpus)
+        return self.paths.funnel(corpus)
+
+    def question_funnel_file(self, corpus: str) -> str | None:
+        """The query-generation funnel of a corpus whose questions are generated."""
+        return self.paths.funnel(corpus) if self.generates_queries(corpus) else None
+
     # ------------------------------------------------------------------ LLM stages
     def stage_conditions(self) -> dict[str, list[str]]:
         """For each grid-level LLM stage, the conditions that need it: ``induction`` (with
@@ -447,6 +459,9 @@ _RULES: dict[str, Callable[[Plan, Settings, dict[str, str]], dict[str, Any]]] = 
         "conditions": p.conditions, "metric": p.primary_metric,
         "n_boot": s.statistics.bootstrap_iters, "seed": s.seed,
         "reranker": s.rerankers[w["reranker"]]},
+    "structure_quality": lambda p, s, w: {
+        "conditions": p.conditions, "chunksets": p.chunksets,
+        "hier_top_sections": s.retrieval.hier_top_sections, "inducer": s.induction.inducer},
     "report_corpus": lambda p, s, w: {
         "metric": p.primary_metric, "conditions": p.conditions, "chunksets": p.chunksets,
         "embedders": p.embedders, "size_match_structure": s.size_match_structure},
@@ -457,5 +472,5 @@ _RULES: dict[str, Callable[[Plan, Settings, dict[str, str]], dict[str, Any]]] = 
         "embedders": s.embedders, "rerankers": s.rerankers, "llm": p.llm_stages(),
         "conditions": p.conditions, "measures": s.metrics.measures,
         "primary": _statistics(p, s).primary, "size_match_structure": s.size_match_structure,
-        "inducer": s.induction.inducer},
+        "inducer": s.induction.inducer, "guard": s.report.guard},
 }

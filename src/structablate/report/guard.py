@@ -32,56 +32,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
 
 import polars as pl
 
 from structablate.conditions import condition as get_condition
-
-
-@dataclass(frozen=True)
-class GuardSettings:
-    """Thresholds of the guard (all shares in [0, 1]); proposed config block ``report.guard``.
-
-    * ``min_gold_agreement`` (0.40): induced structural chunk spans identical to gold chunk
-      spans, below which comparisons resting on induced structure are not testable (the paper's
-      inducer reaches 0.76–0.79);
-    * ``max_routed_section_share`` (0.80): share of the corpus's sections stage 1 keeps at or
-      above which two-stage routing is (almost) flat search (the paper's keeps 5 of about
-      1,600);
-    * ``max_single_top_share`` (0.50): share of documents with one top-level section at or
-      above which routing picks documents rather than sections;
-    * ``max_same_text_share`` (0.90): share of chunks embedding the same text under both flat
-      conditions at or above which their comparison measures (almost) nothing;
-    * ``max_placebo_same_text_share`` (0.25): the same for pairs with the placebo P, whose
-      contrast a shared path dilutes proportionally;
-    * ``max_unchanged_share`` (0.90): share of queries with identical rankings, or with the
-      same score under both conditions, at or above which the comparison measures (almost)
-      nothing.
-    """
-
-    min_gold_agreement: float = 0.40
-    max_routed_section_share: float = 0.80
-    max_single_top_share: float = 0.50
-    max_same_text_share: float = 0.90
-    max_placebo_same_text_share: float = 0.25
-    max_unchanged_share: float = 0.90
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if not isinstance(v, int | float) or isinstance(v, bool) or not 0 <= v <= 1:
-                raise ValueError(f"report.guard.{f.name}: expected a share in [0, 1], got {v!r}")
-
-    @classmethod
-    def from_dict(cls, cfg: Mapping | None) -> GuardSettings:
-        """From a ``report.guard`` mapping; an unknown key is an error naming it."""
-        cfg = dict(cfg or {})
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(cfg) - known)
-        if unknown:
-            raise ValueError(f"report.guard: unknown key(s) {unknown}; known: {sorted(known)}")
-        return cls(**{k: float(v) for k, v in cfg.items()})
+from structablate.settings import GuardSettings
 
 
 def _finite(x) -> bool:

@@ -472,6 +472,40 @@ class StatisticsSettings:
         0.01, minimum=0, doc="TOST margin in metric units (null: no equivalence verdict)")
 
 
+@frozen
+class GuardSettings:
+    """Thresholds of the structure-quality guard (shares in [0, 1]): a comparison whose
+    inputs cross one is reported "not testable here", never equivalent or safe
+    (docs/report.md)."""
+
+    min_gold_agreement: float = setting(
+        0.40, minimum=0, maximum=1, doc="induced structural chunk spans identical to gold, "
+        "below which comparisons resting on induced structure are not testable (the paper's "
+        "inducer: 0.76-0.79)")
+    max_routed_section_share: float = setting(
+        0.80, minimum=0, maximum=1, doc="share of the corpus's sections stage 1 keeps at or "
+        "above which two-stage routing is (almost) flat search")
+    max_single_top_share: float = setting(
+        0.50, minimum=0, maximum=1, doc="share of documents with one top-level section at or "
+        "above which routing picks documents, not sections")
+    max_same_text_share: float = setting(
+        0.90, minimum=0, maximum=1, doc="share of chunks embedding the same text under two "
+        "flat conditions at or above which their comparison measures (almost) nothing")
+    max_placebo_same_text_share: float = setting(
+        0.25, minimum=0, maximum=1, doc="the same for pairs with the placebo P, whose contrast "
+        "a chunk's own path dilutes proportionally")
+    max_unchanged_share: float = setting(
+        0.90, minimum=0, maximum=1, doc="share of queries with identical rankings or equal "
+        "scores at or above which a comparison measures (almost) nothing")
+
+
+@frozen
+class ReportSettings:
+    """The report: the verdict's guard (docs/report.md)."""
+
+    guard: GuardSettings = setting(GuardSettings(), doc="structure-quality guard thresholds")
+
+
 # ============================================================================ root
 
 
@@ -501,6 +535,7 @@ class Settings:
     llm: LLMSettings = setting(LLMSettings(), doc="the generative model")
     induction: InductionSettings = setting(InductionSettings(), doc="structure induction")
     contexts: ContextsSettings = setting(ContextsSettings(), doc="A1 contexts")
+    report: ReportSettings = setting(ReportSettings(), doc="the report")
 
 
 def _llm_override_schema(schema: dict[str, Any]) -> dict[str, Any]:
