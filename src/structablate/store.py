@@ -625,12 +625,11 @@ class Store:
                 qi_parts.append(one[eq])
                 sid_parts.append(seg.sid[pos[eq]])
                 row_parts.append(seg.row[pos[eq]])
-            for i in np.nonzero(cnt > 1)[0]:
-                for j in range(lo[i], hi[i]):
-                    if np.array_equal(seg.keys[j], q[i]):
-                        qi_parts.append(np.array([i]))
-                        sid_parts.append(seg.sid[j : j + 1])
-                        row_parts.append(seg.row[j : j + 1])
+            for i in np.nonzero(cnt > 1)[0]:  # equal 8-byte prefixes: compare whole keys
+                j = lo[i] + np.nonzero(np.all(seg.keys[lo[i] : hi[i]] == q[i], axis=1))[0]
+                qi_parts.append(np.full(len(j), i))
+                sid_parts.append(seg.sid[j])
+                row_parts.append(seg.row[j])
         if not qi_parts:
             z = np.zeros(0, dtype=np.int64)
             return z, z, z
@@ -640,37 +639,60 @@ class Store:
         keep = self._live[sid]
         return qi[keep], sid[keep], row[keep]
 
+    def _candidates_small(self, keys: Sequence[bytes]) -> list[tuple[int, int, int]]:
+        """:meth:`_candidates` for a few keys, without per-call numpy overhead."""
+        out = []
+        for i, k in enumerate(keys):
+            p = np.uint64(int.from_bytes(k[:8], "big"))
+            for seg in self._segments:
+                pf = seg.pfx
+                j = int(pf.searchsorted(p))
+                while j < len(pf) and pf[j] == p:
+                    if seg.keys[j].tobytes() == k and self._live[seg.sid[j]]:
+                        out.append((i, int(seg.sid[j]), int(seg.row[j])))
+                    j += 1
+        return out
+
     def _lookup(self, keys: Sequence[bytes]) -> tuple[dict[bytes, memoryview], list[bytes]]:
         """Values of stored ``keys``; and the keys to retry after a refresh (shard vanished)."""
-        q = _key_matrix(keys)
-        qi, sid, row = self._candidates(q)
+        groups: list[tuple[int, np.ndarray, np.ndarray]] = []  # (shard id, rows, query idx)
+        if len(keys) <= 16:
+            by_sid: dict[int, list[tuple[int, int]]] = {}
+            for i, s, r in self._candidates_small(keys):
+                by_sid.setdefault(s, []).append((r, i))
+            for s, pairs in by_sid.items():
+                pairs.sort()
+                groups.append((s, np.array([r for r, _ in pairs], dtype=np.int64),
+                               np.array([i for _, i in pairs], dtype=np.int64)))
+        else:
+            qi, sid, row = self._candidates(_key_matrix(keys))
+            order = np.lexsort((row, sid))
+            qi, sid, row = qi[order], sid[order], row[order]
+            bounds = np.nonzero(np.diff(sid))[0] + 1
+            for part in np.split(np.arange(len(sid)), bounds):
+                if len(part):
+                    groups.append((int(sid[part[0]]), row[part], qi[part]))
         found: dict[bytes, memoryview] = {}
         retry: set[int] = set()
-        order = np.lexsort((row, sid))
-        qi, sid, row = qi[order], sid[order], row[order]
-        bounds = np.nonzero(np.diff(sid))[0] + 1
-        for part in np.split(np.arange(len(sid)), bounds):
-            if len(part) == 0:
-                continue
-            s = int(sid[part[0]])
+        for s, rows, qis in groups:
             shard = self._shards[s]
             if shard is None:
-                retry.update(int(i) for i in qi[part])
+                retry.update(int(i) for i in qis)
                 continue
             try:
-                values = shard.read(row[part])
+                values = shard.read(rows)
             except CorruptShard as exc:
                 self._quarantine(shard.path, str(exc))
-                retry.update(int(i) for i in qi[part])
+                retry.update(int(i) for i in qis)
                 continue
             except OSError as exc:
                 if exc.errno not in (errno.ENOENT, errno.ESTALE):
                     raise StoreError(f"{self.label}: cannot read {shard.path} "
                                      f"({exc.strerror or exc})") from exc
                 self._drop(s)  # compacted away by another process: look again
-                retry.update(int(i) for i in qi[part])
+                retry.update(int(i) for i in qis)
                 continue
-            for i, v in zip(qi[part], values, strict=True):
+            for i, v in zip(qis, values, strict=True):
                 k = keys[int(i)]
                 prev = found.get(k)
                 if prev is None or bytes(v) < bytes(prev):
