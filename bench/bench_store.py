@@ -153,9 +153,9 @@ def vector_round(impl: str, folder: Path, keys: list[bytes], vecs: np.ndarray,
     def put() -> None:
         for b in range(0, n, 2048):
             cache.put_many([(keys[i], vecs[i]) for i in range(b, min(b + 2048, n))])
+        cache.close()
 
     out["put"] = timed(put)
-    cache.close()
 
     def get_all() -> None:
         c = IMPLS[impl](folder)

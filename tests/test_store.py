@@ -559,3 +559,39 @@ def test_an_unreadable_lock_file_is_held_until_it_ages(tmp_path):
         StageLock(path, settings=LockSettings(stale_after_s=30)).acquire()
     os.utime(path, (time.time() - 60, time.time() - 60))
     StageLock(path, settings=LockSettings(stale_after_s=30)).acquire().release()
+
+
+def test_a_forked_child_never_reuses_its_parents_shard_names(tmp_path):
+    s = Store(tmp_path / "b")
+    s.put(key(1), b"one")
+    pid = os.fork()
+    if pid == 0:  # the child commits the copy of the buffer it inherited, plus its own record
+        try:
+            s.put(key(2), b"two")
+            s.flush()
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    s.put(key(3), b"three")
+    s.flush()
+    assert len(shards(tmp_path / "b")) == 2
+    fresh = Store(tmp_path / "b")
+    assert [fresh.get(key(i)) for i in (1, 2, 3)] == [b"one", b"two", b"three"]
+
+
+def test_a_store_hands_out_stage_locks_in_its_folder(tmp_path):
+    s = VectorStore(tmp_path / "v")
+    with s.stage_lock("embed/qasper/minilm/G3") as lock:
+        assert lock.path.parent == tmp_path / "v" / "locks" and lock.path.exists()
+        with pytest.raises(StageLocked, match="embed/qasper/minilm/G3"):
+            s.stage_lock("embed/qasper/minilm/G3").acquire()
+    assert not lock.path.exists()
+
+
+def test_a_folder_with_other_files_is_not_taken_for_a_cache(tmp_path):
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "documents.parquet").write_bytes(b"x")
+    with pytest.raises(StoreError, match="not a cache") as err:
+        VectorStore(tmp_path / "results", setting="`results:`")
+    assert "`results:`" in str(err.value) and "documents.parquet" in str(err.value)
+    assert not (tmp_path / "results" / "shards").exists()

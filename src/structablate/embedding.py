@@ -27,7 +27,7 @@ import numpy as np
 from tqdm import tqdm
 
 from structablate.models import resolve_model_path
-from structablate.store import StoreError, StoreSettings, VectorStore
+from structablate.store import LockSettings, StageLock, StoreError, StoreSettings, VectorStore
 
 
 @dataclass(frozen=True)
@@ -174,6 +174,10 @@ class EmbeddingCache:
     def quarantined(self) -> list[str]:
         """Corrupt shards met so far (moved aside; their vectors were recomputed)."""
         return self.store.quarantined
+
+    def stage_lock(self, stage: str, settings: LockSettings | None = None) -> StageLock:
+        """A lock that keeps a second job of ``stage`` off this cache (not yet acquired)."""
+        return self.store.stage_lock(stage, settings=settings)
 
     def __len__(self) -> int:
         return len(self.store)

@@ -104,8 +104,9 @@ class StoreSettings:
     """Temporary files older than this (seconds) are garbage whoever wrote them."""
     merge_own_min_shards: int = 8
     """On close, a writer that committed at least this many small shards merges them into one."""
-    merge_small_bytes: int = 4 * 1024 * 1024
-    """A shard below this size (bytes) counts as small for merging and compaction."""
+    merge_small_bytes: int = 1024 * 1024
+    """A shard below this size (bytes) counts as small for merging and compaction (embedding
+    shards of 2,048 vectors are larger and stay as they are)."""
 
 
 @dataclass(frozen=True)
@@ -271,6 +272,7 @@ class Shard:
         np.cumsum(lengths, out=self.offsets[1:])
         self.data_off = data_off
         self.size = size
+        self._key_bytes: bytes | None = None
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -318,28 +320,35 @@ class Shard:
     def read(self, rows: np.ndarray) -> list[memoryview]:
         """Values of ``rows`` (ascending), CRC-checked. Raises :class:`CorruptShard`, OSError."""
         out: list[memoryview] = []
-        if len(rows) == 0:
+        n = len(rows)
+        if n == 0:
             return out
-        starts = self.offsets[rows]
-        ends = self.offsets[rows + 1]
+        rows_l = rows.tolist()
+        starts = self.offsets[rows].tolist()
+        ends = self.offsets[rows + 1].tolist()
+        crcs = self.crcs[rows].tolist()
+        if self._key_bytes is None:
+            self._key_bytes = self.keys.tobytes()
+        kb = self._key_bytes
+        crc32 = zlib.crc32
         fd = os.open(self.path, os.O_RDONLY)
         try:
             i = 0
-            n = len(rows)
             while i < n:
                 j = i
                 while j + 1 < n and starts[j + 1] - ends[j] <= _READ_GAP:
                     j += 1
-                lo, hi = int(starts[i]), int(ends[j])
+                lo, hi = starts[i], ends[j]
                 buf = _pread_exact(fd, hi - lo, self.data_off + lo)
                 if len(buf) != hi - lo:
                     raise CorruptShard(f"truncated while reading (wanted {hi - lo} bytes at "
                                        f"{self.data_off + lo}, got {len(buf)})")
                 mv = memoryview(buf)
                 for r in range(i, j + 1):
-                    row = int(rows[r])
-                    v = mv[int(starts[r]) - lo : int(ends[r]) - lo]
-                    if zlib.crc32(v, zlib.crc32(self.keys[row].tobytes())) != self.crcs[row]:
+                    row = rows_l[r]
+                    v = mv[starts[r] - lo : ends[r] - lo]
+                    kr = row * KEY_BYTES
+                    if crc32(v, crc32(kb[kr : kr + KEY_BYTES])) != crcs[r]:
                         raise CorruptShard(f"record {row} fails its checksum")
                     out.append(v)
                 i = j + 1
@@ -422,16 +431,23 @@ class Store:
         self._written: set[bytes] = set()
         self._own: list[str] = []
         self._last_scan = 0.0
-        ident = _host_identity()
-        self._writer = (f"{_safe(_hostname())}_{os.getpid()}_{_host_key(ident)}_"
-                        f"{secrets.token_hex(4)}")
+        self._pid = -1
+        self._writer = ""
         self._seq = 0
+        self._new_writer_id()
         self._closed = False
         self._open()
         self.refresh(force=True)
         if not readonly:
             self.gc()
             _OPEN_STORES.add(self)
+
+    def _new_writer_id(self) -> None:
+        """Shard names carry host, pid and a random token: unique per writing process."""
+        self._pid = os.getpid()
+        self._writer = (f"{_safe(_hostname())}_{self._pid}_{_host_key()}_"
+                        f"{secrets.token_hex(4)}")
+        self._seq = 0
 
     # -- opening -------------------------------------------------------------------------------
 
@@ -449,9 +465,17 @@ class Store:
                     f"{self.label} {root} is an SQLite file of an earlier structablate; caches "
                     "are now folders of shards (safe on network filesystems). Import it with "
                     f"`python -m structablate.store import-sqlite {root} <new folder>` and point "
-                    f"the setting at the new folder, or delete it. {self._what_to_do()}")
-            raise StoreError(f"{self.label} {root} is a file, not a cache folder: point the "
-                             "setting at a folder (created if missing)")
+                    f"{self.setting} at the new folder, or delete it. {self._what_to_do()}")
+            raise StoreError(f"{self.label} {root} is a file, not a cache folder: point "
+                             f"{self.setting} at a folder (created if missing)")
+        if root.is_dir() and not (root / "STORE.json").exists():
+            foreign = sorted(e.name for e in os.scandir(root) if not e.name.startswith(".")
+                             and e.name not in ("shards", "quarantine", "locks"))
+            if foreign:
+                raise StoreError(
+                    f"{self.label} {root} is a folder with other files ({', '.join(foreign[:3])}"
+                    f"{', ...' if len(foreign) > 3 else ''}), not a cache: point {self.setting} "
+                    "at an empty or new folder")
         if self.readonly:
             if not root.is_dir():
                 raise FileNotFoundError(f"{self.label} {root} does not exist")
@@ -503,6 +527,8 @@ class Store:
         except ValueError as exc:
             raise StoreError(f"{marker}: unreadable store marker ({exc}). "
                              f"{self._what_to_do()}") from exc
+        if not isinstance(have, dict):
+            raise StoreError(f"{marker}: not a store marker. {self._what_to_do()}")
         if have.get("format") != FORMAT:
             raise StoreError(f"{self.root} is not a structablate cache folder ({marker} says "
                              f"{have.get('format')!r}); point the {self.label} elsewhere")
@@ -547,8 +573,10 @@ class Store:
                     continue
                 shard = self._load(self.shards_dir / name)
                 if shard is not None:
-                    self._add(shard)
+                    self._add(shard, merge=False)
                     added += 1
+            if len(self._segments) > 16:
+                self._segments = [_Segment.merge(self._segments, self._live)]
             return added
 
     def _load(self, path: Path) -> Shard | None:
@@ -564,13 +592,13 @@ class Store:
                 self._quarantine(path, str(exc))
         return None
 
-    def _add(self, shard: Shard) -> None:
+    def _add(self, shard: Shard, *, merge: bool = True) -> None:
         sid = len(self._shards)
         self._shards.append(shard)
         self._by_name[shard.name] = sid
         self._live = np.append(self._live, True)
         self._segments.append(_Segment.of_shard(sid, shard))
-        if len(self._segments) > 16:
+        if merge and len(self._segments) > 16:
             self._segments = [_Segment.merge(self._segments, self._live)]
 
     def _drop(self, sid: int) -> None:
@@ -692,8 +720,8 @@ class Store:
                 self._drop(s)  # compacted away by another process: look again
                 retry.update(int(i) for i in qis)
                 continue
-            for i, v in zip(qis, values, strict=True):
-                k = keys[int(i)]
+            for i, v in zip(qis.tolist(), values, strict=True):
+                k = keys[i]
                 prev = found.get(k)
                 if prev is None or bytes(v) < bytes(prev):
                     found[k] = v
@@ -846,6 +874,8 @@ class Store:
             return path
 
     def _commit(self, records: Sequence[tuple[bytes, bytes]]) -> Path:
+        if os.getpid() != self._pid:  # a forked child: never reuse the parent's shard names
+            self._new_writer_id()
         self._seq += 1
         name = f"{time.time_ns():019d}_{self._writer}_{self._seq:06d}.shard"
         final = self.shards_dir / name
@@ -854,7 +884,7 @@ class Store:
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
             try:
-                _write_all(fd, chunks)
+                _write_all(fd, [b"".join(chunks)])  # one write call, not one per record
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -994,6 +1024,15 @@ class Store:
             _fsync_dir(self.shards_dir)
             self._segments = [_Segment.merge(self._segments, self._live)]
             return len(sources), written
+
+    def stage_lock(self, stage: str, *, settings: LockSettings | None = None) -> StageLock:
+        """The (not yet acquired) :class:`StageLock` of ``stage`` in this store's ``locks/``.
+
+        For a job that must not run twice at once on this cache, e.g.
+        ``with cache.stage_lock("embed/qasper/bge-small/G3"): ...``.
+        """
+        return StageLock(self.locks_dir / stage_lock_name(stage), settings=settings,
+                         label=f"{stage!r} on the {self.label} {self.root}")
 
     def close(self) -> None:
         """Commit what is buffered; merge this writer's own small shards if there are many."""
