@@ -609,6 +609,9 @@ class Store:
         self.quarantined.append(str(path))
         sid = self._by_name.get(path.name)
         if sid is not None:
+            shard = self._shards[sid]
+            if shard is not None and path.name in self._own:  # ours: let puts store them again
+                self._written.difference_update(k.tobytes() for k in shard.keys)
             self._drop(sid)
         else:
             self._by_name[path.name] = len(self._shards)
@@ -888,7 +891,13 @@ class Store:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            os.rename(tmp, final)
+            try:
+                os.rename(tmp, final)
+            except FileNotFoundError:
+                # NFS may retry a rename whose reply was lost and report ENOENT for a rename
+                # that happened: the shard is there under its final name
+                if tmp.exists() or not final.exists():
+                    raise
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
