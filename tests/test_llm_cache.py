@@ -231,3 +231,51 @@ def test_stage_lock_stops_a_second_generator_of_the_same_stage(tmp_path):
     replay = client_from_config({"model": "m", "mode": "replay", "cache": str(path)},
                                 stage="contexts")
     assert replay.chat(MSG) == "echo:hello" and replay.stage_lock is None
+
+
+_ORPHAN = textwrap.dedent("""
+    import sys, time
+    from structablate.llm.backends import Backend, Generation
+    from structablate.llm.cache import StoreCache
+    from structablate.llm.client import LLMClient
+    from structablate.store import StoreSettings
+
+    class Slow(Backend):
+        name = "slow"
+        def generate(self, request):
+            time.sleep(0.05)
+            print("GEN", flush=True)
+            return Generation(text="echo:" + request.messages[-1]["content"])
+
+    cache = StoreCache(sys.argv[1], settings=StoreSettings(flush_s=0.0))  # commit every record
+    client = LLMClient("m", cache, backend=Slow(), stage="contexts")
+    client.generate_many([client.request([{"role": "user", "content": f"p{i}"}])
+                          for i in range(400)])
+""")
+
+
+def test_a_rerun_beside_an_orphan_generator_is_stopped_and_resumes_after_kill_9(tmp_path):
+    from structablate.store import StageLocked
+
+    path = tmp_path / "generations"
+    orphan = subprocess.Popen([sys.executable, "-c", _ORPHAN, str(path)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        for _ in range(5):
+            assert orphan.stdout.readline().strip() == "GEN"
+        backend = CountingBackend()
+        rerun = LLMClient("m", open_cache(path), backend=backend, stage="contexts")
+        reqs = [rerun.request([{"role": "user", "content": f"p{i}"}]) for i in range(400)]
+        with pytest.raises(StageLocked, match=f"pid {orphan.pid} on host") as err:
+            rerun.generate_many(reqs)
+        assert f"kill {orphan.pid}" in str(err.value) and backend.calls == 0
+    finally:
+        orphan.send_signal(signal.SIGKILL)
+        orphan.wait(timeout=30)
+    # the orphan is gone: its lock is stale, and what it committed is not generated again
+    rerun.cache.store.refresh()
+    hits_before = rerun.stats.hits
+    assert rerun.generate_many(reqs) == [f"echo:p{i}" for i in range(400)]
+    assert rerun.stage_lock.broken[0]["pid"] == orphan.pid
+    assert 5 <= 400 - backend.calls == rerun.stats.hits - hits_before
+    rerun.close()
