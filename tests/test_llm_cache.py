@@ -15,6 +15,7 @@ import pytest
 from structablate.llm.backends import Backend, Generation, Request
 from structablate.llm.cache import CacheMiss, JsonlCache, StoreCache, cache_key, open_cache
 from structablate.llm.client import LLMClient, client_from_config
+from structablate.store import LockSettings
 
 
 class CountingBackend(Backend):
@@ -215,7 +216,8 @@ def test_stage_lock_stops_a_second_generator_of_the_same_stage(tmp_path):
     other = LLMClient("m", open_cache(path), backend=CountingBackend(), stage="induction")
     other.chat([{"role": "user", "content": "other"}])
     # a second generator of the same stage: stopped before it generates, naming the holder
-    second = LLMClient("m", open_cache(path), backend=CountingBackend(), stage="contexts")
+    second = LLMClient("m", open_cache(path), backend=CountingBackend(), stage="contexts",
+                       lock_settings=LockSettings(wait_s=0))
     with pytest.raises(StageLocked) as err:
         second.chat([{"role": "user", "content": "new"}])
     msg = str(err.value)
@@ -264,7 +266,8 @@ def test_a_rerun_beside_an_orphan_generator_is_stopped_and_resumes_after_kill_9(
         for _ in range(5):
             assert orphan.stdout.readline().strip() == "GEN"
         backend = CountingBackend()
-        rerun = LLMClient("m", open_cache(path), backend=backend, stage="contexts")
+        rerun = LLMClient("m", open_cache(path), backend=backend, stage="contexts",
+                          lock_settings=LockSettings(wait_s=0))
         reqs = [rerun.request([{"role": "user", "content": f"p{i}"}]) for i in range(400)]
         with pytest.raises(StageLocked, match=f"pid {orphan.pid} on host") as err:
             rerun.generate_many(reqs)

@@ -500,7 +500,8 @@ def test_a_live_holder_is_named_and_a_killed_one_is_stale(tmp_path):
     try:
         assert holder.stdout.readline().strip() == "HELD", holder.stderr.read()
         with pytest.raises(StageLocked) as err:
-            StageLock(path, label="LLM stage 'contexts'").acquire()
+            StageLock(path, settings=LockSettings(wait_s=0), label="LLM stage 'contexts'"
+                      ).acquire()
         msg = str(err.value)
         assert f"pid {holder.pid}" in msg and f"host {socket.gethostname()}" in msg
         assert str(path) in msg and f"kill {holder.pid}" in msg
@@ -531,11 +532,29 @@ def test_a_lock_from_another_host_is_stale_only_without_heartbeat(tmp_path):
     path = tmp_path / "l.lock"
     _foreign_lock(path, age_s=5)
     with pytest.raises(StageLocked, match="pid 4242 on host node17") as err:
-        StageLock(path, settings=LockSettings(stale_after_s=60)).acquire()
+        StageLock(path, settings=LockSettings(stale_after_s=60, wait_s=0)).acquire()
     assert "on node17: kill 4242" in str(err.value)
     _foreign_lock(path, age_s=120)
     lock = StageLock(path, settings=LockSettings(stale_after_s=60)).acquire()
     assert lock.broken[0]["host"] == "node17"
+    lock.release()
+
+
+def test_a_holder_that_exits_without_release_unlocks(tmp_path):
+    path = tmp_path / "l.lock"
+    code = ("import sys; from structablate.store import StageLock; "
+            "StageLock(sys.argv[1]).acquire(); raise SystemExit('crash')")
+    out, err = run_py(code, path).communicate(timeout=60)
+    assert "crash" in err and not path.exists()  # released at exit, no stale lock left
+
+
+def test_a_rerun_outwaits_the_lock_of_a_holder_killed_on_another_node(tmp_path):
+    path = tmp_path / "l.lock"
+    _foreign_lock(path, age_s=1.0)  # its heartbeat stops now: the holder was killed
+    t0 = time.monotonic()
+    lock = StageLock(path, settings=LockSettings(stale_after_s=1.5, wait_s=5)).acquire()
+    assert lock.held and lock.broken[0]["host"] == "node17"
+    assert 0.3 < time.monotonic() - t0 < 4.5
     lock.release()
 
 
@@ -556,7 +575,7 @@ def test_an_unreadable_lock_file_is_held_until_it_ages(tmp_path):
     path = tmp_path / "l.lock"
     path.write_bytes(b"")  # a lock being written by O_EXCL on a filesystem without links
     with pytest.raises(StageLocked):
-        StageLock(path, settings=LockSettings(stale_after_s=30)).acquire()
+        StageLock(path, settings=LockSettings(stale_after_s=30, wait_s=0)).acquire()
     os.utime(path, (time.time() - 60, time.time() - 60))
     StageLock(path, settings=LockSettings(stale_after_s=30)).acquire().release()
 
@@ -584,7 +603,7 @@ def test_a_store_hands_out_stage_locks_in_its_folder(tmp_path):
     with s.stage_lock("embed/qasper/minilm/G3") as lock:
         assert lock.path.parent == tmp_path / "v" / "locks" and lock.path.exists()
         with pytest.raises(StageLocked, match="embed/qasper/minilm/G3"):
-            s.stage_lock("embed/qasper/minilm/G3").acquire()
+            s.stage_lock("embed/qasper/minilm/G3", settings=LockSettings(wait_s=0)).acquire()
     assert not lock.path.exists()
 
 

@@ -113,13 +113,15 @@ class StoreSettings:
 class LockSettings:
     """The stale-lock rule of :class:`StageLock`."""
 
-    stale_after_s: float = 600.0
+    stale_after_s: float = 120.0
     """A lock whose heartbeat (the lock file's mtime) is older than this is stale (seconds).
-    Must exceed ``heartbeat_s`` by a margin for NFS attribute caching and clock skew."""
-    heartbeat_s: float = 30.0
+    Keep it several heartbeats long, and above the clock skew between nodes."""
+    heartbeat_s: float = 15.0
     """The holder refreshes the lock file's mtime this often (seconds)."""
-    wait_s: float = 0.0
-    """How long to wait for a live holder before giving up (seconds; 0: fail at once)."""
+    wait_s: float = 150.0
+    """How long to wait for a holder before giving up (seconds). Longer than
+    ``stale_after_s``, so a rerun on another node outwaits the lock of a holder that was killed
+    (whose heartbeat stops) and fails only when the holder is alive; 0: fail at once."""
 
 
 class StoreError(RuntimeError):
@@ -388,13 +390,18 @@ class _Segment:
 
 
 _OPEN_STORES: weakref.WeakSet[Store] = weakref.WeakSet()
+_HELD_LOCKS: weakref.WeakSet[StageLock] = weakref.WeakSet()
 
 
 @atexit.register
-def _flush_open_stores() -> None:  # pragma: no cover - exercised by subprocess tests
+def _at_exit() -> None:  # pragma: no cover - exercised by subprocess tests
+    """A process that exits (normally or by an exception) commits and unlocks."""
     for store in list(_OPEN_STORES):
         with contextlib.suppress(Exception):
             store.flush()
+    for lock in list(_HELD_LOCKS):
+        with contextlib.suppress(Exception):
+            lock.release()
 
 
 class Store:
@@ -1279,6 +1286,7 @@ class StageLock:
             if ok:
                 self.token = token
                 self._start_heartbeat()
+                _HELD_LOCKS.add(self)
                 return self
             holder = self.read_holder()
             if holder is None:
@@ -1288,7 +1296,8 @@ class StageLock:
                 self._break(holder, reason)
                 continue
             if time.monotonic() < deadline:
-                time.sleep(min(5.0, max(0.05, deadline - time.monotonic())))
+                poll = min(5.0, self.settings.stale_after_s / 4, deadline - time.monotonic())
+                time.sleep(max(0.05, poll))
                 continue
             raise StageLocked(
                 f"{self.label} is already running elsewhere: the lock {self.path} is held by "
@@ -1328,6 +1337,7 @@ class StageLock:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path)
         self.token = None
+        _HELD_LOCKS.discard(self)
 
     def __enter__(self) -> StageLock:
         return self.acquire()
