@@ -614,3 +614,20 @@ def test_a_folder_with_other_files_is_not_taken_for_a_cache(tmp_path):
         VectorStore(tmp_path / "results", setting="`results:`")
     assert "`results:`" in str(err.value) and "documents.parquet" in str(err.value)
     assert not (tmp_path / "results" / "shards").exists()
+
+
+def test_a_closing_writer_merges_the_small_shards_killed_jobs_left(tmp_path):
+    root = tmp_path / "j"
+    for i in range(5):  # five "killed" writers, each left two small shards
+        s = JsonStore(root)
+        s.put_json(key(2 * i), {"i": 2 * i})
+        s.flush()
+        s.put_json(key(2 * i + 1), {"i": 2 * i + 1})
+        s.flush()
+        s._closed = True  # as if killed: no merge on close
+    assert len(shards(root)) == 10
+    last = JsonStore(root, settings=StoreSettings(compact_min_shards=10))
+    last.close()
+    assert len(shards(root)) == 1
+    assert [JsonStore(root).get_json(key(i)) for i in range(10)] == [{"i": i} for i in range(10)]
+    assert not (root / "locks" / "compact.lock").exists()

@@ -96,7 +96,7 @@ class StoreSettings:
     """Commit a shard once this many records are buffered (count)."""
     flush_bytes: int = 64 * 1024 * 1024
     """Commit a shard once the buffered values reach this many bytes."""
-    flush_s: float = 60.0
+    flush_s: float = 10.0
     """Commit once the oldest buffered record is this old (seconds): bounds the loss on a kill."""
     rescan_s: float = 30.0
     """A miss lists the folder again for shards of other writers at most this often (seconds)."""
@@ -104,6 +104,9 @@ class StoreSettings:
     """Temporary files older than this (seconds) are garbage whoever wrote them."""
     merge_own_min_shards: int = 8
     """On close, a writer that committed at least this many small shards merges them into one."""
+    compact_min_shards: int = 64
+    """On close, a writer that sees at least this many small shards in the folder (e.g. left by
+    killed jobs) merges all of them, unless another process is compacting."""
     merge_small_bytes: int = 1024 * 1024
     """A shard below this size (bytes) counts as small for merging and compaction (embedding
     shards of 2,048 vectors are larger and stay as they are)."""
@@ -1041,6 +1044,26 @@ class Store:
             self._segments = [_Segment.merge(self._segments, self._live)]
             return len(sources), written
 
+    def _merge_on_close(self) -> None:
+        small = self.settings.merge_small_bytes
+        self.refresh(force=True)
+        every = [sh.name for sh in self._shards if sh is not None and sh.size < small]
+        if len(every) >= self.settings.compact_min_shards:
+            lock = self.stage_lock("compact", settings=LockSettings(wait_s=0))
+            try:
+                lock.acquire()
+            except StageLocked:
+                return  # someone else is compacting
+            try:
+                self.compact(names=every)
+            finally:
+                lock.release()
+            return
+        own = [n for n in self._own if (sid := self._by_name.get(n)) is not None
+               and (sh := self._shards[sid]) is not None and sh.size < small]
+        if len(own) >= self.settings.merge_own_min_shards:
+            self.compact(names=own)
+
     def stage_lock(self, stage: str, *, settings: LockSettings | None = None) -> StageLock:
         """The (not yet acquired) :class:`StageLock` of ``stage`` in this store's ``locks/``.
 
@@ -1057,14 +1080,11 @@ class Store:
                 return
             if not self.readonly:
                 self.flush()
-                own = [n for n in self._own if (sid := self._by_name.get(n)) is not None
-                       and (sh := self._shards[sid]) is not None
-                       and sh.size < self.settings.merge_small_bytes]
-                if len(own) >= self.settings.merge_own_min_shards:
-                    try:
-                        self.compact(names=own)
-                    except StoreError as exc:  # the records are committed; merging is optional
-                        log.warning("%s", exc)
+                try:
+                    self._merge_on_close()
+                except (StoreError, OSError) as exc:  # all is committed; merging is optional
+                    log.warning("%s %s: merging small shards failed (%s)", self.label,
+                                self.root, exc)
             self._closed = True
             _OPEN_STORES.discard(self)
 

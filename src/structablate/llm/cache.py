@@ -16,7 +16,7 @@ Two on-disk forms, chosen by the path:
   :class:`~structablate.store.JsonStore` of immutable, checksummed shards. Each process
   commits its own shards (temp file, ``fsync``, atomic rename), so any number of jobs on any
   number of nodes share it over NFS without locks on the data; a killed job loses at most the
-  records it had not committed (``StoreSettings.flush_s``, 60 s by default). SQLite files of
+  records it had not committed (``StoreSettings.flush_s``, 10 s by default). SQLite files of
   earlier versions are refused with the command that imports them.
 
 A record holds the key, the request (for provenance) and the response text plus metadata.
@@ -181,10 +181,10 @@ class JsonlCache(GenerationCache):
 class StoreCache(GenerationCache):
     """A folder of immutable shards shared safely by many jobs (:mod:`structablate.store`).
 
-    Records are buffered and committed as one shard per ``StoreSettings.flush_s`` seconds (or
-    ``flush_records`` records), on :meth:`flush`, :meth:`close` and at exit; a job killed
-    with SIGKILL loses at most that much generation. Other processes see a record once it is
-    committed.
+    Records are buffered and committed as one shard at the latest ``StoreSettings.flush_s``
+    (10 s) after they exist, on :meth:`flush` (the client flushes after each batch and each
+    ``generate_many``), :meth:`close` and at exit; a job killed with SIGKILL loses at most that
+    much generation. Other processes see a record once it is committed.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False,

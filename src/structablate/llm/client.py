@@ -224,10 +224,12 @@ class LLMClient:
     def generate_many(self, requests: Sequence[Request]) -> list[str]:
         """Texts for ``requests`` in order; misses go to the backend in its preferred way.
 
-        vLLM gets the misses in batches of ``batch_size`` (one ``LLM.chat`` call each, recorded
-        after each batch); an OpenAI server gets up to its ``concurrency`` requests at once,
-        each recorded as it returns; llama.cpp runs them one by one in order, so prompts that
-        share a prefix follow each other. Duplicate requests are generated once.
+        vLLM gets the misses in batches of ``batch_size`` (one ``LLM.chat`` call each, committed
+        to the cache after each batch); an OpenAI server gets up to its ``concurrency``
+        requests at once, each recorded as it returns; llama.cpp runs them one by one in order,
+        so prompts that share a prefix follow each other. Records are committed at the latest
+        ``StoreSettings.flush_s`` (10 s) after they exist and when this call returns, so a killed
+        job loses at most that much. Duplicate requests are generated once.
         """
         records = [self.request_record(r) for r in requests]
         keys = [cache_key(rec) for rec in records]
@@ -252,6 +254,8 @@ class LLMClient:
                     for i, g in zip(part, gens, strict=True):
                         self._record(keys[i], records[i], g)
                         texts[keys[i]] = g.text
+                    if self.cache is not None:
+                        self.cache.flush()  # a batch is committed as soon as it exists
             else:
                 workers = int(getattr(backend, "concurrency", 1) or 1)
 
@@ -266,6 +270,8 @@ class LLMClient:
                 else:
                     for i in idx:
                         run(i)
+            if self.cache is not None:
+                self.cache.flush()
         return [texts[k] for k in keys]
 
 
