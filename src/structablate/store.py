@@ -1470,7 +1470,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.cmd == "gc":
         print(f"removed {len(store.gc())} temporary file(s)")
     elif args.cmd == "compact":
-        merged, written = store.compact()
+        with store.stage_lock("compact", settings=LockSettings(wait_s=0)):
+            merged, written = store.compact()
         print(f"merged {merged} shards into {written}")
     store.close()
     return 0
