@@ -54,7 +54,7 @@ def main() -> None:
     counter = TokenCounter.from_model(MODEL)
     embedder = Embedder(EmbedderConfig(model=MODEL, batch_size=args.batch_size))
     with tempfile.TemporaryDirectory() as tmp:
-        cache = EmbeddingCache(Path(tmp) / "cache.sqlite")
+        cache = EmbeddingCache(Path(tmp) / "embeddings")
         total = computed = 0
         seconds = 0.0
         print(f"{'chunkset':8} {'chunks':>7} {'computed':>9} {'cached':>7} {'chunks/s':>9}")

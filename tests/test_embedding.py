@@ -1,5 +1,11 @@
 """Embedding with the real offline model: batch invariance, cache, truncation accounting."""
 
+import logging
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import numpy as np
 import pytest
 from conftest import MODEL
@@ -38,7 +44,7 @@ def test_vector_of_a_text_does_not_depend_on_its_batch(embedder):
 
 
 def test_cache_hits_skip_the_model_and_return_identical_vectors(embedder, tmp_path):
-    cache = EmbeddingCache(tmp_path / "c.sqlite")
+    cache = EmbeddingCache(tmp_path / "embeddings")
     v1, s1 = embed_texts(TEXTS + [TEXTS[0]], embedder, cache, progress=False)
     assert (s1.texts, s1.unique_texts, s1.cache_hits, s1.computed) == (5, 4, 0, 4)
     assert np.array_equal(v1[0], v1[4])
@@ -46,11 +52,90 @@ def test_cache_hits_skip_the_model_and_return_identical_vectors(embedder, tmp_pa
     assert (s2.cache_hits, s2.computed) == (1, 1)
     assert np.array_equal(v2[0], v1[2])
     cache.close()
-    # a new connection (another job) sees the committed vectors
-    again = EmbeddingCache(tmp_path / "c.sqlite")
+    # a new instance (another job) sees the committed vectors
+    again = EmbeddingCache(tmp_path / "embeddings")
     assert len(again) == 5
     v3, s3 = embed_texts(TEXTS, embedder, again, progress=False)
     assert s3.computed == 0 and np.array_equal(v3, v1[:4])
+
+
+def test_a_job_in_another_process_reuses_committed_vectors(embedder, tmp_path):
+    job = textwrap.dedent("""
+        import sys
+        from structablate.embedding import Embedder, EmbedderConfig, EmbeddingCache, embed_texts
+        emb = Embedder(EmbedderConfig(model=sys.argv[2], batch_size=4, length_bucket=16))
+        cache = EmbeddingCache(sys.argv[1])
+        _, stats = embed_texts(sys.argv[3:], emb, cache, progress=False)
+        cache.close()
+        print(stats.computed)
+    """)
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    out = subprocess.run([sys.executable, "-c", job, str(tmp_path / "emb"), MODEL, *TEXTS[:2]],
+                         capture_output=True, text=True, timeout=300,
+                         env={**__import__("os").environ, "PYTHONPATH": src})
+    assert out.returncode == 0 and out.stdout.split()[-1] == "2", out.stderr
+    cache = EmbeddingCache(tmp_path / "emb")
+    v, stats = embed_texts(TEXTS, embedder, cache, progress=False)
+    assert (stats.cache_hits, stats.computed) == (2, 2)
+    assert np.array_equal(v, embedder.encode(TEXTS))  # cached vectors are the computed ones
+
+
+class _ConcurrentJob:
+    """The real embedder, with another job committing TEXTS[3] while this one computes."""
+
+    def __init__(self, embedder, other_cache):
+        self._e, self._other, self.encoded = embedder, other_cache, []
+
+    def __getattr__(self, name):
+        return getattr(self._e, name)
+
+    def encode(self, texts, **kw):
+        self.encoded.extend(texts)
+        if len(self.encoded) == 1:
+            key = EmbeddingCache.key(self._e.cfg.signature(), TEXTS[3])
+            self._other.put_many([(key, self._e.encode([TEXTS[3]])[0])])
+        return self._e.encode(texts, **kw)
+
+
+def test_vectors_committed_meanwhile_by_another_job_are_not_recomputed(embedder, tmp_path):
+    cache = EmbeddingCache(tmp_path / "emb")
+    job = _ConcurrentJob(embedder, EmbeddingCache(tmp_path / "emb"))
+    v, stats = embed_texts(TEXTS, job, cache, progress=False, commit_every=1)
+    assert TEXTS[3] not in job.encoded and len(job.encoded) == 3
+    assert (stats.cache_hits, stats.computed) == (1, 3)
+    assert np.array_equal(v, embedder.encode(TEXTS))
+
+
+def test_a_corrupt_cache_shard_is_quarantined_and_recomputed_identically(
+        embedder, tmp_path, caplog):
+    root = tmp_path / "embeddings"
+    cache = EmbeddingCache(root)
+    v1, _ = embed_texts(TEXTS, embedder, cache, progress=False)
+    cache.close()
+    (shard,) = (root / "shards").glob("*.shard")
+    shard.write_bytes(shard.read_bytes()[:-100])  # truncated, e.g. by a full disk
+    with caplog.at_level(logging.WARNING):
+        again = EmbeddingCache(root)
+        v2, s2 = embed_texts(TEXTS, embedder, again, progress=False)
+    assert str(shard) in caplog.text and "quarantine" in caplog.text
+    assert (s2.cache_hits, s2.computed) == (0, 4)
+    assert s2.as_dict()["cache_quarantined"] == [str(shard)]
+    assert np.array_equal(v1, v2) and (root / "quarantine" / shard.name).exists()
+    again.close()
+    _, s3 = embed_texts(TEXTS, embedder, EmbeddingCache(root), progress=False)
+    assert s3.computed == 0  # rebuilt
+
+
+def test_an_sqlite_cache_of_earlier_versions_names_the_fix(tmp_path):
+    import sqlite3
+
+    from structablate.store import StoreError
+
+    old = tmp_path / "embeddings.sqlite"
+    sqlite3.connect(old).execute("CREATE TABLE vectors (key BLOB)").connection.commit()
+    with pytest.raises(StoreError, match="import-sqlite") as err:
+        EmbeddingCache(old)
+    assert str(old) in str(err.value)
 
 
 def test_cache_key_separates_models_and_texts():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
-import sqlite3
+import socket
 import subprocess
 import sys
 import textwrap
@@ -13,8 +13,9 @@ import time
 import pytest
 
 from structablate.llm.backends import Backend, Generation, Request
-from structablate.llm.cache import CacheMiss, JsonlCache, SqliteCache, cache_key, open_cache
+from structablate.llm.cache import CacheMiss, JsonlCache, StoreCache, cache_key, open_cache
 from structablate.llm.client import LLMClient, client_from_config
+from structablate.store import LockSettings
 
 
 class CountingBackend(Backend):
@@ -34,7 +35,7 @@ class CountingBackend(Backend):
 MSG = [{"role": "user", "content": "hello"}]
 
 
-@pytest.mark.parametrize("suffix", [".jsonl", ".sqlite"])
+@pytest.mark.parametrize("suffix", [".jsonl", ""])
 def test_hit_miss_and_persistence(tmp_path, suffix):
     path = tmp_path / f"cache{suffix}"
     backend = CountingBackend()
@@ -51,6 +52,7 @@ def test_hit_miss_and_persistence(tmp_path, suffix):
     LLMClient("m2", open_cache(path), backend=backend).chat(MSG)
     assert backend.calls == 5
     client.close()
+    assert isinstance(open_cache(path), JsonlCache if suffix else StoreCache)
 
     # a fresh process-level view: everything replays from disk, the backend is never built
     def explode():
@@ -92,7 +94,7 @@ def test_replay_mode_miss_names_the_key(tmp_path):
 
 def test_generate_many_dedupes_and_keeps_order(tmp_path):
     backend = CountingBackend()
-    client = LLMClient("m", open_cache(tmp_path / "c.sqlite"), backend=backend)
+    client = LLMClient("m", open_cache(tmp_path / "c"), backend=backend)
     client.chat([{"role": "user", "content": "b"}])
     reqs = [client.request([{"role": "user", "content": c}]) for c in "abca"]
     assert client.generate_many(reqs) == ["echo:a", "echo:b", "echo:c", "echo:a"]
@@ -139,36 +141,144 @@ def test_jsonl_killed_mid_write_leaves_readable_cache(tmp_path):
     assert fresh.skipped_lines == 1
 
 
-_SQLITE_WRITER = textwrap.dedent("""
+_STORE_WRITER = textwrap.dedent("""
     import sys
-    from structablate.llm.cache import SqliteCache
-    cache = SqliteCache(sys.argv[1])
+    from structablate.llm.cache import StoreCache
+    cache = StoreCache(sys.argv[1])
     i = 0
     while True:
         cache.put(f"k{i}", {"i": i}, {"text": "x" * 200000})
-        if i == 5:
-            print("READY", flush=True)
+        if i % 3 == 2:
+            cache.flush()  # committed: must survive the kill
+            print("COMMITTED", i, flush=True)
         i += 1
 """)
 
 
-def test_sqlite_killed_mid_write_leaves_readable_cache(tmp_path):
-    path = tmp_path / "c.sqlite"
-    proc = subprocess.Popen([sys.executable, "-c", _SQLITE_WRITER, str(path)],
+def test_store_cache_killed_mid_write_keeps_every_committed_record(tmp_path):
+    path = tmp_path / "generations"
+    proc = subprocess.Popen([sys.executable, "-c", _STORE_WRITER, str(path)],
                             stdout=subprocess.PIPE, text=True)
+    committed = -1
     try:
-        assert proc.stdout.readline().strip() == "READY"
-        time.sleep(0.3)  # let it write a few more, so the kill lands inside put()
+        for _ in range(3):
+            committed = int(proc.stdout.readline().split()[1])
+        time.sleep(0.2)  # let it write more, so the kill lands inside put() or a shard write
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
-    con = sqlite3.connect(path)
-    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    con.close()
-    cache = SqliteCache(path)
+    assert committed >= 8
+    cache = StoreCache(path)
     keys = cache.keys()
-    assert len(keys) >= 6
-    for k in keys:  # every committed record is complete
+    assert {f"k{i}" for i in range(committed + 1)} <= set(keys)
+    for k in keys:  # every visible record is complete
         assert cache.get(k)["response"]["text"] == "x" * 200000
     cache.put("after", {}, {"text": "ok"})
-    assert SqliteCache(path).get("after")["response"]["text"] == "ok"
+    cache.close()
+    assert StoreCache(path, readonly=True).get("after")["response"]["text"] == "ok"
+
+
+def test_an_sqlite_cache_of_earlier_versions_is_refused_with_the_import_command(tmp_path):
+    import sqlite3
+
+    from structablate.store import StoreError, import_sqlite
+
+    old = tmp_path / "generations.sqlite"
+    con = sqlite3.connect(old)
+    con.execute("CREATE TABLE generations (key TEXT PRIMARY KEY, request TEXT NOT NULL, "
+                "response TEXT NOT NULL, created REAL NOT NULL)")
+    k = cache_key({"model": "m"})
+    con.execute("INSERT INTO generations VALUES (?, ?, ?, 0)",
+                (k, json.dumps({"model": "m"}), json.dumps({"text": "old"})))
+    con.commit()
+    con.close()
+    with pytest.raises(StoreError, match="import-sqlite") as err:
+        open_cache(old)
+    assert str(old) in str(err.value)
+    assert import_sqlite(old, tmp_path / "generations") == ("json", 1)
+    assert open_cache(tmp_path / "generations").get(k)["response"]["text"] == "old"
+
+
+class _Slow(CountingBackend):
+    def generate(self, request):
+        time.sleep(0.01)
+        return super().generate(request)
+
+
+def test_stage_lock_stops_a_second_generator_of_the_same_stage(tmp_path):
+    from structablate.store import StageLocked
+
+    path = tmp_path / "generations"
+    first = LLMClient("m", open_cache(path), backend=_Slow(), stage="contexts")
+    assert first.chat(MSG) == "echo:hello"
+    assert first.stage_lock is not None and first.stage_lock.held
+    # another stage on the same cache, and hits of the same stage, need no lock
+    other = LLMClient("m", open_cache(path), backend=CountingBackend(), stage="induction")
+    other.chat([{"role": "user", "content": "other"}])
+    # a second generator of the same stage: stopped before it generates, naming the holder
+    second = LLMClient("m", open_cache(path), backend=CountingBackend(), stage="contexts",
+                       lock_settings=LockSettings(wait_s=0))
+    with pytest.raises(StageLocked) as err:
+        second.chat([{"role": "user", "content": "new"}])
+    msg = str(err.value)
+    assert f"pid {__import__('os').getpid()}" in msg and socket.gethostname() in msg
+    assert "contexts" in msg and str(first.cache.lock_path("contexts")) in msg
+    assert second.backend_loaded and second._backend.calls == 0
+    first.close()
+    assert not first.cache.lock_path("contexts").exists()
+    assert second.chat([{"role": "user", "content": "new"}]) == "echo:new"
+    second.close()
+    other.close()
+    # replay takes no lock at all
+    replay = client_from_config({"model": "m", "mode": "replay", "cache": str(path)},
+                                stage="contexts")
+    assert replay.chat(MSG) == "echo:hello" and replay.stage_lock is None
+
+
+_ORPHAN = textwrap.dedent("""
+    import sys, time
+    from structablate.llm.backends import Backend, Generation
+    from structablate.llm.cache import StoreCache
+    from structablate.llm.client import LLMClient
+    from structablate.store import StoreSettings
+
+    class Slow(Backend):
+        name = "slow"
+        def generate(self, request):
+            time.sleep(0.05)
+            print("GEN", flush=True)
+            return Generation(text="echo:" + request.messages[-1]["content"])
+
+    cache = StoreCache(sys.argv[1], settings=StoreSettings(flush_s=0.0))  # commit every record
+    client = LLMClient("m", cache, backend=Slow(), stage="contexts")
+    client.generate_many([client.request([{"role": "user", "content": f"p{i}"}])
+                          for i in range(400)])
+""")
+
+
+def test_a_rerun_beside_an_orphan_generator_is_stopped_and_resumes_after_kill_9(tmp_path):
+    from structablate.store import StageLocked
+
+    path = tmp_path / "generations"
+    orphan = subprocess.Popen([sys.executable, "-c", _ORPHAN, str(path)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        for _ in range(5):
+            assert orphan.stdout.readline().strip() == "GEN"
+        backend = CountingBackend()
+        rerun = LLMClient("m", open_cache(path), backend=backend, stage="contexts",
+                          lock_settings=LockSettings(wait_s=0))
+        reqs = [rerun.request([{"role": "user", "content": f"p{i}"}]) for i in range(400)]
+        with pytest.raises(StageLocked, match=f"pid {orphan.pid} on host") as err:
+            rerun.generate_many(reqs)
+        assert f"kill {orphan.pid}" in str(err.value) and backend.calls == 0
+    finally:
+        orphan.send_signal(signal.SIGKILL)
+        orphan.wait(timeout=30)
+    # the orphan is gone: its lock is stale, and what it committed is not generated again
+    rerun.cache.store.refresh()
+    hits_before = rerun.stats.hits
+    assert rerun.generate_many(reqs) == [f"echo:p{i}" for i in range(400)]
+    assert rerun.stage_lock.broken[0]["pid"] == orphan.pid
+    assert 5 <= 400 - backend.calls == rerun.stats.hits - hits_before
+    rerun.close()

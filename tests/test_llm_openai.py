@@ -25,7 +25,7 @@ def config(srv: StubServer, tmp_path, **openai):
     return {
         "model": "stub-model",
         "backend": "openai",
-        "cache": str(tmp_path / "cache.sqlite"),
+        "cache": str(tmp_path / "generations"),
         "openai": {"base_url": srv.base_url, "api_key_env": KEY_ENV, "backoff_s": 0.01,
                    **openai},
     }
@@ -61,9 +61,12 @@ def test_api_key_only_from_env_and_never_shown(tmp_path, monkeypatch, caplog):
         assert SECRET not in repr(backend)
         client = client_from_config(config(srv, tmp_path))
         client.chat([{"role": "user", "content": "hi"}])
+        client.close()  # commits the cache
     assert SECRET not in caplog.text
     assert "retry" in caplog.text
-    assert SECRET not in (tmp_path / "cache.sqlite").read_bytes().decode("latin-1")
+    stored = b"".join(p.read_bytes() for p in (tmp_path / "generations").rglob("*")
+                      if p.is_file())
+    assert b"hi" in stored and SECRET not in stored.decode("latin-1")
 
 
 def test_wrong_key_is_not_retried(tmp_path, monkeypatch):
@@ -115,7 +118,7 @@ def test_concurrency_limit_and_order(tmp_path, key):
         assert 1 < srv.max_in_flight <= 3
     # every answer was recorded as it arrived
     replay = client_from_config({"model": "stub-model", "mode": "replay",
-                                 "cache": str(tmp_path / "cache.sqlite")})
+                                 "cache": str(tmp_path / "generations")})
     assert replay.generate_many(reqs) == out
 
 

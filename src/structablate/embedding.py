@@ -8,15 +8,16 @@ sequence length), padded to that length, and each batch is filled to ``batch_siz
 empty texts. So the same text gives byte-identical vectors whichever condition, order or cache
 state it is embedded in, and the measured half stays deterministic.
 
-The cache is an SQLite file keyed by ``sha256(model signature, text)``; a text shared by several
-conditions (or by a rerun) is embedded once. SQLite's locking makes it safe for parallel jobs,
-and a killed job loses only uncommitted batches.
+The cache is a folder of immutable shards (:mod:`structablate.store`) keyed by
+``sha256(model signature, text)``; a text shared by several conditions (or by a rerun) is
+embedded once. Every job commits its own shards (temp file, fsync, atomic rename), so any number
+of jobs on any number of nodes share one cache over NFS, and a killed job loses only the batch
+it had not committed.
 """
 
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ import numpy as np
 from tqdm import tqdm
 
 from structablate.models import resolve_model_path
+from structablate.store import LockSettings, StageLock, StoreError, StoreSettings, VectorStore
 
 
 @dataclass(frozen=True)
@@ -137,47 +139,51 @@ class EmbeddingStats:
 
 
 class EmbeddingCache:
-    """Content-addressed vector store in one SQLite file."""
+    """Content-addressed float32 vectors in a store folder shared by many jobs.
 
-    def __init__(self, path: str | Path, timeout_s: float = 600.0):
+    ``path`` is a folder (created if missing). Each :meth:`put_many` commits one shard at once,
+    so a killed job loses at most the batch it was computing. An unwritable folder raises
+    :class:`~structablate.store.StoreUnwritable` naming it; corrupt shards are moved to
+    ``<path>/quarantine/`` with a warning and their vectors recomputed.
+    """
+
+    def __init__(self, path: str | Path, *, readonly: bool = False,
+                 settings: StoreSettings | None = None):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, timeout=timeout_s)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, dim INTEGER, data BLOB)"
-        )
-        self._db.commit()
+        self.store = VectorStore(self.path, readonly=readonly, settings=settings,
+                                 label="embedding cache", setting="`results:`")
 
     @staticmethod
     def key(signature: str, text: str) -> bytes:
         return hashlib.sha256(signature.encode() + b"\x00" + text.encode()).digest()
 
     def get_many(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
-        out: dict[bytes, np.ndarray] = {}
-        keys = list(keys)
-        for k in range(0, len(keys), 500):
-            part = keys[k : k + 500]
-            marks = ",".join("?" * len(part))
-            q = f"SELECT key, dim, data FROM vectors WHERE key IN ({marks})"
-            for key, dim, data in self._db.execute(q, part):
-                out[key] = np.frombuffer(data, dtype=np.float32, count=dim)
-        return out
+        """Cached vectors (read-only float32 arrays) of the keys that have one."""
+        return self.store.get_vectors(keys)
 
     def put_many(self, items: Sequence[tuple[bytes, np.ndarray]]) -> None:
-        self._db.executemany(
-            "INSERT OR IGNORE INTO vectors (key, dim, data) VALUES (?, ?, ?)",
-            [(k, int(v.shape[0]), np.ascontiguousarray(v, dtype=np.float32).tobytes())
-             for k, v in items],
-        )
-        self._db.commit()
+        """Store vectors and commit them (one shard) before returning."""
+        self.store.put_vectors(items)
+        self.store.flush()
+
+    def refresh(self) -> int:
+        """Pick up vectors other jobs committed since; return the number of new shards."""
+        return self.store.refresh(force=True)
+
+    @property
+    def quarantined(self) -> list[str]:
+        """Corrupt shards met so far (moved aside; their vectors were recomputed)."""
+        return self.store.quarantined
+
+    def stage_lock(self, stage: str, settings: LockSettings | None = None) -> StageLock:
+        """A lock that keeps a second job of ``stage`` off this cache (not yet acquired)."""
+        return self.store.stage_lock(stage, settings=settings)
 
     def __len__(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
+        return len(self.store)
 
     def close(self) -> None:
-        self._db.close()
+        self.store.close()
 
 
 def embed_texts(
@@ -200,24 +206,48 @@ def embed_texts(
     lengths = embedder.token_lengths(texts) if texts else []
     stats.truncated = sum(n > embedder.max_seq_length for n in lengths)
     keys = [EmbeddingCache.key(sig, t) for t in unique]
-    found = cache.get_many(keys) if cache is not None else {}
-    stats.cache_hits = len(found)
     vecs = np.zeros((len(unique), embedder.dim), dtype=np.float32)
-    missing = []
-    for i, k in enumerate(keys):
-        v = found.get(k)
-        if v is None:
-            missing.append(i)
-        else:
-            vecs[i] = v
+    missing = list(range(len(unique)))
+    if cache is not None:
+        missing = _fill_from_cache(cache, keys, missing, vecs, stats)
     t0 = time.perf_counter()
+    done = 0
     for c in range(0, len(missing), commit_every):
         part = missing[c : c + commit_every]
+        if cache is not None and c > 0:
+            # jobs running at the same time may have committed some of these meanwhile
+            cache.refresh()
+            part = _fill_from_cache(cache, keys, part, vecs, stats)
+        done += len(part)
+        if not part:
+            continue
         got = embedder.encode([unique[i] for i in part], progress=progress,
                               desc=f"{desc} [{c + len(part)}/{len(missing)}]")
         vecs[part] = got
         if cache is not None:
             cache.put_many([(keys[i], got[j]) for j, i in enumerate(part)])
     stats.seconds_computing = time.perf_counter() - t0
-    stats.computed = len(missing)
+    stats.computed = done
+    if cache is not None and cache.quarantined:
+        stats.extra["cache_quarantined"] = list(cache.quarantined)
     return vecs[[order[t] for t in texts]], stats
+
+
+def _fill_from_cache(cache: EmbeddingCache, keys: Sequence[bytes], rows: list[int],
+                     vecs: np.ndarray, stats: EmbeddingStats) -> list[int]:
+    """Copy cached vectors of ``rows`` into ``vecs``; return the rows still missing."""
+    found = cache.get_many([keys[i] for i in rows])
+    still = []
+    for i in rows:
+        v = found.get(keys[i])
+        if v is None:
+            still.append(i)
+        elif v.shape != (vecs.shape[1],):
+            raise StoreError(
+                f"embedding cache {cache.path}: a cached vector has {v.shape[0]} dimensions, "
+                f"the embedder gives {vecs.shape[1]}; the cache is inconsistent: delete "
+                f"{cache.path} (it only saves recomputation)")
+        else:
+            vecs[i] = v
+    stats.cache_hits += len(rows) - len(still)
+    return still

@@ -20,7 +20,7 @@ from structablate.llm.backends import (
     Sampling,
     VLLMBackend,
 )
-from structablate.llm.cache import CacheMiss, JsonlCache, SqliteCache, cache_key, open_cache
+from structablate.llm.cache import CacheMiss, JsonlCache, StoreCache, cache_key, open_cache
 from structablate.llm.client import LLMClient, client_from_config
 from structablate.llm.contextualize import contextualize, contextualize_chunks, truncate_to_tokens
 
@@ -36,7 +36,7 @@ __all__ = [
     "OpenAIBackend",
     "Request",
     "Sampling",
-    "SqliteCache",
+    "StoreCache",
     "VLLMBackend",
     "cache_key",
     "client_from_config",

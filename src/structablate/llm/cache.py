@@ -5,33 +5,35 @@ and nothing else: the model id, the messages, the sampling parameters (temperatu
 token limit, seed, stop strings) and the output schema. The backend is *not* part of the key,
 so a generation recorded with vLLM replays under llama.cpp or an OpenAI-compatible server.
 
-Two on-disk stores, chosen by the file suffix:
+Two on-disk forms, chosen by the path:
 
 * ``*.jsonl`` — append-only JSON lines, one record per generation, each appended with a single
   ``write`` under an exclusive ``flock`` and followed by ``fsync``. The reader is tolerant: a
   line cut short by a killed process (no trailing newline, or invalid JSON) is skipped, so a
   crash loses at most the record in flight. Diff-friendly: the recorded caches shipped under
-  ``resources/llm/`` use it.
-* anything else (``*.sqlite``) — SQLite in WAL mode with ``synchronous=FULL``; each put is its
-  own transaction, so a killed writer loses at most the uncommitted row. Safe for several
-  processes at once (busy timeout).
+  ``resources/llm/`` use it. Meant for one writer on a local disk (recording).
+* anything else — a folder (e.g. ``results/llm/generations``): a
+  :class:`~structablate.store.JsonStore` of immutable, checksummed shards. Each process
+  commits its own shards (temp file, ``fsync``, atomic rename), so any number of jobs on any
+  number of nodes share it over NFS without locks on the data; a killed job loses at most the
+  records it had not committed (``StoreSettings.flush_s``, 10 s by default). SQLite files of
+  earlier versions are refused with the command that imports them.
 
 A record holds the key, the request (for provenance) and the response text plus metadata.
 """
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import hashlib
 import json
 import os
-import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from structablate.store import JsonStore, StoreSettings, key_from_hex, stage_lock_name
 
 
 def canonical_json(obj: Any) -> str:
@@ -86,6 +88,13 @@ class GenerationCache:
             rec = self.get(k)
             if rec is not None:
                 yield k, rec
+
+    def flush(self) -> None:
+        """Make every put durable and visible to other processes (a no-op where puts are)."""
+
+    def lock_path(self, stage: str) -> Path:
+        """Where the :class:`~structablate.store.StageLock` of ``stage`` on this cache lives."""
+        return self.path.with_name(f"{self.path.name}.{stage_lock_name(stage)}")
 
     def close(self) -> None:
         pass
@@ -169,79 +178,63 @@ class JsonlCache(GenerationCache):
             self._index[key] = rec
 
 
-class SqliteCache(GenerationCache):
-    """SQLite store in WAL mode (see module docstring)."""
+class StoreCache(GenerationCache):
+    """A folder of immutable shards shared safely by many jobs (:mod:`structablate.store`).
 
-    def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False):
+    Records are buffered and committed as one shard at the latest ``StoreSettings.flush_s``
+    (10 s) after they exist, on :meth:`flush` (the client flushes after each batch and each
+    ``generate_many``), :meth:`close` and at exit; a job killed with SIGKILL loses at most that
+    much generation. Other processes see a record once it is committed.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False,
+                 settings: StoreSettings | None = None):
         self.path = Path(path)
         self.readonly = readonly
-        self._local = threading.local()
-        if readonly:
-            if not self.path.exists():
-                raise FileNotFoundError(f"{self.path}: no such LLM cache")
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with contextlib.closing(self._connect()) as con, con:
-                con.execute(
-                    "CREATE TABLE IF NOT EXISTS generations (key TEXT PRIMARY KEY, "
-                    "request TEXT NOT NULL, response TEXT NOT NULL, created REAL NOT NULL)"
-                )
-
-    def _connect(self) -> sqlite3.Connection:
-        if self.readonly:
-            con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=60)
-        else:
-            con = sqlite3.connect(self.path, timeout=60)
-            con.execute("PRAGMA journal_mode=WAL")
-            con.execute("PRAGMA synchronous=FULL")
-        con.execute("PRAGMA busy_timeout=60000")
-        return con
-
-    @property
-    def _con(self) -> sqlite3.Connection:
-        con = getattr(self._local, "con", None)
-        if con is None:
-            con = self._local.con = self._connect()
-        return con
+        self.store = JsonStore(self.path, readonly=readonly, settings=settings,
+                               label="LLM cache", setting="llm.cache")
 
     def get(self, key: str) -> dict[str, Any] | None:
-        row = self._con.execute(
-            "SELECT request, response FROM generations WHERE key = ?", (key,)
-        ).fetchone()
-        if row is None:
+        value = self.store.get(key_from_hex(key))
+        if value is None:
             return None
-        return {"key": key, "request": json.loads(row[0]), "response": json.loads(row[1])}
+        rec = json.loads(bytes(value))
+        return rec if rec.get("key") == key else None
 
     def keys(self) -> list[str]:
-        return [r[0] for r in self._con.execute("SELECT key FROM generations ORDER BY rowid")]
+        return [json.loads(bytes(v))["key"] for _, v in self.store.items()]
 
     def __len__(self) -> int:
-        return self._con.execute("SELECT COUNT(*) FROM generations").fetchone()[0]
+        return len(self.store)
 
     def put(self, key: str, request: dict[str, Any], response: dict[str, Any]) -> None:
         if self.readonly:
             raise PermissionError(f"{self.path}: cache opened read-only")
-        con = self._con
-        with con:
-            con.execute(
-                "INSERT OR REPLACE INTO generations (key, request, response, created) "
-                "VALUES (?, ?, ?, ?)",
-                (key, canonical_json(request), canonical_json(response), time.time()),
-            )
+        rec = {"key": key, "request": request, "response": response}
+        self.store.put(key_from_hex(key), canonical_json(rec).encode("utf-8"))
+
+    def flush(self) -> None:
+        self.store.flush()
+
+    def lock_path(self, stage: str) -> Path:
+        return self.store.locks_dir / stage_lock_name(stage)
 
     def close(self) -> None:
-        con = getattr(self._local, "con", None)
-        if con is not None:
-            con.close()
-            self._local.con = None
+        self.store.close()
 
 
-def open_cache(path: str | os.PathLike[str], *, readonly: bool = False) -> GenerationCache:
-    """Open (creating unless ``readonly``) the store at ``path``: JSONL for ``*.jsonl``."""
+def open_cache(path: str | os.PathLike[str], *, readonly: bool = False,
+               settings: StoreSettings | None = None) -> GenerationCache:
+    """Open (creating unless ``readonly``) the cache at ``path``.
+
+    ``*.jsonl``: a :class:`JsonlCache` (the recordings under ``resources/llm/``); anything else
+    is a folder: a :class:`StoreCache`. An SQLite file of earlier versions at ``path`` raises
+    :class:`~structablate.store.StoreError` saying how to import or delete it.
+    """
     p = Path(path)
     if p.suffix == ".jsonl":
         return JsonlCache(p, readonly=readonly)
-    return SqliteCache(p, readonly=readonly)
+    return StoreCache(p, readonly=readonly, settings=settings)
 
 
 def copy_cache(src: GenerationCache, dst: GenerationCache, keys: list[str] | None = None) -> int:

@@ -11,6 +11,12 @@ Modes:
 * ``cached`` (default): hit → replay; miss → generate and record.
 * ``replay``: cache only; a miss raises :class:`~structablate.llm.cache.CacheMiss` naming the
   key. The bundled default runs this way from the recorded caches in ``resources/llm/``.
+
+Stage lock: a client given a ``stage`` name takes that stage's
+:class:`~structablate.store.StageLock` on its cache before its first generation (never for
+hits, so replays and fully cached reruns take no lock) and releases it on :meth:`close`. A
+second generator of the same stage on the same cache — e.g. a rerun while the orphan of a
+killed Snakemake still runs — stops with an error naming the holder's pid and host.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from structablate.llm.backends import (
     Sampling,
 )
 from structablate.llm.cache import CacheMiss, GenerationCache, cache_key, open_cache
+from structablate.store import LockSettings, StageLock, StoreSettings
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +85,8 @@ class LLMClient:
         sampling: Sampling | None = None,
         batch_size: int = 64,
         backend_name: str | None = None,
+        stage: str | None = None,
+        lock_settings: LockSettings | None = None,
     ):
         if mode not in MODES:
             raise ValueError(f"llm.mode must be one of {MODES}, got {mode!r}")
@@ -96,6 +105,10 @@ class LLMClient:
         self.batch_size = max(1, int(batch_size))
         self.stats = ClientStats()
         self._stats_lock = threading.Lock()
+        self.stage = stage
+        """The stage this client generates for (names its lock); None: no lock."""
+        self.lock_settings = lock_settings or LockSettings()
+        self.stage_lock: StageLock | None = None
 
     # -- requests and keys ------------------------------------------------------------------
 
@@ -143,11 +156,28 @@ class LLMClient:
     def backend_loaded(self) -> bool:
         return self._backend is not None
 
+    def _ensure_stage_lock(self) -> None:
+        """Take the stage lock before the first generation (see the module docstring)."""
+        if self.stage is None or self.cache is None:
+            return
+        with self._backend_lock:
+            if self.stage_lock is None:
+                lock = StageLock(self.cache.lock_path(self.stage), settings=self.lock_settings,
+                                 label=f"LLM stage {self.stage!r} on {self.cache.path}")
+                lock.acquire()
+                self.stage_lock = lock
+
     def close(self) -> None:
-        if self._backend is not None:
-            self._backend.close()
-        if self.cache is not None:
-            self.cache.close()
+        """Close the backend, commit and close the cache, release the stage lock."""
+        try:
+            if self._backend is not None:
+                self._backend.close()
+            if self.cache is not None:
+                self.cache.close()
+        finally:
+            if self.stage_lock is not None:
+                self.stage_lock.release()
+                self.stage_lock = None
 
     # -- generation -------------------------------------------------------------------------
 
@@ -183,6 +213,7 @@ class LLMClient:
         text = self._lookup(key, record)
         if text is not None:
             return text
+        self._ensure_stage_lock()
         gen = self.backend.generate(request)
         self._record(key, record, gen)
         return gen.text
@@ -200,10 +231,12 @@ class LLMClient:
     def generate_many(self, requests: Sequence[Request]) -> list[str]:
         """Texts for ``requests`` in order; misses go to the backend in its preferred way.
 
-        vLLM gets the misses in batches of ``batch_size`` (one ``LLM.chat`` call each, recorded
-        after each batch); an OpenAI server gets up to its ``concurrency`` requests at once,
-        each recorded as it returns; llama.cpp runs them one by one in order, so prompts that
-        share a prefix follow each other. Duplicate requests are generated once.
+        vLLM gets the misses in batches of ``batch_size`` (one ``LLM.chat`` call each, committed
+        to the cache after each batch); an OpenAI server gets up to its ``concurrency``
+        requests at once, each recorded as it returns; llama.cpp runs them one by one in order,
+        so prompts that share a prefix follow each other. Records are committed at the latest
+        ``StoreSettings.flush_s`` (10 s) after they exist and when this call returns, so a killed
+        job loses at most that much. Duplicate requests are generated once.
         """
         records = [self.request_record(r) for r in requests]
         keys = [cache_key(rec) for rec in records]
@@ -218,6 +251,7 @@ class LLMClient:
             else:
                 texts[k] = t
         if todo:
+            self._ensure_stage_lock()
             backend = self.backend
             idx = list(todo.values())
             if getattr(backend, "batched", False):
@@ -227,6 +261,8 @@ class LLMClient:
                     for i, g in zip(part, gens, strict=True):
                         self._record(keys[i], records[i], g)
                         texts[keys[i]] = g.text
+                    if self.cache is not None:
+                        self.cache.flush()  # a batch is committed as soon as it exists
             else:
                 workers = int(getattr(backend, "concurrency", 1) or 1)
 
@@ -241,6 +277,8 @@ class LLMClient:
                 else:
                     for i in idx:
                         run(i)
+            if self.cache is not None:
+                self.cache.flush()
         return [texts[k] for k in keys]
 
 
@@ -273,10 +311,19 @@ def _backend_factory(cfg: Mapping[str, Any], model: str, seed: int) -> Callable[
     return make
 
 
-def client_from_config(cfg: Mapping[str, Any], *, base_dir: str | Path | None = None) -> LLMClient:
+def client_from_config(
+    cfg: Mapping[str, Any],
+    *,
+    base_dir: str | Path | None = None,
+    stage: str | None = None,
+    lock_settings: LockSettings | None = None,
+    store_settings: StoreSettings | None = None,
+) -> LLMClient:
     """Build a client from the ``llm`` config block (see ``docs/llm.md`` for the keys).
 
     ``base_dir`` resolves a relative ``cache`` path (the workflow passes its working folder).
+    ``stage`` (e.g. ``"induction"``, ``"contexts"``, ``"queries/wikipedia"``) names the stage
+    lock taken on the cache before the first generation; None takes no lock.
     """
     model = cfg.get("model")
     if not model:
@@ -298,10 +345,11 @@ def client_from_config(cfg: Mapping[str, Any], *, base_dir: str | Path | None = 
             path = Path(base_dir) / path
         if mode == "replay" and not path.exists():
             raise FileNotFoundError(f"llm.cache {path} does not exist and llm.mode is replay")
-        cache = open_cache(path, readonly=(mode == "replay"))
+        cache = open_cache(path, readonly=(mode == "replay"), settings=store_settings)
     elif mode == "replay":
         raise ValueError("llm.mode replay needs llm.cache")
     factory = None if mode == "replay" else _backend_factory(cfg, model, seed)
     return LLMClient(model, cache, mode=mode, backend_factory=factory, sampling=sampling,
                      batch_size=int(cfg.get("batch_size", 64)),
-                     backend_name=cfg.get("backend", "llamacpp"))
+                     backend_name=cfg.get("backend", "llamacpp"), stage=stage,
+                     lock_settings=lock_settings)
