@@ -11,7 +11,7 @@ rule embed_chunks:
         stats=P.vector_stats(W["corpus"], W["embedder"], W["chunkset"]),
     params:
         settings=trigger("embed_chunks", "embed"),
-        cache=P.cache("embeddings.sqlite"),
+        cache=P.cache("embeddings"),
     threads: 2
     resources:
         gpu=lambda w: int(PLAN.settings.embedders[w.embedder].device.startswith("cuda")),
@@ -31,7 +31,7 @@ rule embed_queries:
         stats=P.vector_stats(W["corpus"], W["embedder"], "queries"),
     params:
         settings=trigger("embed_queries", "embed"),
-        cache=P.cache("embeddings.sqlite"),
+        cache=P.cache("embeddings"),
     threads: 2
     resources:
         gpu=lambda w: int(PLAN.settings.embedders[w.embedder].device.startswith("cuda")),

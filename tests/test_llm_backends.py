@@ -11,17 +11,20 @@ import types
 from types import SimpleNamespace
 
 import pytest
+import yaml
+from conftest import REPO
 
 from structablate.llm import models
 from structablate.llm.backends import (
     LlamaCppBackend,
-    LlamaCppSettings,
     Request,
     Sampling,
     VLLMBackend,
     vllm_sampling_kwargs,
 )
 from structablate.llm.client import client_from_config
+from structablate.plan import Plan
+from structablate.settings import LlamaCppSettings, dump, parse
 
 
 class FakeSamplingParams:
@@ -197,16 +200,15 @@ def test_llamacpp_settings_defaults_are_safe():
     s = LlamaCppSettings()
     assert s.use_extra_bufts is False  # AMX repacking segfaults on some builds: off by default
     assert (s.n_ctx, s.n_threads, s.n_batch, s.n_gpu_layers) == (8192, None, 512, 0)
-    assert LlamaCppSettings.from_mapping(None) == s == LlamaCppSettings.from_mapping({})
-    on = LlamaCppSettings.from_mapping({"n_ctx": 2048, "n_threads": 2, "use_extra_bufts": True})
+    assert parse(LlamaCppSettings, None) == s == parse(LlamaCppSettings, {})
+    on = parse(LlamaCppSettings, {"n_ctx": 2048, "n_threads": 2, "use_extra_bufts": True})
     assert (on.n_ctx, on.n_threads, on.use_extra_bufts) == (2048, 2, True)
-    assert LlamaCppSettings.from_mapping(on.as_dict()) == on
+    assert parse(LlamaCppSettings, dump(on)) == on
 
 
 @pytest.mark.parametrize("block, key", [
     ({"n_ctx": -5}, "n_ctx"),
     ({"n_ctx": 0}, "n_ctx"),
-    ({"n_ctx": 4096.0}, "n_ctx"),
     ({"n_ctx": True}, "n_ctx"),
     ({"n_ctx": "4096"}, "n_ctx"),
     ({"n_threads": 0}, "n_threads"),
@@ -216,19 +218,25 @@ def test_llamacpp_settings_defaults_are_safe():
     ({"use_extra_bufts": 1}, "use_extra_bufts"),
     ({"verbose": None}, "verbose"),
     ({"model_path": ""}, "model_path"),
-    ({"n_tread": 2}, "n_tread"),
-    ({"seed": 1}, "seed"),
+    ({"n_tread": 2}, None),
+    ({"seed": 1}, None),
 ])
 def test_llamacpp_settings_errors_name_the_key(block, key):
-    with pytest.raises(ValueError, match=rf"^llm\.llamacpp\.{key}: "):
-        LlamaCppSettings.from_mapping(block)
+    where = "llm.llamacpp" + (f".{key}" if key else "")
+    with pytest.raises(ValueError, match=rf"\n  {re.escape(where)}: "):
+        parse(LlamaCppSettings, block, "llm.llamacpp")
 
 
-def test_llamacpp_settings_errors_name_a_stage_block():
-    with pytest.raises(ValueError, match=r"^induction\.llm\.llamacpp\.n_ctx: must be"):
-        LlamaCppSettings.from_mapping({"n_ctx": -5}, where="induction.llm.llamacpp")
-    with pytest.raises(ValueError, match=r"^contexts\.llm\.llamacpp\.x: unknown key"):
-        LlamaCppSettings.from_mapping({"x": 1}, where="contexts.llm.llamacpp")
+def test_llamacpp_settings_errors_name_a_stage_block(monkeypatch):
+    monkeypatch.chdir(REPO)
+    cfg = yaml.safe_load((REPO / "config.yaml").read_text())
+    cfg["induction"]["llm"]["llamacpp"] = {"n_ctx": -5}
+    with pytest.raises(ValueError, match=r"induction\.llm\.llamacpp\.n_ctx: -5 is less than"):
+        Plan.from_config(cfg)
+    cfg["induction"]["llm"]["llamacpp"] = {"x": 1}
+    with pytest.raises(ValueError, match=r"induction\.llm\.llamacpp: Additional properties "
+                       r"are not allowed \('x'"):
+        Plan.from_config(cfg)
 
 
 def test_llamacpp_block_is_checked_before_llama_cpp_is_touched(tmp_path, monkeypatch):
@@ -237,13 +245,14 @@ def test_llamacpp_block_is_checked_before_llama_cpp_is_touched(tmp_path, monkeyp
     cfg = {"model": "m", "backend": "llamacpp", "mode": "replay",
            "cache": str(tmp_path / "c.jsonl"), "llamacpp": {"n_ctx": -5}}
     (tmp_path / "c.jsonl").write_text("")
-    with pytest.raises(ValueError, match=r"llm\.llamacpp\.n_ctx: must be an integer >= 32"):
+    with pytest.raises(ValueError, match=r"llm\.llamacpp\.n_ctx: -5 is less than the minimum"):
         client_from_config(cfg)
-    with pytest.raises(ValueError, match=r"llm\.llamacpp\.ctx: unknown key"):
+    with pytest.raises(ValueError, match=r"llm\.llamacpp: Additional properties are not "
+                       r"allowed \('ctx'"):
         client_from_config({**cfg, "mode": "cached", "llamacpp": {"ctx": 4096}})
     with pytest.raises(ValueError, match=r"llm\.llamacpp\.n_ctx"):
         LlamaCppBackend("model.gguf", n_ctx=-5)
-    with pytest.raises(ValueError, match=r"llm\.llamacpp: must be a mapping"):
+    with pytest.raises(ValueError, match=r"llm\.llamacpp: \[4096\] is not of type 'object'"):
         client_from_config({**cfg, "llamacpp": [4096]})
 
 

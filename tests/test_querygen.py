@@ -17,13 +17,14 @@ from structablate.llm.backends import Backend, Generation, Request
 from structablate.llm.cache import open_cache
 from structablate.llm.client import LLMClient
 from structablate.queries import (
-    QueryGenConfig,
+    QueryGenSettings,
     balance,
     check_leakage,
     generate_queries,
     sample_candidates,
     sample_document,
 )
+from structablate.queries.config import per_doc_count
 from structablate.queries.prompts import (
     cut_text,
     paraphrase_messages,
@@ -31,6 +32,7 @@ from structablate.queries.prompts import (
     writer_messages,
 )
 from structablate.queries.spans import has_inner_name, top_level_groups
+from structablate.settings import dump, parse
 from structablate.tables import check_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -117,7 +119,7 @@ def _check_invariants(doc, cands, cfg):
 
 def test_span_invariants_synthetic():
     doc = make_doc()
-    cfg = QueryGenConfig(structural_min_chars=200)
+    cfg = QueryGenSettings(structural_min_chars=200)
     cands = sample_document(doc, cfg)
     counts = Counter(c.qtype for c in cands)
     assert counts == {"factoid": 3, "underspecified": 3, "multihop": 3, "structural": 3}
@@ -127,7 +129,7 @@ def test_span_invariants_synthetic():
 
 
 def test_span_invariants_wikipedia_sample(wiki_docs):
-    cfg = QueryGenConfig(per_doc=5)
+    cfg = QueryGenSettings(per_doc=5)
     cands = sample_candidates(wiki_docs, cfg)
     by_doc = {d.doc_id: d for d in wiki_docs}
     for doc_id in by_doc:
@@ -136,7 +138,7 @@ def test_span_invariants_wikipedia_sample(wiki_docs):
 
 
 def test_sampling_is_deterministic_and_per_document(wiki_docs):
-    cfg = QueryGenConfig()
+    cfg = QueryGenSettings()
     a = sample_candidates(wiki_docs, cfg)
     assert a == sample_candidates(wiki_docs, cfg)
     # a document's candidates do not depend on the other documents or their order
@@ -144,33 +146,33 @@ def test_sampling_is_deterministic_and_per_document(wiki_docs):
     assert sorted(a, key=lambda c: c.qid) == sorted(rev, key=lambda c: c.qid)
     assert sample_document(wiki_docs[2], cfg) == [c for c in a if c.doc_id ==
                                                   wiki_docs[2].doc_id]
-    other = sample_candidates(wiki_docs, QueryGenConfig(seed=1))
+    other = sample_candidates(wiki_docs, QueryGenSettings(seed=1))
     assert [c.spans for c in other] != [c.spans for c in a]
 
 
 def test_duplicate_qids_raise():
     with pytest.raises(ValueError, match="duplicate"):
-        sample_candidates([make_doc("A B"), make_doc("A  B")], QueryGenConfig())
+        sample_candidates([make_doc("A B"), make_doc("A  B")], QueryGenSettings())
 
 
 def test_single_section_document_has_no_multihop():
     doc = make_doc("Flat", [(["Only"], 4)])
-    cands = sample_document(doc, QueryGenConfig(structural_min_chars=100))
+    cands = sample_document(doc, QueryGenSettings(structural_min_chars=100))
     counts = Counter(c.qtype for c in cands)
     assert counts["multihop"] == 0 and counts["structural"] == 1 and counts["factoid"] == 3
 
 
 def test_config_rejects_unknown_keys_and_bad_values():
-    with pytest.raises(ValueError, match="unknown"):
-        QueryGenConfig.from_dict({"rouge_maxx": 0.3})
-    with pytest.raises(ValueError):
-        QueryGenConfig.from_dict({"types": ["factoid", "essay"]})
-    with pytest.raises(ValueError):
-        QueryGenConfig.from_dict({"sentences": [3, 1]})
-    cfg = QueryGenConfig.from_dict({"per_doc": {"multihop": 5}, "sentences": [1, 2]})
-    assert cfg.per_doc["multihop"] == 5 and cfg.per_doc["factoid"] == 3
+    with pytest.raises(ValueError, match="'rouge_maxx' was unexpected"):
+        parse(QueryGenSettings, {"rouge_maxx": 0.3})
+    with pytest.raises(ValueError, match="'essay' is not one of"):
+        parse(QueryGenSettings, {"types": ["factoid", "essay"]})
+    with pytest.raises(ValueError, match="per_doc: 'essay' is not one of"):
+        parse(QueryGenSettings, {"per_doc": {"essay": 2}})
+    cfg = parse(QueryGenSettings, {"per_doc": {"multihop": 5}, "sentences": [1, 2]})
+    assert per_doc_count(cfg, "multihop") == 5 and per_doc_count(cfg, "factoid") == 3
     assert cfg.sentences == (1, 2)
-    assert QueryGenConfig.from_dict(cfg.as_dict()) == cfg
+    assert parse(QueryGenSettings, dump(cfg)) == cfg
 
 
 def test_balancing_deterministic_and_spread():
@@ -246,7 +248,7 @@ class Scripted(Backend):
 
 
 def test_pipeline_funnel_with_scripted_backend(wiki_docs, tmp_path):
-    cfg = QueryGenConfig(per_doc=4, per_type=6)
+    cfg = QueryGenSettings(per_doc=4, per_type=6)
     backend = Scripted()
     cache = open_cache(tmp_path / "gen.jsonl")
     client = LLMClient("scripted", cache, backend=backend)
@@ -289,7 +291,7 @@ def test_pipeline_funnel_with_scripted_backend(wiki_docs, tmp_path):
 
 def test_pipeline_without_paraphrase(tmp_path):
     doc = make_doc()
-    cfg = QueryGenConfig(paraphrase=False, structural_min_chars=200)
+    cfg = QueryGenSettings(paraphrase=False, structural_min_chars=200)
     backend = Scripted()
     res = generate_queries([doc], LLMClient("scripted", None, backend=backend), cfg)
     assert len(backend.requests) == res.funnel["total"]["candidates"]
@@ -299,7 +301,7 @@ def test_pipeline_without_paraphrase(tmp_path):
 def test_unusable_reasons():
     from structablate.queries.pipeline import unusable_reason
 
-    cfg = QueryGenConfig()
+    cfg = QueryGenSettings()
     assert unusable_reason(None, cfg) == "unparsable"
     assert unusable_reason("Why so?", cfg) == "too_short"
     assert unusable_reason("word " * 41, cfg) == "too_long"

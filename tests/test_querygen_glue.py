@@ -14,7 +14,8 @@ from workflow_util import glue_config, run_glue
 from structablate.corpus.flatten import documents_frame, paragraphs_frame, sections_frame
 from structablate.io import write_parquet
 from structablate.llm.client import client_from_config
-from structablate.queries import QueryGenConfig, generate_queries
+from structablate.queries import QueryGenSettings, generate_queries
+from structablate.settings import parse
 from structablate.tables import check_table, frame
 
 
@@ -31,7 +32,7 @@ def test_generate_queries_then_bm25_check_scripts(tmp_path, monkeypatch):
     llm = {"model": "scripted", "cache": str(tmp_path / "rec.jsonl"), "backend": "none"}
     recorder = client_from_config(llm)
     recorder._backend = Scripted()
-    expected = generate_queries(docs, recorder, QueryGenConfig.from_dict(qcfg))
+    expected = generate_queries(docs, recorder, parse(QueryGenSettings, qcfg))
     recorder.close()
 
     out = SimpleNamespace(**{k: str(tmp_path / f"out_{k}.{ext}") for k, ext in (

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from structablate.llm.client import client_from_config
-from structablate.queries import QueryGenConfig, check_leakage, generate_queries
+from structablate.queries import QueryGenSettings, check_leakage, generate_queries
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL = "smollm2-135m-instruct-q4_1"
@@ -25,7 +25,7 @@ def test_smollm2_end_to_end_and_replay(tmp_path, smollm2_gguf):
         {"n_docs": 1}, tmp_path / "wcache")
     assert len(docs) == 1
     # one candidate per type, short evidence: 4 writes + at most 4 paraphrases
-    cfg = QueryGenConfig(per_doc=1, per_type=1, max_evidence_chars=1200, max_tokens=48)
+    cfg = QueryGenSettings(per_doc=1, per_type=1, max_evidence_chars=1200, max_tokens=48)
     llm = {"backend": "llamacpp", "model": MODEL, "mode": "cached",
            "cache": str(tmp_path / "gen.jsonl"), "seed": 20260710, "temperature": 0.0,
            "llamacpp": {"n_ctx": 2048, "n_threads": 2}}

@@ -83,7 +83,7 @@ def _cfg(**patch):
     ({"embedders__minilm__devise": "cuda"},
      "embedders.minilm: Additional properties are not allowed ('devise'"),
     ({"contexts__llm__modle": "x"}, "contexts.llm: Additional properties are not allowed"),
-    ({"llm__llamacpp__n_ctx": -5}, "llm.llamacpp.n_ctx: -5 is less than the minimum of 256"),
+    ({"llm__llamacpp__n_ctx": -5}, "llm.llamacpp.n_ctx: -5 is less than the minimum of 32"),
     ({"corpora__qasper__type": "qaspr"}, "corpora.qasper.type: 'qaspr' is not one of"),
     ({"statistics__contrasts__C1": ["A3", "Z9"]}, "statistics.contrasts.C1.1: 'Z9' is not one"),
 ])

@@ -14,7 +14,7 @@ from structablate.io import read_parquet, write_json, write_parquet
 from structablate.llm.client import client_from_config
 from structablate.llm.contextualize import contextualize_chunks
 from structablate.tables import check_table
-from structablate.workflow import llm_config, setup
+from structablate.workflow import setup
 
 
 def main(smk):
@@ -23,7 +23,8 @@ def main(smk):
     chunks = check_table(read_parquet(smk.input.chunks), "chunks", smk.input.chunks)
     # A1 cuts exactly A0's size-matched windows; only the prefix differs
     chunks = chunks.with_columns(pl.col("chunk_id").str.replace(r"^A0:", "A1:"))
-    client = client_from_config(llm_config(settings["llm"]), base_dir=Path.cwd())
+    client = client_from_config(settings["llm"], base_dir=Path.cwd(),
+                                stage=f"contexts/{smk.wildcards.corpus}")
     counter = TokenCounter.from_model(settings["tokenizer"])
     out = contextualize_chunks(
         chunks, read_parquet(smk.input.documents), client, counter,

@@ -5,21 +5,20 @@ from pathlib import Path
 
 from structablate.io import read_parquet, write_json, write_parquet
 from structablate.llm.client import client_from_config
-from structablate.queries import QueryGenConfig, generate_queries_from_frames
-from structablate.settings import dump
+from structablate.queries import generate_queries_from_frames
 from structablate.tables import check_table
-from structablate.workflow import llm_config, setup
+from structablate.workflow import setup
 
 
 def main(smk):
     log, settings = setup(smk)
-    cfg = QueryGenConfig.from_dict({k: v for k, v in dump(settings["queries"]).items()
-                                    if k != "llm"})
+    cfg = settings["queries"]
     documents = check_table(read_parquet(smk.input.documents), "documents", smk.input.documents)
     paragraphs = check_table(read_parquet(smk.input.paragraphs), "paragraphs",
                              smk.input.paragraphs)
     sections = check_table(read_parquet(smk.input.sections), "sections", smk.input.sections)
-    client = client_from_config(llm_config(settings["llm"]), base_dir=Path.cwd())
+    client = client_from_config(settings["llm"], base_dir=Path.cwd(),
+                                stage=f"queries/{smk.wildcards.corpus}")
     try:
         res = generate_queries_from_frames(documents, paragraphs, sections, client, cfg)
     finally:

@@ -7,7 +7,7 @@ from structablate.corpus.flatten import sections_frame
 from structablate.io import read_parquet, write_json, write_parquet
 from structablate.settings import dump
 from structablate.structure import documents_from_frames, induce_documents
-from structablate.workflow import llm_config, setup
+from structablate.workflow import setup
 
 
 def main(smk):
@@ -16,7 +16,7 @@ def main(smk):
         read_parquet(smk.input.documents), read_parquet(smk.input.paragraphs),
         read_parquet(smk.input.gold_sections))
     induction = {k: v for k, v in dump(settings["induction"]).items() if k != "llm"}
-    llm = llm_config(settings["llm"]) if settings["llm"] is not None else None
+    llm = settings["llm"]
     pairs, report = induce_documents(docs, induction, llm, base_dir=Path.cwd())
     report["corpus"] = smk.wildcards.corpus
     log.info("induced %d documents with %s: %d usable, %d repaired, %.1f sections/doc",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 from typing import Any
 
@@ -41,6 +42,9 @@ def setup(smk: Any) -> tuple[logging.Logger, dict[str, Any]]:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     logging.captureWarnings(True)
+    # SLURM time limits and Snakemake send SIGTERM: exit through Python so that exit hooks
+    # commit buffered cache records and release stage locks
+    signal.signal(signal.SIGTERM, _terminate)
     threads = getattr(smk, "threads", None)
     if threads:
         # torch and BLAS read these when they load; set them without importing torch here,
@@ -60,20 +64,6 @@ def job_settings(smk: Any) -> dict[str, Any]:
     return plan.rule_settings(smk.rule, dict(smk.wildcards.items()))
 
 
-def llm_config(llm: Any) -> dict[str, Any]:
-    """An :class:`~structablate.settings.LLMSettings` as the mapping
-    :func:`structablate.llm.client.client_from_config` reads: backend blocks without unset
-    (null) keys. # TODO(phase 2): client_from_config takes the settings object itself."""
-    from structablate.settings import dump
 
-    cfg = dump(llm)
-    for name in ("llamacpp", "vllm", "openai"):
-        block = {k: v for k, v in cfg[name].items() if v is not None}
-        if name == "llamacpp":
-            block.pop("use_extra_bufts", None)
-        if name == "vllm":
-            block.update(block.pop("engine_args", {}))
-        cfg[name] = block
-    if cfg.get("max_tokens") is None:
-        cfg.pop("max_tokens", None)
-    return cfg
+def _terminate(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)

@@ -14,8 +14,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
+
+from structablate.settings import LlamaCppSettings, dump, parse
 
 log = logging.getLogger(__name__)
 
@@ -262,104 +264,6 @@ class OpenAIBackend(Backend):
 # llama.cpp (in process)
 
 
-LLAMACPP_MIN_CTX = 32
-"""Smallest accepted ``llm.llamacpp.n_ctx``: a chat template plus a minimal completion."""
-
-
-@dataclass(frozen=True)
-class LlamaCppSettings:
-    """The ``llm.llamacpp`` block: how the in-process llama.cpp backend loads a GGUF model.
-
-    Every key is a field below; an unknown key or a value out of range raises ``ValueError``
-    naming ``llm.llamacpp.<key>`` (see :meth:`from_mapping`), so a typo never falls back to a
-    default and a bad value never reaches llama.cpp. None of these settings is part of a cache
-    key: generations are identified by ``llm.model`` and the request.
-    """
-
-    model_path: str | None = None
-    """A ``.gguf`` file; ``None``: ``llm.model`` is resolved as a packaged GGUF name
-    (:func:`structablate.llm.models.resolve_gguf`)."""
-    model_dir: str | None = None
-    """Folder packaged models are unpacked into; ``None``: ``$STRUCTABLATE_MODEL_DIR``, else
-    ``~/.cache/structablate/models``."""
-    n_ctx: int = 8192
-    """Context window in tokens (prompt plus completion), at least 32."""
-    n_threads: int | None = None
-    """CPU threads for generation, at least 1; ``None``: every CPU of the machine."""
-    n_batch: int = 512
-    """Prompt tokens evaluated per llama.cpp batch, at least 1 (speed only)."""
-    n_gpu_layers: int = 0
-    """Layers offloaded to a GPU when llama-cpp-python was built with one; ``-1``: all. 0 on
-    a CPU-only build."""
-    use_extra_bufts: bool = False
-    """Let llama.cpp's CPU backend use its "extra buffer types", which repack weights for
-    AMX / AVX-512 / ARM kernels at load time. Off by default: llama-cpp-python 0.3.36 built on a
-    CPU with AMX segfaults in its AMX matrix multiply on small quantized models (SmolLM2 Q4_1).
-    Turn on for speed where the build is known to work; outputs do not depend on it except
-    through floating-point summation order."""
-    chat_format: str | None = None
-    """llama-cpp-python chat format name; ``None``: the template stored in the GGUF."""
-    verbose: bool = False
-    """Let llama.cpp log model loading and per-request timings to stderr."""
-
-    def __post_init__(self) -> None:
-        def bad(key: str, need: str) -> ValueError:
-            return ValueError(f"llm.llamacpp.{key}: must be {need}, got "
-                              f"{getattr(self, key)!r}")
-
-        def is_int(v: Any) -> bool:
-            return isinstance(v, int) and not isinstance(v, bool)
-
-        for key in ("model_path", "model_dir", "chat_format"):
-            v = getattr(self, key)
-            if v is not None and not (isinstance(v, str) and v.strip()):
-                raise bad(key, "a non-empty string or null")
-        if not is_int(self.n_ctx) or self.n_ctx < LLAMACPP_MIN_CTX:
-            raise bad("n_ctx", f"an integer >= {LLAMACPP_MIN_CTX} (the context window in tokens)")
-        if self.n_threads is not None and (not is_int(self.n_threads) or self.n_threads < 1):
-            raise bad("n_threads", "an integer >= 1 or null (every CPU)")
-        if not is_int(self.n_batch) or self.n_batch < 1:
-            raise bad("n_batch", "an integer >= 1")
-        if not is_int(self.n_gpu_layers) or self.n_gpu_layers < -1:
-            raise bad("n_gpu_layers", "an integer >= -1 (-1: all layers)")
-        for key in ("use_extra_bufts", "verbose"):
-            if not isinstance(getattr(self, key), bool):
-                raise bad(key, "true or false")
-
-    @classmethod
-    def keys(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls))
-
-    @classmethod
-    def from_mapping(cls, cfg: Mapping[str, Any] | None,
-                     where: str = "llm.llamacpp") -> LlamaCppSettings:
-        """Settings from a config mapping; unknown keys raise ``ValueError`` naming them.
-
-        ``where`` is the block's place in the config, used in error messages (a stage's own
-        block, e.g. ``induction.llm.llamacpp``, can name itself).
-        """
-        if cfg is None:
-            return cls()
-        if not isinstance(cfg, Mapping):
-            raise ValueError(f"{where}: must be a mapping of settings, got {cfg!r}")
-        unknown = sorted(set(cfg) - set(cls.keys()))
-        if unknown:
-            hint = " (the seed is llm.seed)" if "seed" in unknown else ""
-            raise ValueError(
-                f"{where}.{unknown[0]}: unknown key{hint}; known keys: {', '.join(cls.keys())}"
-            )
-        try:
-            return cls(**dict(cfg))
-        except ValueError as exc:
-            msg = str(exc)
-            if where != "llm.llamacpp" and msg.startswith("llm.llamacpp."):
-                msg = where + msg[len("llm.llamacpp"):]
-            raise ValueError(msg) from None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-
 _MODEL_PARAMS_LOCK = threading.Lock()
 
 
@@ -431,8 +335,9 @@ class LlamaCppBackend(Backend):
         seed: int = 20260710,
         **overrides: Any,
     ):
-        base = (settings or LlamaCppSettings()).as_dict()
-        settings = LlamaCppSettings.from_mapping({**base, **overrides})
+        if overrides or settings is None:
+            base = dump(settings or LlamaCppSettings())
+            settings = parse(LlamaCppSettings, {**base, **overrides}, "llm.llamacpp")
         try:
             import llama_cpp
         except ImportError as exc:  # pragma: no cover - depends on the environment

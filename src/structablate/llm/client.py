@@ -33,12 +33,12 @@ from typing import Any
 from structablate.llm.backends import (
     Backend,
     Generation,
-    LlamaCppSettings,
     Message,
     Request,
     Sampling,
 )
 from structablate.llm.cache import CacheMiss, GenerationCache, cache_key, open_cache
+from structablate.settings import LLMSettings, parse
 from structablate.store import LockSettings, StageLock, StoreSettings
 
 log = logging.getLogger(__name__)
@@ -193,12 +193,17 @@ class LLMClient:
             raise CacheMiss(key, record, str(self.cache.path) if self.cache else "")
         return None
 
-    def _record(self, key: str, record: dict[str, Any], gen: Generation) -> None:
+    def _record(self, key: str, record: dict[str, Any], gen: Generation,
+                commit: bool = True) -> None:
+        """Cache a generation; ``commit`` writes it to disk at once (a generation costs
+        seconds, a commit milliseconds), so a killed job loses no completed call."""
         if self.cache is not None:
             resp = gen.as_dict()
             resp["backend"] = self.backend.name
             resp["created"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             self.cache.put(key, record, resp)
+            if commit:
+                self.cache.flush()
         with self._stats_lock:
             self.stats.generated += 1
             self.stats.prompt_tokens += gen.prompt_tokens or 0
@@ -232,11 +237,11 @@ class LLMClient:
         """Texts for ``requests`` in order; misses go to the backend in its preferred way.
 
         vLLM gets the misses in batches of ``batch_size`` (one ``LLM.chat`` call each, committed
-        to the cache after each batch); an OpenAI server gets up to its ``concurrency``
-        requests at once, each recorded as it returns; llama.cpp runs them one by one in order,
-        so prompts that share a prefix follow each other. Records are committed at the latest
-        ``StoreSettings.flush_s`` (10 s) after they exist and when this call returns, so a killed
-        job loses at most that much. Duplicate requests are generated once.
+        to the cache after each batch: a killed job loses at most the batch in flight); an
+        OpenAI server gets up to its ``concurrency`` requests at once and llama.cpp runs them
+        one by one in order (prompts that share a prefix follow each other), each committed as
+        it returns, so a killed job loses no completed call. Duplicate requests are generated
+        once.
         """
         records = [self.request_record(r) for r in requests]
         keys = [cache_key(rec) for rec in records]
@@ -259,7 +264,7 @@ class LLMClient:
                     part = idx[b : b + self.batch_size]
                     gens = backend.generate_batch([requests[i] for i in part])
                     for i, g in zip(part, gens, strict=True):
-                        self._record(keys[i], records[i], g)
+                        self._record(keys[i], records[i], g, commit=False)
                         texts[keys[i]] = g.text
                     if self.cache is not None:
                         self.cache.flush()  # a batch is committed as soon as it exists
@@ -282,28 +287,34 @@ class LLMClient:
         return [texts[k] for k in keys]
 
 
-def _backend_factory(cfg: Mapping[str, Any], model: str, seed: int) -> Callable[[], Backend]:
-    name = cfg.get("backend", "llamacpp")
-    if name not in BACKENDS:
-        raise ValueError(f"llm.backend must be one of {BACKENDS}, got {name!r}")
-    sub = dict(cfg.get(name) or {})
-    llamacpp = LlamaCppSettings.from_mapping(cfg.get("llamacpp")) if name == "llamacpp" else None
+def _backend_factory(llm: LLMSettings, model: str, seed: int) -> Callable[[], Backend]:
+    """A function building ``llm``'s backend on first use (never called in replay mode)."""
 
     def make() -> Backend:
-        if name == "openai":
+        if llm.backend == "openai":
             from structablate.llm.backends import OpenAIBackend
 
-            return OpenAIBackend(model=sub.pop("model", model), **sub)
-        if llamacpp is not None:
+            o = llm.openai
+            return OpenAIBackend(
+                model=o.model or model, base_url=o.base_url, api_key_env=o.api_key_env,
+                timeout_s=o.timeout_s, max_retries=o.max_retries, backoff_s=o.backoff_s,
+                max_backoff_s=o.max_backoff_s, concurrency=o.concurrency,
+                response_format=o.response_format, extra_body=o.extra_body)
+        if llm.backend == "llamacpp":
             from structablate.llm.backends import LlamaCppBackend
             from structablate.llm.models import resolve_gguf
 
-            path = resolve_gguf(llamacpp.model_path or model, llamacpp.model_dir)
-            return LlamaCppBackend(str(path), llamacpp, seed=seed)
-        if name == "vllm":
+            path = resolve_gguf(llm.llamacpp.model_path or model, llm.llamacpp.model_dir)
+            return LlamaCppBackend(str(path), llm.llamacpp, seed=seed)
+        if llm.backend == "vllm":
             from structablate.llm.backends import VLLMBackend
 
-            return VLLMBackend(sub.pop("model_path", None) or model, seed=seed, **sub)
+            v = llm.vllm
+            return VLLMBackend(
+                v.model_path or model, seed=seed, max_model_len=v.max_model_len,
+                gpu_memory_utilization=v.gpu_memory_utilization,
+                tensor_parallel_size=v.tensor_parallel_size,
+                enable_prefix_caching=v.enable_prefix_caching, **v.engine_args)
         raise RuntimeError(
             f"llm.backend is 'none': the client can only replay, and {model!r} missed the cache"
         )
@@ -312,35 +323,32 @@ def _backend_factory(cfg: Mapping[str, Any], model: str, seed: int) -> Callable[
 
 
 def client_from_config(
-    cfg: Mapping[str, Any],
+    cfg: LLMSettings | Mapping[str, Any],
     *,
     base_dir: str | Path | None = None,
     stage: str | None = None,
     lock_settings: LockSettings | None = None,
     store_settings: StoreSettings | None = None,
 ) -> LLMClient:
-    """Build a client from the ``llm`` config block (see ``docs/llm.md`` for the keys).
+    """Build a client from an :class:`~structablate.settings.LLMSettings` (a stage's merged
+    settings, :meth:`structablate.plan.Plan.stage_llm`) or an ``llm`` mapping, validated like
+    the config (``docs/llm.md`` has the keys).
 
     ``base_dir`` resolves a relative ``cache`` path (the workflow passes its working folder).
     ``stage`` (e.g. ``"induction"``, ``"contexts"``, ``"queries/wikipedia"``) names the stage
     lock taken on the cache before the first generation; None takes no lock.
     """
-    model = cfg.get("model")
+    llm = cfg if isinstance(cfg, LLMSettings) else parse(LLMSettings, cfg, "llm")
+    model = llm.model
     if not model:
         raise ValueError("llm.model (the model id every cache key carries) is required")
-    mode = cfg.get("mode", "cached")
-    seed = int(cfg.get("seed", 20260710))
-    if cfg.get("llamacpp") is not None:  # checked in replay mode too: a typo is an error
-        LlamaCppSettings.from_mapping(cfg["llamacpp"])
-    sampling = Sampling(
-        temperature=float(cfg.get("temperature", 0.0)),
-        top_p=float(cfg.get("top_p", 1.0)),
-        max_tokens=int(cfg.get("max_tokens", 512)),
-        seed=seed,
-    )
+    mode, seed = llm.mode, llm.seed
+    sampling = Sampling(temperature=llm.temperature, top_p=llm.top_p, seed=seed)
+    if llm.max_tokens is not None:
+        sampling = replace(sampling, max_tokens=llm.max_tokens)
     cache = None
-    if cfg.get("cache"):
-        path = Path(cfg["cache"])
+    if llm.cache:
+        path = Path(llm.cache)
         if base_dir is not None and not path.is_absolute():
             path = Path(base_dir) / path
         if mode == "replay" and not path.exists():
@@ -348,8 +356,7 @@ def client_from_config(
         cache = open_cache(path, readonly=(mode == "replay"), settings=store_settings)
     elif mode == "replay":
         raise ValueError("llm.mode replay needs llm.cache")
-    factory = None if mode == "replay" else _backend_factory(cfg, model, seed)
+    factory = None if mode == "replay" else _backend_factory(llm, model, seed)
     return LLMClient(model, cache, mode=mode, backend_factory=factory, sampling=sampling,
-                     batch_size=int(cfg.get("batch_size", 64)),
-                     backend_name=cfg.get("backend", "llamacpp"), stage=stage,
+                     batch_size=llm.batch_size, backend_name=llm.backend, stage=stage,
                      lock_settings=lock_settings)

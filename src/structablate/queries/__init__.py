@@ -9,7 +9,7 @@ from __future__ import annotations
 import polars as pl
 
 from structablate.queries.balance import balance
-from structablate.queries.config import QTYPES, QueryGenConfig
+from structablate.queries.config import QTYPES, QueryGenSettings
 from structablate.queries.leakage import (
     LeakageCheck,
     check_leakage,
@@ -19,12 +19,13 @@ from structablate.queries.leakage import (
 )
 from structablate.queries.pipeline import QueryGenResult, generate_queries, rouge_quantiles
 from structablate.queries.spans import Candidate, sample_candidates, sample_document
+from structablate.settings import parse
 
 __all__ = [
     "QTYPES",
     "Candidate",
     "LeakageCheck",
-    "QueryGenConfig",
+    "QueryGenSettings",
     "QueryGenResult",
     "balance",
     "check_leakage",
@@ -44,11 +45,11 @@ def generate_queries_from_frames(
     paragraphs: pl.DataFrame,
     sections: pl.DataFrame,
     client,
-    cfg: QueryGenConfig | dict | None = None,
+    cfg: QueryGenSettings | dict | None = None,
 ) -> QueryGenResult:
     """:func:`generate_queries` over the corpus tables (documents, paragraphs, gold sections)."""
     from structablate.structure import documents_from_frames
 
-    if not isinstance(cfg, QueryGenConfig):
-        cfg = QueryGenConfig.from_dict(cfg)
+    if not isinstance(cfg, QueryGenSettings):
+        cfg = parse(QueryGenSettings, cfg)
     return generate_queries(documents_from_frames(documents, paragraphs, sections), client, cfg)

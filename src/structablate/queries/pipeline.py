@@ -34,7 +34,7 @@ import polars as pl
 from structablate.corpus.flatten import FlatDocument
 from structablate.llm.backends import ContextOverflowError
 from structablate.queries.balance import balance
-from structablate.queries.config import QueryGenConfig
+from structablate.queries.config import QueryGenSettings
 from structablate.queries.leakage import LeakageCheck, check_leakage, tokenize
 from structablate.queries.prompts import (
     paraphrase_messages,
@@ -43,6 +43,7 @@ from structablate.queries.prompts import (
     writer_messages,
 )
 from structablate.queries.spans import Candidate, sample_candidates
+from structablate.settings import dump
 from structablate.tables import frame
 
 log = logging.getLogger(__name__)
@@ -83,7 +84,7 @@ def _generate(client, requests) -> list[str | None]:
         return [_generate(client, [r])[0] for r in requests]
 
 
-def unusable_reason(q: str | None, cfg: QueryGenConfig) -> str | None:
+def unusable_reason(q: str | None, cfg: QueryGenSettings) -> str | None:
     """Why a parsed answer is not a usable query (``None``: usable): ``unparsable``,
     ``too_short`` (< ``min_query_words`` words), ``too_long`` (> ``max_query_chars``
     characters or > ``max_query_words`` words), ``repetitive`` (at least 8 tokens, fewer than
@@ -102,7 +103,7 @@ def unusable_reason(q: str | None, cfg: QueryGenConfig) -> str | None:
     return None
 
 
-def _usable(q: str | None, cfg: QueryGenConfig, reasons: Counter, step: str) -> str | None:
+def _usable(q: str | None, cfg: QueryGenSettings, reasons: Counter, step: str) -> str | None:
     why = unusable_reason(q, cfg)
     if why is not None:
         reasons[f"{step}:{why}"] += 1
@@ -123,12 +124,12 @@ def rouge_quantiles(values: Sequence[float]) -> dict[str, float] | None:
 def generate_queries(
     docs: Sequence[FlatDocument],
     client,
-    cfg: QueryGenConfig | None = None,
+    cfg: QueryGenSettings | None = None,
     *,
     progress_log: bool = True,
 ) -> QueryGenResult:
     """Run the funnel (module docstring) over ``docs`` with the LLM ``client``."""
-    cfg = cfg or QueryGenConfig()
+    cfg = cfg or QueryGenSettings()
     by_id = {d.doc_id: d for d in docs}
     cands = sample_candidates(docs, cfg)
     schema = query_schema(cfg.max_query_chars) if cfg.use_schema else None
@@ -237,7 +238,7 @@ def _candidates_frame(rec: list[dict[str, Any]]) -> pl.DataFrame:
     return pl.DataFrame({c: [r[c] for r in rec] for c in cols}, schema=schema)
 
 
-def funnel_report(rec: list[dict[str, Any]], cfg: QueryGenConfig, *, n_docs: int,
+def funnel_report(rec: list[dict[str, Any]], cfg: QueryGenSettings, *, n_docs: int,
                   llm: dict | None = None, model: str | None = None) -> dict[str, Any]:
     """Counts per type at every step, the finals' ROUGE-L quantiles, and the paper's figures."""
     steps = ("candidates", "generated", "passed_filter", "paraphrased", "survivors", "finals")
@@ -277,7 +278,7 @@ def funnel_report(rec: list[dict[str, Any]], cfg: QueryGenConfig, *, n_docs: int
         "rouge_l_finals": rouge_quantiles([r["rouge_l"] for r in finals]),
         "rouge_l_finals_original": rouge_quantiles([r["query_rouge_l"] for r in finals]),
         "paper": PAPER_FUNNEL,
-        "config": cfg.as_dict(),
+        "config": dump(cfg),
         "model": model,
         "llm": llm,
     }

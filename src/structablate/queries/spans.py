@@ -41,7 +41,7 @@ import numpy as np
 from structablate.chunking.sentences import sentence_spans
 from structablate.chunking.structural import top_sections
 from structablate.corpus.flatten import FlatDocument
-from structablate.queries.config import QueryGenConfig
+from structablate.queries.config import QueryGenSettings, per_doc_count
 
 Span = tuple[int, int]
 
@@ -124,7 +124,7 @@ def _disjoint(span: Span, used: Sequence[Span]) -> bool:
     return all(span[1] <= a or span[0] >= b for a, b in used)
 
 
-def sample_document(doc: FlatDocument, cfg: QueryGenConfig) -> list[Candidate]:
+def sample_document(doc: FlatDocument, cfg: QueryGenSettings) -> list[Candidate]:
     """The candidates of one document, in type order then draw order."""
     rng = doc_rng(cfg.seed, doc.doc_id)
     qid_doc = "_".join(doc.doc_id.split())  # qids without whitespace (TREC files split on it)
@@ -146,7 +146,7 @@ def sample_document(doc: FlatDocument, cfg: QueryGenConfig) -> list[Candidate]:
             pool = [w for w in single if has_inner_name(doc.text[w.start : w.end])]
         k = 0
         for i in rng.permutation(len(pool)) if pool else []:
-            if k >= cfg.per_doc[qtype]:
+            if k >= per_doc_count(cfg, qtype):
                 break
             w = pool[int(i)]
             if _disjoint((w.start, w.end), used):
@@ -160,7 +160,7 @@ def sample_document(doc: FlatDocument, cfg: QueryGenConfig) -> list[Candidate]:
         order = [pool[int(i)] for i in rng.permutation(len(pool))] if pool else []
         k = 0
         for a in order:
-            if k >= cfg.per_doc["multihop"]:
+            if k >= per_doc_count(cfg, "multihop"):
                 break
             if not _disjoint((a.start, a.end), used):
                 continue
@@ -178,13 +178,13 @@ def sample_document(doc: FlatDocument, cfg: QueryGenConfig) -> list[Candidate]:
                   if span[1] - span[0] >= cfg.structural_min_chars
                   and (hi is None or span[1] - span[0] <= hi)]
         perm = rng.permutation(len(pool_g)) if pool_g else []
-        for k, i in enumerate(perm[: cfg.per_doc["structural"]]):
+        for k, i in enumerate(perm[: per_doc_count(cfg, "structural")]):
             top, span = pool_g[int(i)]
             add("structural", k, [span], [top])
     return out
 
 
-def sample_candidates(docs: Sequence[FlatDocument], cfg: QueryGenConfig) -> list[Candidate]:
+def sample_candidates(docs: Sequence[FlatDocument], cfg: QueryGenSettings) -> list[Candidate]:
     """Candidates of every document, in document order."""
     out: list[Candidate] = []
     for doc in docs:

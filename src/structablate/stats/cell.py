@@ -19,6 +19,8 @@ from collections.abc import Mapping
 
 import polars as pl
 
+from structablate.settings import StatisticsSettings, dump
+
 from .contrasts import OUTPUT_COLUMNS, contrast_table
 from .dose import DEFAULT_DEPTHS, dose_response
 
@@ -55,22 +57,20 @@ def analyze_cell(
     corpus: str,
     embedder: str,
     reranker: str,
-    stats_cfg: Mapping,
+    stats: StatisticsSettings,
     seed: int,
 ) -> dict[str, pl.DataFrame]:
-    """The three tables of one cell (see module docstring)."""
+    """The three tables of one cell (see module docstring); ``stats`` with its primary cell
+    resolved (:meth:`structablate.plan.Plan.rule_settings` fills in the embedder)."""
     long = long_scores(scores, corpus, embedder, reranker)
     conds = set(scores)
     kw = dict(
-        n_boot=int(stats_cfg["bootstrap_iters"]), seed=seed,
-        primary=dict(stats_cfg["primary"]), mixedlm=stats_cfg["mixedlm"],
-        equivalence_margin=stats_cfg.get("equivalence_margin"),
+        n_boot=stats.bootstrap_iters, seed=seed, primary=dump(stats.primary),
+        mixedlm=stats.mixedlm, equivalence_margin=stats.equivalence_margin,
     )
     families = [
-        ("pre-registered", _runnable(
-            {k: tuple(v) for k, v in stats_cfg["contrasts"].items()}, conds)),
-        ("exploratory", _runnable(
-            {k: tuple(v) for k, v in stats_cfg.get("extra_contrasts", {}).items()}, conds)),
+        ("pre-registered", _runnable(dict(stats.contrasts), conds)),
+        ("exploratory", _runnable(dict(stats.extra_contrasts), conds)),
     ]
     out, by_type = [], []
     for family, contrasts in families:
