@@ -2,8 +2,7 @@
 
 rule build_qasper:
     input:
-        sources=lambda w: [s.path for s in PLAN.settings.corpora[w.corpus].sources
-                           if s.format == "v0.3"],
+        sources=lambda w: [s.path for s in PLAN.qasper_sources(w.corpus) if s.format == "v0.3"],
     output:
         **CORPUS_TABLES,
         **QUESTIONS,

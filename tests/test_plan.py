@@ -153,3 +153,17 @@ def test_glue_closure_is_read_from_imports(plan):
     assert "structablate.metrics.cov_ndcg" in mods and "structablate.io" in mods
     assert "structablate.chunking.fixed" not in mods
     assert "structablate.plan.code" not in mods  # decides reruns, computes nothing
+
+
+def test_qasper_data_dir_resolves_relative_sources(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the sources are not where the workflow runs
+    cfg = copy.deepcopy(BASE)
+    cfg["corpora"] = {"qasper": {"type": "qasper", "data_dir": str(REPO / "resources/qasper"),
+                                 "sources": [{"path": "qasper-sample-v0.3.json"}]}}
+    plan = Plan.from_config(cfg)
+    src = plan.rule_settings("build_qasper", {"corpus": "qasper"})["corpus"].sources
+    assert [s.path for s in src] == [str(REPO / "resources/qasper/qasper-sample-v0.3.json")]
+    cfg["corpora"]["qasper"]["sources"] = [{"path": "qasper-train-v0.3.json"}]
+    with pytest.raises(Exception, match=r"corpora.qasper.sources\[0\].path: no file .*"
+                       r"qasper-train-v0.3.json \(data_dir "):
+        Plan.from_config(cfg)

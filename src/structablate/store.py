@@ -63,6 +63,8 @@ from typing import Any
 
 import numpy as np
 
+from structablate.errors import StructablateError
+
 log = logging.getLogger(__name__)
 
 FORMAT = "structablate-store"
@@ -127,7 +129,7 @@ class LockSettings:
     (whose heartbeat stops) and fails only when the holder is alive; 0: fail at once."""
 
 
-class StoreError(RuntimeError):
+class StoreError(StructablateError, RuntimeError):
     """A cache folder cannot be used; the message names the path and what to do."""
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from structablate.errors import StructablateError
+
 SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "documents": {
         "doc_id": pl.String(),
@@ -69,7 +71,7 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
 }
 
 
-class TableError(ValueError):
+class TableError(StructablateError, ValueError):
     """A table does not satisfy its column contract."""
 
 

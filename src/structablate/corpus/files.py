@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from structablate.corpus.flatten import FlatDocument
+from structablate.errors import StructablateError
 from structablate.settings import UserCorpus
 
 
-class ByoInputError(ValueError):
+class ByoInputError(StructablateError, ValueError):
     """A user input (document file, JSONL line, query line) is unusable.
 
     ``where`` is ``"file"`` or ``"file:line"``; the message is ``"{where}: {reason}"``.

@@ -36,11 +36,12 @@ import mwclient.listing
 import requests
 
 from structablate.corpus.wikitext import category_links, is_redirect
+from structablate.errors import StructablateError
 from structablate.io import write_json
 from structablate.settings import WikipediaApiSource, dump
 
 
-class WikipediaSourceError(RuntimeError):
+class WikipediaSourceError(StructablateError, RuntimeError):
     """A source cannot be read (unreadable export, bad configuration, failed request)."""
 
 

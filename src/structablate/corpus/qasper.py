@@ -45,6 +45,7 @@ from structablate.corpus.flatten import DocumentBuilder, FlatDocument
 from structablate.corpus.questions import MappedQuestion, qrels_frame, queries_frame
 from structablate.corpus.result import CorpusBuild
 from structablate.corpus.verify import VerificationError, verify_document
+from structablate.errors import StructablateError
 from structablate.settings import QasperCorpus
 
 # MappedQuestion, queries_frame and qrels_frame live in structablate.corpus.questions; they stay
@@ -72,7 +73,7 @@ FLOAT_PREFIX = "FLOAT SELECTED"
 _LETTER = re.compile(r"[^\W\d_]")
 
 
-class QasperFormatError(ValueError):
+class QasperFormatError(StructablateError, ValueError):
     """A QASPER input file breaks the expected schema; the message names file and field."""
 
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from structablate import MAX_LEVEL
 from structablate.corpus.flatten import FlatDocument, Paragraph, Section
+from structablate.errors import StructablateError
 
 
 def verify_paragraphs(text: str, paragraphs: Sequence[Paragraph]) -> list[str]:
@@ -104,7 +105,7 @@ def verify_document(doc: FlatDocument, *, check_level_steps: bool = False) -> li
     )
 
 
-class VerificationError(ValueError):
+class VerificationError(StructablateError, ValueError):
     """A document failed verification; the message names it and lists the violations."""
 
     def __init__(self, doc_id: str, violations: Sequence[str], source: str = ""):

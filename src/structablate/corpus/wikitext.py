@@ -76,10 +76,11 @@ from mwparserfromhell.wikicode import Wikicode
 
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
 from structablate.corpus.wikitemplates import group_thousands, renderer_for, template_rule
+from structablate.errors import StructablateError
 from structablate.settings import DEFAULT_DROP_SECTIONS, LEAD_HEADING
 
 
-class WikitextError(ValueError):
+class WikitextError(StructablateError, ValueError):
     """The wikitext cannot be normalized; ``code`` is a short reject reason."""
 
     def __init__(self, code: str, detail: str):

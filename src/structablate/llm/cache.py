@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from structablate.errors import StructablateError
 from structablate.store import JsonStore, StoreSettings, key_from_hex, stage_lock_name
 
 
@@ -46,7 +47,7 @@ def cache_key(request: dict[str, Any]) -> str:
     return hashlib.sha256(canonical_json(request).encode("utf-8")).hexdigest()
 
 
-class CacheMiss(KeyError):
+class CacheMiss(StructablateError, KeyError):
     """A replay-only client met a request that is not in its cache."""
 
     def __init__(self, key: str, request: dict[str, Any] | None = None, path: str = ""):

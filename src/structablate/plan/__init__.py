@@ -30,6 +30,7 @@ from structablate.errors import ConfigError
 from structablate.plan.paths import Paths
 from structablate.settings import (
     LLMSettings,
+    QasperSource,
     QueryGenSettings,
     Settings,
     UserCorpus,
@@ -193,6 +194,15 @@ class Plan:
             return None
         return self.settings.size_match_structure
 
+    def qasper_sources(self, corpus: str) -> list[QasperSource]:
+        """A QASPER corpus's sources with relative v0.3 paths resolved against ``data_dir``."""
+        c = self.settings.corpora[corpus]
+        if c.data_dir is None:
+            return list(c.sources)
+        return [replace(s, path=str(Path(c.data_dir) / s.path))
+                if s.format == "v0.3" and not Path(s.path).is_absolute() else s
+                for s in c.sources]
+
     def funnel_file(self, corpus: str) -> str:
         """The funnel the report draws for a corpus: Wikipedia's selection report, or the
         question funnel every other corpus writes (QASPER, user and generated questions)."""
@@ -312,9 +322,10 @@ class Plan:
         for name, c in s.corpora.items():
             kind = self.corpus_kind(name)
             if kind == "qasper" and check_files:
-                for i, source in enumerate(c.sources):
+                for i, source in enumerate(self.qasper_sources(name)):
                     if source.format == "v0.3" and not Path(source.path).exists():
-                        fail(f"corpora.{name}.sources[{i}].path", f"no file {source.path}")
+                        fail(f"corpora.{name}.sources[{i}].path", f"no file {source.path}"
+                             + (f" (data_dir {c.data_dir})" if c.data_dir else ""))
             if self.generates_queries(name):
                 q = self.query_generation(name)
                 for key in ("sentences", "multihop_sentences"):
@@ -428,7 +439,9 @@ def _statistics(plan: Plan, s: Settings) -> Any:
 
 
 _RULES: dict[str, Callable[[Plan, Settings, dict[str, str]], dict[str, Any]]] = {
-    "build_qasper": lambda p, s, w: {"corpus": s.corpora[w["corpus"]]},
+    "build_qasper": lambda p, s, w: {
+        "corpus": replace(s.corpora[w["corpus"]], sources=tuple(p.qasper_sources(w["corpus"])),
+                          data_dir=None)},
     "build_wikipedia": lambda p, s, w: {
         "source": s.corpora[w["corpus"]].source, "selection": s.corpora[w["corpus"]].selection},
     "build_user": _user_build,
