@@ -32,6 +32,7 @@ import functools
 import hashlib
 import sqlite3
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -256,6 +257,11 @@ class Embedder:
         elif self.dtype != "float32":
             tdtype = getattr(torch, self.dtype)
             if torch.device(cfg.device).type == "cpu":
+                if self.dtype == "bfloat16" and not cpu_has_native_bf16():
+                    warnings.warn(
+                        f"embedder {cfg.model!r}: dtype bfloat16 on a CPU without AVX512-BF16/"
+                        "AMX is emulated and slower than float32 ('auto' picks float32 here)",
+                        stacklevel=2)
                 # weights stay float32; matmuls run in dtype, norms and softmax in float32
                 self._autocast = tdtype
             else:
