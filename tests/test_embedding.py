@@ -1,4 +1,5 @@
-"""Embedding with the real offline model: batch invariance, cache, truncation accounting."""
+"""Embedding with the real offline model: batch invariance, precision and backend, cache,
+truncation accounting."""
 
 import logging
 import subprocess
@@ -8,9 +9,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import MODEL
+from conftest import MODEL, shared_file
 
-from structablate.embedding import Embedder, EmbedderConfig, EmbeddingCache, embed_texts
+from structablate.embedding import (
+    Embedder,
+    EmbedderConfig,
+    EmbedderConfigError,
+    EmbeddingCache,
+    cpu_has_native_bf16,
+    embed_texts,
+    padded_tokens,
+    plan_batches,
+    resolve_dtype,
+)
 
 TEXTS = [
     "Structure-aligned chunks cut where the author cut.",
@@ -147,3 +158,116 @@ def test_truncation_is_counted(embedder, tmp_path):
     long = "word " * (embedder.max_seq_length + 10)
     _, stats = embed_texts([long, "short"], embedder, None, progress=False)
     assert stats.truncated == 1 and stats.as_dict()["truncation_rate"] == 0.5
+
+
+# ------------------------------------------------------------------------------------------
+# batch plan, precision and backend settings
+
+
+def test_plan_has_fixed_shapes_and_covers_every_text_once():
+    lengths = [5, 17, 16, 40, 3, 600, 33, 18, 1]
+    plan = plan_batches(lengths, length_bucket=16, batch_size=2, max_seq_length=512)
+    rows = sorted(i for _, r in plan for i in r)
+    assert rows == list(range(len(lengths)))
+    assert [p for p, _ in plan] == sorted(p for p, _ in plan)  # buckets ascending
+    for padded, r in plan:
+        assert 1 <= len(r) <= 2
+        assert padded % 16 == 0
+        assert all(min(lengths[i], 512) <= padded < min(lengths[i], 512) + 16 for i in r)
+    # bucket 16 holds 5, 16, 3, 1 (in input order), two batches of two
+    assert [r for p, r in plan if p == 16] == [[0, 2], [4, 8]]
+    assert [r for p, r in plan if p == 512] == [[5]]
+    assert padded_tokens(plan, 2) == 2 * sum(p for p, _ in plan)
+
+
+def test_bad_settings_name_the_field():
+    with pytest.raises(EmbedderConfigError, match="dtype 'half'"):
+        EmbedderConfig(model=MODEL, dtype="half")
+    with pytest.raises(EmbedderConfigError, match="backend 'onnx'"):
+        EmbedderConfig(model=MODEL, backend="onnx")
+    with pytest.raises(EmbedderConfigError, match="cpu' only"):
+        EmbedderConfig(model=MODEL, backend="openvino", device="cuda")
+    with pytest.raises(EmbedderConfigError, match="batch_size"):
+        EmbedderConfig(model=MODEL, batch_size=0)
+
+
+def test_auto_dtype_follows_the_hardware_and_enters_the_signature():
+    assert resolve_dtype("float16", "cpu") == "float16"
+    assert resolve_dtype("auto", "mps") == "float32"
+    # on CPUs bf16 fails the ranking half of the fidelity gate: auto never picks it there
+    assert resolve_dtype("auto", "cpu") == "float32"
+    assert isinstance(cpu_has_native_bf16(), bool)
+    auto = EmbedderConfig(model=MODEL, dtype="auto")
+    resolved = EmbedderConfig(model=MODEL, dtype=auto.resolved_dtype())
+    assert auto.signature() == resolved.signature()
+    sigs = {EmbedderConfig(model=MODEL, dtype=d, backend=b).signature()
+            for d in ("float32", "bfloat16") for b in ("torch", "openvino")}
+    assert len(sigs) == 4
+
+
+def _check_variant(emb: Embedder, reference: np.ndarray) -> None:
+    """Batch invariance (bit-exact), a second instance agrees byte for byte, fidelity."""
+    together = emb.encode(TEXTS)
+    alone = np.stack([emb.encode([t])[0] for t in TEXTS])
+    mixed = emb.encode(["other text " * 5, TEXTS[0], "x", TEXTS[3]])
+    assert together.dtype == np.float32
+    assert np.array_equal(alone, together)
+    assert np.array_equal(mixed[1], together[0]) and np.array_equal(mixed[3], together[3])
+    assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
+    again = Embedder(emb.cfg).encode(TEXTS)
+    assert np.array_equal(again, together)
+    assert np.min(np.sum(together * reference, axis=1)) >= 0.999
+
+
+def test_torch_bfloat16_is_batch_invariant_and_close_to_float32(embedder):
+    emb = Embedder(EmbedderConfig(model=MODEL, batch_size=4, length_bucket=16, dtype="bfloat16"))
+    assert emb.dtype == "bfloat16"
+    _check_variant(emb, embedder.encode(TEXTS))
+
+
+def test_encode_batches_yields_every_row_once(embedder):
+    texts = TEXTS + ["another " * 30, "y"]
+    seen = {}
+    for rows, vecs in embedder.encode_batches(texts):
+        assert len(rows) == len(vecs) <= embedder.cfg.batch_size
+        for r, v in zip(rows, vecs, strict=True):
+            assert r not in seen
+            seen[r] = v
+    assert sorted(seen) == list(range(len(texts)))
+    assert np.array_equal(np.stack([seen[i] for i in range(len(texts))]),
+                          embedder.encode(texts))
+
+
+@pytest.fixture(scope="module")
+def openvino_f32():
+    pytest.importorskip("openvino")
+    return Embedder(EmbedderConfig(model=MODEL, batch_size=4, length_bucket=16,
+                                   backend="openvino", dtype="float32"))
+
+
+def test_openvino_backend_is_batch_invariant_and_close_to_float32(openvino_f32, embedder):
+    assert openvino_f32.dtype == "float32"
+    _check_variant(openvino_f32, embedder.encode(TEXTS))
+
+
+def test_openvino_bfloat16_runs_only_on_cpus_with_native_bf16(embedder):
+    pytest.importorskip("openvino")
+    cfg = EmbedderConfig(model=MODEL, batch_size=4, length_bucket=16, backend="openvino",
+                         dtype="bfloat16")
+    if not cpu_has_native_bf16():
+        with pytest.raises(EmbedderConfigError, match="bfloat16"):
+            Embedder(cfg)
+        return
+    _check_variant(Embedder(cfg), embedder.encode(TEXTS))
+
+
+def test_openvino_on_real_qasper_paragraphs_passes_the_cosine_gate(openvino_f32, embedder):
+    """The bench's fidelity gate on a small real slice (the full gate lives in bench/)."""
+    import json
+
+    papers = json.loads(shared_file("qasper", "qasper-test-v0.3.json").read_text())
+    paras = [p for pid in sorted(papers)[:3] for s in papers[pid]["full_text"]
+             for p in s["paragraphs"] if p.strip()][:24]
+    ref = embedder.encode(paras)
+    got = openvino_f32.encode(paras)
+    assert np.min(np.sum(got * ref, axis=1)) >= 0.999
