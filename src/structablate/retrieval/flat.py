@@ -66,20 +66,33 @@ def score_matrix(query_vecs: np.ndarray, chunk_vecs: np.ndarray) -> np.ndarray:
 
 
 def pair_scores(query_vecs: np.ndarray, chunk_vecs: np.ndarray, qrow: np.ndarray,
-                crow: np.ndarray, *, batch: int = 1024) -> np.ndarray:
+                crow: np.ndarray) -> np.ndarray:
     """Float32 inner products of the row pairs ``(qrow[t], crow[t])``, float64 accumulation.
 
     Every float64-accumulated score of the package (flat, routed and backfilled) comes from
-    here: each is one contiguous length-``d`` float64 dot product, so its value does not depend
-    on the batch or on which other pairs are scored with it. (A float64 matrix product gives the
-    same float32 numbers up to the rare double rounding of the module docstring.)"""
+    here: each is one contiguous length-``d`` float64 dot product (numpy's einsum kernel, the
+    same for every pair whatever the others), so its value does not depend on the batch or on
+    which other pairs are scored with it. (A float64 matrix product gives the same float32
+    numbers up to the rare double rounding of the module docstring.)"""
     q = np.asarray(query_vecs)
     x = np.asarray(chunk_vecs)
+    qrow = np.asarray(qrow, dtype=np.int64)
+    crow = np.asarray(crow, dtype=np.int64)
     out = np.empty(len(qrow), dtype=np.float32)
-    for a in range(0, len(qrow), batch):
-        qa = q[qrow[a : a + batch]].astype(np.float64, copy=False)
-        xa = x[crow[a : a + batch]].astype(np.float64, copy=False)
-        out[a : a + batch] = np.einsum("ij,ij->i", qa, xa)
+    if not len(qrow):
+        return out
+    order = None if np.all(qrow[1:] >= qrow[:-1]) else np.argsort(qrow, kind="stable")
+    qs = qrow if order is None else qrow[order]
+    cs = crow if order is None else crow[order]
+    bounds = np.flatnonzero(np.diff(qs)) + 1
+    res = np.empty(len(qs), dtype=np.float32)
+    for a, b in zip(np.concatenate([[0], bounds]).tolist(),
+                    np.append(bounds, len(qs)).tolist(), strict=True):
+        qv = q[qs[a]].astype(np.float64)
+        res[a:b] = np.einsum("ij,j->i", x[cs[a:b]].astype(np.float64, copy=False), qv)
+    if order is None:
+        return res
+    out[order] = res
     return out
 
 
@@ -130,6 +143,9 @@ def exact_search(
     gamma = float32_error_bound(x.shape[1])
     x_norm_max = float(np.sqrt(np.einsum("ij,ij->i", x, x, dtype=np.float64)).max())
     q_norm = np.sqrt(np.einsum("ij,ij->i", queries, queries, dtype=np.float64))
+    # candidates are re-scored from float64 rows: convert the corpus once when there are more
+    # candidates than chunks (else row by row)
+    x64 = x.astype(np.float64) if nq * k >= n else x
     idx_out = np.zeros((nq, k), dtype=np.int64)
     sc_out = np.zeros((nq, k), dtype=np.float32)
     tiny = x.shape[1] * 2.0**-120  # products and sums that underflow or flush to zero
@@ -148,7 +164,7 @@ def exact_search(
         low = thr32.astype(np.float64) > thr  # round the threshold down, never up
         thr32[low] = np.nextafter(thr32[low], np.float32(-np.inf))
         qi, cj = np.nonzero(s32 >= thr32[:, None])  # row-major: by query, then row
-        ref = pair_scores(qb, x, qi, cj)
+        ref = pair_scores(qb, x64, qi, cj)
         order = np.lexsort((cj, -ref, qi))  # per query: score desc, then row asc
         first = np.searchsorted(qi, np.arange(b))
         pos = np.arange(len(qi)) - first[qi[order]]
