@@ -21,8 +21,9 @@ any block size agree bit for bit; stage 1 and the flat ranking use
 Backfilled results can score *higher* than routed ones ranked above them: consumers must order
 by rank, never by score.
 
-Queries run in blocks with numpy: stage 1 is one search per block; stage 2 gathers the kept
-sections' chunks as a ragged list, scores it pair by pair and sorts it once per block.
+Queries run in blocks with numpy after one search over the centroids for stage 1; stage 2
+gathers the kept sections' chunks as a ragged list, scores it pair by pair and sorts it once
+per block.
 """
 
 from __future__ import annotations
@@ -159,14 +160,19 @@ def two_stage_search(
     scores = np.full((nq, k), np.nan, dtype=np.float32)
     stage = np.zeros((nq, k), dtype=np.int8)
     kept_all = np.full((nq, top_sections), -1, dtype=np.int64)
+    # ---- stage 1 for all queries: route (exact search over the centroids)
+    stage1 = exact_search(q, c, top_sections, block=block)[0] if n_sec else np.zeros(
+        (nq, 0), dtype=np.int64)
+    kept_all[:, : stage1.shape[1]] = stage1
+    if global_idx is None:  # the flat ranking to backfill from
+        global_idx = np.full((nq, k), -1, dtype=np.int64)
+        top = exact_search(q, x, k, block=block)[0]
+        global_idx[:, : top.shape[1]] = top
 
     for b0 in range(0, nq, block):
         qb = q[b0 : b0 + block]
         b = qb.shape[0]
-        # ---- stage 1: route
-        kept = exact_search(qb, c, top_sections, block=b)[0] if n_sec else np.zeros(
-            (b, 0), dtype=np.int64)
-        kept_all[b0 : b0 + b, : kept.shape[1]] = kept
+        kept = stage1[b0 : b0 + b]
         # ---- stage 2: ragged list of (query, chunk) candidates in the kept sections
         lens = (indptr[kept + 1] - indptr[kept]).ravel()
         starts = indptr[kept].ravel()
@@ -175,12 +181,7 @@ def two_stage_search(
         offs = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens)
         crow = order[np.repeat(starts, lens) + offs]
         cand_scores = _pair_scores(qb, x, qrow, crow)
-        if global_idx is None:
-            gidx = np.full((b, k), -1, dtype=np.int64)
-            top = exact_search(qb, x, k, block=b)[0]
-            gidx[:, : top.shape[1]] = top
-        else:
-            gidx = global_idx[b0 : b0 + b]
+        gidx = global_idx[b0 : b0 + b]
         srt = np.lexsort((crow, -cand_scores, qrow))
         qrow, crow, cand_scores = qrow[srt], crow[srt], cand_scores[srt]
         n_cand = np.bincount(qrow, minlength=b)
