@@ -3,21 +3,30 @@
 This is the one entry point the workflow calls for chunking: it plans boundaries
 (:mod:`structural` or :mod:`fixed`), renders prefixes (:mod:`prefix`), and counts content and
 prefix tokens with the embedder's tokenizer.
+
+The documents are tokenized once per corpus and tokenizer (:func:`tokenize_corpus`, stored with
+:func:`write_corpus_tokens`) and every chunkset reads that table: planning needs each document's
+token starts, and for whitespace-local tokenizers (:attr:`TokenCounter.whitespace_local`) a
+chunk's content tokens are the document tokens that start inside it, because chunks begin and
+end at whitespace. Either way the chunk table is the same, byte for byte, as counting every
+chunk's content with the tokenizer.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 from tqdm import tqdm
 
 from structablate.chunking.fixed import fixed_windows
 from structablate.chunking.prefix import DEFAULT_SEPARATOR, render_breadcrumb
-from structablate.chunking.sentences import document_sentence_spans
+from structablate.chunking.sentences import sentence_spans
 from structablate.chunking.structural import ChunkSpan, structural_chunks, top_sections
-from structablate.chunking.tokens import TokenCounter
+from structablate.chunking.tokens import CorpusTokens, TokenCounter, tokenize_corpus
 from structablate.conditions import Condition
 from structablate.corpus.flatten import (
     Paragraph,
@@ -26,6 +35,13 @@ from structablate.corpus.flatten import (
     sections_from_frame,
 )
 from structablate.tables import frame
+
+log = logging.getLogger(__name__)
+
+VERIFY_EVERY = 40
+"""With counts read from the token table, every ``VERIFY_EVERY``-th chunk is also re-tokenized
+on its own; a disagreement (a tokenizer that is not local after all) makes every chunk count by
+re-tokenizing."""
 
 
 @dataclass(frozen=True)
@@ -79,8 +95,15 @@ def build_chunks(
     placebo_paths: Mapping[tuple[str, tuple[str, ...]], tuple[str, ...]] | None = None,
     progress: bool = True,
     report: dict | None = None,
+    tokens: CorpusTokens | None = None,
 ) -> pl.DataFrame:
     """The chunk table of ``cond``'s chunkset.
+
+    ``tokens`` is the corpus token table of ``documents`` (and, if it holds sentences, of
+    ``paragraphs``) under ``counter``'s tokenizer
+    (:func:`~structablate.chunking.tokens.tokenize_corpus`); without it the documents are
+    tokenized here. A table of another tokenizer, other text or other paragraphs raises
+    ``ValueError``. The result does not depend on whether a table is given.
 
     ``sections`` is the structure the boundaries follow (gold or induced) for structural
     conditions; for fixed windows it only labels each window with a section. ``size_reference``
@@ -99,6 +122,11 @@ def build_chunks(
     ref = sections_from_frame(size_reference) if size_reference is not None else None
     if cond.boundaries == "fixed" and ref is None:
         raise ValueError(f"{cond.name}: fixed windows need a size_reference sections table")
+    if tokens is None:
+        tokens = tokenize_corpus(documents, counter, progress=progress)
+    else:
+        tokens.check(documents, counter, cond.name,
+                     {d: [(q.start, q.end) for q in ps] for d, ps in paras.items()})
     rows: dict[str, list] = {k: [] for k in (
         "chunk_id", "doc_id", "start", "end", "section_idx", "top_section", "prefix",
         "size_target")}
@@ -112,20 +140,26 @@ def build_chunks(
         if doc_id not in paras or doc_id not in secs:
             raise ValueError(f"{cond.name}: document {doc_id!r} has no paragraphs or sections")
         p, s = paras[doc_id], secs[doc_id]
-        starts = counter.token_starts(text)
+        starts = tokens.token_starts(doc_id)
+        if tokens.has_sentences:
+            para_sents = tokens.paragraph_sentences(doc_id, [(q.start, q.end) for q in p])
+        else:
+            para_sents = [sentence_spans(text, q.start, q.end) for q in p]
         target = None
         if cond.boundaries == "structural":
-            spans = structural_chunks(text, p, s, starts, t_max=params.t_max, t_min=params.t_min)
+            spans = structural_chunks(text, p, s, starts, t_max=params.t_max, t_min=params.t_min,
+                                      paragraph_sentences=para_sents)
         else:
             if doc_id not in ref:
                 raise ValueError(f"{cond.name}: document {doc_id!r} missing from size reference")
             ref_spans = structural_chunks(
-                text, p, ref[doc_id], starts, t_max=params.t_max, t_min=params.t_min
+                text, p, ref[doc_id], starts, t_max=params.t_max, t_min=params.t_min,
+                paragraph_sentences=para_sents,
             )
             target = sum(c.tokens for c in ref_spans) / len(ref_spans)
             tops = top_sections(s)
             bounds = [(x.start, x.end, x.section_idx, t) for x, t in zip(s, tops, strict=True)]
-            sents = document_sentence_spans(text, [(q.start, q.end) for q in p])
+            sents = [x for ps in para_sents for x in ps]  # document_sentence_spans
             spans = fixed_windows(
                 text, sents, starts, target, snap_tokens=params.fixed_snap_tokens,
                 section_bounds=bounds,
@@ -148,16 +182,43 @@ def build_chunks(
     if len(set(rows["chunk_id"])) != len(rows["chunk_id"]):
         raise ValueError(f"{cond.name}: two documents give the same chunk id; doc_ids that "
                          "differ only in whitespace are not supported")
-    texts_by_doc = dict(documents.select("doc_id", "text").iter_rows())
-    contents = [texts_by_doc[d][a:b] for d, a, b in zip(
-        rows["doc_id"], rows["start"], rows["end"], strict=True)]
-    rows["content_tokens"] = counter.count(contents)
+    rows["content_tokens"] = _content_tokens(cond, rows, documents, counter, tokens)
     unique_prefixes = sorted(set(rows["prefix"]))
     prefix_counts = dict(zip(unique_prefixes, counter.count(unique_prefixes), strict=True))
     rows["prefix_tokens"] = [prefix_counts[x] if x else 0 for x in rows["prefix"]]
     size_target = rows.pop("size_target")
     df = frame("chunks", rows)
     return df.with_columns(pl.Series("size_target", size_target, dtype=pl.Float64))
+
+
+def _content_tokens(
+    cond: Condition, rows: dict[str, list], documents: pl.DataFrame, counter: TokenCounter,
+    tokens: CorpusTokens,
+) -> list[int]:
+    """``len(tokenize(text[start:end]))`` of every chunk, read from the token table where that
+    is exact (see the module docstring), else by re-tokenizing the content."""
+    texts_by_doc = dict(documents.select("doc_id", "text").iter_rows())
+
+    def recount(which) -> list[int]:
+        return counter.count([texts_by_doc[rows["doc_id"][i]][rows["start"][i]:rows["end"][i]]
+                              for i in which])
+
+    n = len(rows["doc_id"])
+    if not (counter.whitespace_local and tokens.sorted_starts):
+        return recount(range(n))
+    doc_rows = np.fromiter((tokens.row(d) for d in rows["doc_id"]), dtype=np.int64, count=n)
+    counts = tokens.count_spans(doc_rows, np.asarray(rows["start"], dtype=np.int64),
+                                np.asarray(rows["end"], dtype=np.int64))
+    # a document with zero-width tokens: where they fall at a chunk edge is not certain
+    odd = np.flatnonzero((tokens.eptr[doc_rows + 1] - tokens.eptr[doc_rows]) > 0)
+    if odd.size:
+        counts[odd] = recount(odd.tolist())
+    probe = np.arange(0, n, VERIFY_EVERY)
+    if probe.size and not np.array_equal(counts[probe], recount(probe.tolist())):
+        log.warning("%s: token counts from the corpus token table disagree with re-tokenized "
+                    "chunks; counting every chunk by re-tokenizing", cond.name)
+        return recount(range(n))
+    return counts.tolist()
 
 
 def id_token(doc_id: str) -> str:
@@ -183,12 +244,31 @@ def _assign_placebo(cond, planned, secs, params, report):
     return mapping
 
 
-def chunk_stats(chunks: pl.DataFrame) -> dict:
-    """Size-matching figures of a chunk table: counts and content/prefix token means."""
+def structural_bound(params: ChunkingParams) -> int:
+    """The most content tokens a structural chunk can have: ``t_max + 3·(t_min − 1)`` (see
+    :mod:`structablate.chunking.structural`; a whitespace-free word over ``t_max`` tokens, never
+    cut, can exceed it by its own excess)."""
+    return params.t_max + 3 * max(params.t_min - 1, 0)
+
+
+def chunk_stats(
+    chunks: pl.DataFrame,
+    params: ChunkingParams | None = None,
+    sections: pl.DataFrame | None = None,
+) -> dict:
+    """Size-matching figures of a chunk table: counts and content/prefix token means.
+
+    ``content_tokens_max`` is the realised maximum. With ``params``, the structural chunks
+    (rows without ``size_target``) also report ``structural_bound`` (:func:`structural_bound`),
+    ``structural_tokens_max`` and ``n_over_t_max`` (chunks over ``t_max``, all from merges).
+    With the ``sections`` table the boundaries followed, they report ``n_cross_section`` and
+    ``n_cross_top``: structural chunks whose text lies in two or more sections, or in two or
+    more top-level sections (:func:`~structablate.chunking.structural.top_sections`).
+    """
     n = chunks.height
     ct, pt = chunks["content_tokens"], chunks["prefix_tokens"]
     target = chunks["size_target"].drop_nulls() if "size_target" in chunks.columns else None
-    return {
+    out = {
         "n_chunks": n,
         "n_docs": chunks["doc_id"].n_unique(),
         "content_tokens_mean": round(float(ct.mean()), 3) if n else None,
@@ -197,6 +277,45 @@ def chunk_stats(chunks: pl.DataFrame) -> dict:
         "prefix_tokens_mean": round(float(pt.mean()), 3) if n else None,
         "size_target_mean": round(float(target.mean()), 3) if target is not None and len(target)
         else None,
+    }
+    structural = (chunks.filter(pl.col("size_target").is_null())
+                  if "size_target" in chunks.columns else chunks)
+    has = structural.height > 0
+    if params is not None:
+        sct = structural["content_tokens"]
+        out["structural_bound"] = structural_bound(params) if has else None
+        out["structural_tokens_max"] = int(sct.max()) if has else None
+        out["n_over_t_max"] = int((sct > params.t_max).sum()) if has else None
+    if sections is not None:
+        out.update(_crossings(structural, sections) if has
+                   else {"n_cross_section": None, "n_cross_top": None})
+    return out
+
+
+def _crossings(chunks: pl.DataFrame, sections: pl.DataFrame) -> dict[str, int]:
+    """Chunks whose first and last characters lie in different sections / top-level sections."""
+    secs = sections_from_frame(sections)
+    doc_code = {d: i for i, d in enumerate(secs)}
+    big = np.int64(1) << np.int64(40)
+    keys, sec_id, top_id = [], [], []
+    for d, ss in secs.items():
+        tops = top_sections(ss)
+        for x, t in zip(ss, tops, strict=True):
+            keys.append(doc_code[d] * big + x.start)
+            sec_id.append(doc_code[d] * big + x.section_idx)
+            top_id.append(doc_code[d] * big + t)
+    order = np.argsort(np.asarray(keys, dtype=np.int64), kind="stable")
+    keys_s = np.asarray(keys, dtype=np.int64)[order]
+    sec_s, top_s = np.asarray(sec_id)[order], np.asarray(top_id)[order]
+    missing = [d for d in chunks["doc_id"].unique().to_list() if d not in doc_code]
+    if missing:
+        raise ValueError(f"chunk_stats: documents without sections: {missing[:5]}")
+    dc = np.asarray([doc_code[d] for d in chunks["doc_id"].to_list()], dtype=np.int64)
+    first = np.searchsorted(keys_s, dc * big + chunks["start"].to_numpy(), side="right") - 1
+    last = np.searchsorted(keys_s, dc * big + chunks["end"].to_numpy() - 1, side="right") - 1
+    return {
+        "n_cross_section": int((sec_s[first] != sec_s[last]).sum()),
+        "n_cross_top": int((top_s[first] != top_s[last]).sum()),
     }
 
 

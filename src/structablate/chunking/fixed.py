@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from structablate.chunking.sentences import word_starts
+from structablate.chunking.sentences import word_starts_array
 from structablate.chunking.structural import ChunkSpan
 
 
@@ -45,7 +45,7 @@ def fixed_windows(
     # candidate cut positions as token indices
     sent_pos = np.asarray([a for a, _ in sentence_spans[1:]], dtype=np.int64)
     sent_tok = np.searchsorted(token_starts, sent_pos)
-    words = np.asarray(word_starts(text, doc_start, doc_end)[1:], dtype=np.int64)
+    words = word_starts_array(text, doc_start, doc_end)[1:]
     word_tok = np.searchsorted(token_starts, words)
     base = int(np.searchsorted(token_starts, doc_start))
     cuts: list[int] = []  # character positions

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+import numpy as np
+
 ABBREVIATIONS = frozenset(
     """
     al e.g eg i.e ie etc fig figs eq eqs sec secs tab tabs no nos vol vols pp p dr mr mrs ms
@@ -21,22 +23,35 @@ ABBREVIATIONS = frozenset(
 )
 
 _BOUNDARY = re.compile(r"""[.!?]+["')\]’”]*(?=\s+["'(\[‘“]?[A-Z0-9])""")
-_WORD_BEFORE = re.compile(r"(\S+)$")
-_WORD_START = re.compile(r"(?<!\S)\S")
+_LAST_SPACE = re.compile(r"(?s:.*)\s")  # matched from a position: ends after the last whitespace
+_BACK = 64  # characters searched for the start of the word before a full stop, before walking
+
+# str.isspace() (= regex \s) as a lookup table over code points; all 29 such code points are
+# at most U+3000, so larger ones map to the final False entry (tests check the table)
+_IS_SPACE = np.zeros(0x3002, dtype=bool)
+_IS_SPACE[[c for c in range(0x3001) if chr(c).isspace()]] = True
+
+
+def _word_start(text: str, stop: int) -> int:
+    """Start of the run of non-whitespace characters that ends at ``stop``."""
+    lo = max(0, stop - _BACK)
+    m = _LAST_SPACE.match(text, lo, stop)
+    if m:
+        return m.end()
+    while lo > 0 and not text[lo - 1].isspace():  # a word longer than _BACK characters
+        lo -= 1
+    return lo
 
 
 def _is_abbreviation(text: str, stop: int) -> bool:
     """Is the full stop at ``text[stop]`` the end of an abbreviation or an initial?"""
     if text[stop] != ".":
         return False
-    # the word before the stop: scan back to the previous whitespace only (not from 0)
-    lo = stop
-    while lo > 0 and not text[lo - 1].isspace():
-        lo -= 1
-    m = _WORD_BEFORE.search(text, lo, stop)
-    if not m:
+    # the word before the stop: back to the previous whitespace only (not from 0)
+    lo = _word_start(text, stop)
+    if lo >= stop:
         return False
-    word = m.group(1).lstrip("(\"'[“‘")
+    word = text[lo:stop].lstrip("(\"'[“‘")
     if len(word) == 1 and word.isalpha() and word.isupper():
         return True
     return word.lower().rstrip(".") in ABBREVIATIONS
@@ -76,4 +91,22 @@ def document_sentence_spans(
 
 def word_starts(text: str, start: int, end: int) -> list[int]:
     """Character positions in ``[start, end)`` where a whitespace-delimited word begins."""
-    return [m.start() for m in _WORD_START.finditer(text, start, end)]
+    return word_starts_array(text, start, end).tolist()
+
+
+def word_starts_array(text: str, start: int, end: int) -> np.ndarray:
+    """:func:`word_starts` as an int64 array: positions ``i`` in ``[start, end)`` where
+    ``text[i]`` is not whitespace and ``i == 0`` or ``text[i - 1]`` is (``str.isspace``)."""
+    start, end = max(start, 0), min(end, len(text))
+    if end <= start:
+        return np.zeros(0, dtype=np.int64)
+    lo = max(start - 1, 0)
+    cp = np.frombuffer(text[lo:end].encode("utf-32-le"), dtype=np.uint32)
+    space = _IS_SPACE[np.minimum(cp, 0x3001)]
+    prev_space = np.empty_like(space)
+    prev_space[1:] = space[:-1]
+    prev_space[0] = True  # position lo: text start, or before `start` (dropped below)
+    hit = np.flatnonzero(~space & prev_space) + lo
+    if lo < start:
+        hit = hit[hit >= start]
+    return hit.astype(np.int64)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from structablate.chunking.sentences import word_starts
+from structablate.chunking.sentences import word_starts_array
 
 
 @dataclass(frozen=True)
@@ -33,16 +33,22 @@ def make_units(
     """Units from sentence spans; a sentence over ``max_tokens`` is cut at word starts into
     near-equal parts of at most ``max_tokens`` tokens (a single word longer than that stays
     whole)."""
+    if not spans:
+        return []
+    bounds = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+    counts = (np.searchsorted(token_starts, bounds[:, 1])
+              - np.searchsorted(token_starts, bounds[:, 0])).tolist()
     units: list[Unit] = []
-    for a, b in spans:
-        n = tokens_in(token_starts, a, b)
+    for (a, b), n in zip(spans, counts, strict=True):
         if n <= max_tokens:
             units.append(Unit(a, b, n))
             continue
-        starts = word_starts(text, a, b)
-        counts = [tokens_in(token_starts, s, e)
-                  for s, e in zip(starts, starts[1:] + [b], strict=True)]
-        words = [Unit(s, e, c) for s, e, c in zip(starts, starts[1:] + [b], counts, strict=True)]
+        starts = word_starts_array(text, a, b)
+        ends = np.append(starts[1:], b)
+        wcounts = (np.searchsorted(token_starts, ends)
+                   - np.searchsorted(token_starts, starts)).tolist()
+        words = [Unit(s, e, c) for s, e, c in zip(starts.tolist(), ends.tolist(), wcounts,
+                                                  strict=True)]
         for group in balanced_groups([w.tokens for w in words], max_tokens):
             first, last = words[group[0]], words[group[-1]]
             end = last.end

@@ -10,44 +10,61 @@ name                      measure
 ``TokCov@B``              gold coverage within a B-token context budget (:mod:`.tokcov`)
 ========================  ==============================================================
 
-:func:`score_run` is the entry point of the workflow. Every measure also has an exact per-query
-reference implementation on plain spans (:func:`score_query`), which :func:`score_run` uses for
-documents whose chunks overlap and for every query when ``exact=True``. See ``docs/metrics.md``.
+Each measure is declared once, in its module, in the registry (:mod:`.registry`:
+:func:`parse_measure`, :func:`measure_pattern`, :data:`MEASURES`).
+
+Entry points: :func:`score_run` scores one run; :func:`score_runs` scores many runs of one
+corpus in one process, laying each chunkset out once (:func:`prepare_layout`) and reusing it
+for every run that reads the chunkset. Every measure also has an exact per-query reference
+implementation on plain spans (:func:`score_query`), used for documents whose chunks overlap
+and for every query when ``exact=True``. See ``docs/metrics.md``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import polars as pl
 
-from ._names import KINDS, Measure, parse_measure
-from ._prepare import Prepared, prepare
+# importing a measure module registers its measure (covNDCG, nDCG, R, RR, TokCov)
 from ._spans import RankedChunk, Span
-from .cov_ndcg import cov_ndcg, cov_ndcg_fast
-from .ndcg import ndcg, ndcg_fast
-from .recall import recall, recall_fast
+from .cov_ndcg import cov_ndcg
+from .layout import BoundRun, Layout, bind_run, prepare_layout, prepare_queries
+from .ndcg import ndcg
+from .recall import recall
+from .registry import MEASURES, Measure, MeasureDef, measure_forms, measure_pattern, parse_measure
 from .relevance import is_relevant, relevant_to_any
-from .rr import rr, rr_fast
-from .tokcov import tokcov, tokcov_fast
+from .rr import rr
+from .tokcov import tokcov
 
 __all__ = [
     "KINDS",
     "DEFAULT_MEASURES",
+    "MEASURES",
+    "Layout",
     "Measure",
+    "MeasureDef",
     "RankedChunk",
     "cov_ndcg",
     "is_relevant",
+    "measure_forms",
+    "measure_pattern",
     "ndcg",
     "parse_measure",
+    "prepare_layout",
     "recall",
     "relevant_to_any",
     "rr",
+    "score_layout",
     "score_query",
     "score_run",
+    "score_runs",
     "tokcov",
 ]
+
+KINDS = tuple(MEASURES)
+"""The registered measure kinds."""
 
 DEFAULT_MEASURES = (
     "covNDCG@10",
@@ -59,6 +76,13 @@ DEFAULT_MEASURES = (
     "TokCov@2048",
 )
 """The study's measures (paper, Appendix J: ndcg_k 10, recall_k 50, budgets 512/1024/2048)."""
+
+
+def _specs(measures: Sequence[str]) -> list[Measure]:
+    specs = [parse_measure(m) for m in measures]
+    if len(set(measures)) != len(measures):
+        raise ValueError(f"score_run: repeated measure names in {list(measures)}")
+    return specs
 
 
 def score_query(
@@ -77,44 +101,49 @@ def score_query(
     out = {}
     for name in measures:
         m = parse_measure(name)
-        if m.kind == "covNDCG":
-            out[name] = cov_ndcg(ranked, doc_chunks, gold, m.cutoff)
-        elif m.kind == "nDCG":
-            out[name] = ndcg(ranked, doc_chunks, gold, m.cutoff)
-        elif m.kind == "RR":
-            out[name] = rr(ranked, gold, m.cutoff)
-        elif m.kind == "R":
-            out[name] = recall(ranked, gold, m.cutoff)
-        else:
-            out[name] = tokcov(ranked, gold, m.cutoff)
+        out[name] = m.definition.reference(ranked, doc_chunks, gold, m.cutoff)
     return out
 
 
-def _fast(p: Prepared, m: Measure) -> np.ndarray:
-    if m.kind == "covNDCG":
-        return cov_ndcg_fast(p, m.cutoff)
-    if m.kind == "nDCG":
-        return ndcg_fast(p, m.cutoff)
-    if m.kind == "RR":
-        return rr_fast(p, m.cutoff)
-    if m.kind == "R":
-        return recall_fast(p, m.cutoff)
-    return tokcov_fast(p, m.cutoff)
-
-
-def _query_inputs(p: Prepared, q: int) -> tuple[list[RankedChunk], list[Span], list[Span]]:
-    d = int(p.q_doc[q])
-    lo, hi = int(p.doc_ptr[d]), int(p.doc_ptr[d + 1])
-    doc_chunks = [(int(s), int(e)) for s, e in zip(p.cs[lo:hi], p.ce[lo:hi], strict=True)]
-    a, b = int(p.span_ptr[q]), int(p.span_ptr[q + 1])
-    gold = [(int(s), int(e)) for s, e in zip(p.gs[a:b], p.ge[a:b], strict=True)]
+def _query_inputs(
+    lay: Layout, br: BoundRun, q: int
+) -> tuple[list[RankedChunk], list[Span], list[Span]]:
+    d = int(lay.q_doc[q])
+    lo, hi = int(lay.doc_ptr[d]), int(lay.doc_ptr[d + 1])
+    doc_chunks = [(int(s), int(e)) for s, e in zip(lay.cs[lo:hi], lay.ce[lo:hi], strict=True)]
+    a, b = int(lay.span_ptr[q]), int(lay.span_ptr[q + 1])
+    gold = [(int(s), int(e)) for s, e in zip(lay.gs[a:b], lay.ge[a:b], strict=True)]
     ranked = [
-        RankedChunk(
-            int(p.cs[c]), int(p.ce[c]), bool(p.c_doc[c] == d), int(p.ctok[c]), int(p.ptok[c])
-        )
-        for c in p.r_c[p.r_ptr[q] : p.r_ptr[q + 1]]
+        RankedChunk(int(lay.cs[c]), int(lay.ce[c]), bool(lay.c_doc[c] == d), int(lay.ctok[c]),
+                    int(lay.ptok[c]))
+        for c in br.r_c[br.r_ptr[q] : br.r_ptr[q + 1]]
     ]
     return ranked, doc_chunks, gold
+
+
+def score_layout(
+    run: pl.DataFrame, layout: Layout, measures: Sequence[str], *, exact: bool = False
+) -> pl.DataFrame:
+    """Score one run against a prepared :class:`Layout` (see :func:`score_run`)."""
+    specs = _specs(measures)
+    br = bind_run(run, layout)
+    cols: dict[str, np.ndarray] = {}
+    for m in specs:
+        cols[m.name] = (np.zeros(layout.nq) if exact
+                        else m.definition.fast(layout, br, m.cutoff))
+    slow = np.arange(layout.nq) if exact else np.flatnonzero(layout.general)
+    for q in slow:
+        vals = score_query(*_query_inputs(layout, br, int(q)), measures)
+        for name, v in vals.items():
+            cols[name][q] = v
+    return pl.DataFrame(
+        {
+            "qid": pl.Series(layout.qids, dtype=pl.String),
+            "doc_id": pl.Series(layout.q_doc_id, dtype=pl.String),
+            "qtype": pl.Series(layout.qtypes, dtype=pl.String),
+            **{name: pl.Series(name, cols[name], dtype=pl.Float64) for name in measures},
+        }
+    )
 
 
 def score_run(
@@ -122,7 +151,7 @@ def score_run(
     chunks: pl.DataFrame,
     qrels: pl.DataFrame,
     queries: pl.DataFrame,
-    measures: list[str],
+    measures: Sequence[str],
     *,
     exact: bool = False,
 ) -> pl.DataFrame:
@@ -137,23 +166,42 @@ def score_run(
     Documents whose chunks overlap are scored with the exact interval reference; others with
     the vectorized fast path. ``exact=True`` uses the reference for every query (slow, audits).
     """
-    specs = [parse_measure(m) for m in measures]
-    if len(set(measures)) != len(measures):
-        raise ValueError(f"score_run: repeated measure names in {measures}")
-    p = prepare(run, chunks, qrels, queries)
-    cols: dict[str, np.ndarray] = {}
-    for m in specs:
-        cols[m.name] = np.zeros(p.nq) if exact else _fast(p, m)
-    slow = np.arange(p.nq) if exact else np.flatnonzero(p.general)
-    for q in slow:
-        vals = score_query(*_query_inputs(p, int(q)), measures)
-        for name, v in vals.items():
-            cols[name][q] = v
-    return pl.DataFrame(
-        {
-            "qid": pl.Series(p.qids, dtype=pl.String),
-            "doc_id": pl.Series(p.q_doc_id, dtype=pl.String),
-            "qtype": pl.Series(p.qtypes, dtype=pl.String),
-            **{name: pl.Series(name, cols[name], dtype=pl.Float64) for name in measures},
-        }
-    )
+    _specs(measures)
+    return score_layout(run, prepare_layout(chunks, qrels, queries), measures, exact=exact)
+
+
+def score_runs(
+    runs: Mapping[str, pl.DataFrame],
+    chunks_by_condition: Mapping[str, pl.DataFrame],
+    qrels: pl.DataFrame,
+    queries: pl.DataFrame,
+    measures: Sequence[str],
+    *,
+    exact: bool = False,
+) -> dict[str, pl.DataFrame]:
+    """Score many runs of one corpus in one process: ``{key: scores}`` in the order of ``runs``,
+    each exactly what :func:`score_run` returns for that run.
+
+    ``runs`` maps a key (a condition, or e.g. ``"minilm/none/A3"`` for a whole corpus) to its
+    run; ``chunks_by_condition`` maps the same keys to the chunk table the run reads. Keys whose
+    chunk tables are the *same object* share one layout (read each chunkset once and map every
+    condition and cell that reads it to that frame: A3 and A4, G3 and G4, every embedder and
+    reranker); queries and qrels are validated once for all.
+    """
+    _specs(measures)
+    missing = [k for k in runs if k not in chunks_by_condition]
+    if missing:
+        raise ValueError(f"score_runs: no chunk table for {missing}")
+    qt = prepare_queries(qrels, queries)
+    layouts: dict[int, Layout] = {}
+    out: dict[str, pl.DataFrame] = {}
+    for key, run in runs.items():
+        chunks = chunks_by_condition[key]
+        lay = layouts.get(id(chunks))
+        if lay is None:
+            lay = layouts[id(chunks)] = prepare_layout(chunks, query_tables=qt)
+        try:
+            out[key] = score_layout(run, lay, measures, exact=exact)
+        except ValueError as exc:
+            raise ValueError(f"{key}: {exc}") from exc
+    return out

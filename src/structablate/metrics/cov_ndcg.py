@@ -24,8 +24,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._prepare import Prepared, discounts
 from ._spans import Coverage, RankedChunk, Span, check_spans
+from .layout import BoundRun, Layout, discounts
+from .registry import MeasureDef, register
 
 
 def coverage_gains(ranked: Sequence[RankedChunk], gold: Sequence[Span]) -> list[float]:
@@ -90,22 +91,37 @@ def cov_ndcg(
     return dcg(coverage_gains(list(ranked)[:k], gold)) / ideal
 
 
-def cov_ndcg_fast(p: Prepared, k: int) -> np.ndarray:
-    """Vectorized coverage-nDCG@k of every query (valid for non-overlapping chunk sets)."""
-    pr = p.pairs
+def ideal_dcg_fast(lay: Layout, k: int) -> np.ndarray:
+    """Per query, the ideal DCG@k of the fast path: static chunk gains sorted descending."""
+    pr = lay.pairs
     disc = discounts(k)
-    # observed DCG: each retrieved pair contributes its coverage share at its rank
-    m = pr.row >= 0
-    pos = p.r_pos[pr.row[m]]
-    sel = pos <= k
-    dcg_q = np.bincount(pr.q[m][sel], weights=pr.gain[m][sel] * disc[pos[sel] - 1], minlength=p.nq)
-    # ideal DCG: per-query static chunk gains sorted descending, top k
     order = np.lexsort((-pr.qc_gain_sum, pr.qc_q))
     qs, gs = pr.qc_q[order], pr.qc_gain_sum[order]
     rank0 = np.arange(len(qs)) - np.searchsorted(qs, qs, side="left")
     sel = rank0 < k
-    idcg_q = np.bincount(qs[sel], weights=gs[sel] * disc[rank0[sel]], minlength=p.nq)
+    return np.bincount(qs[sel], weights=gs[sel] * disc[rank0[sel]], minlength=lay.nq)
+
+
+def cov_ndcg_fast(lay: Layout, br: BoundRun, k: int) -> np.ndarray:
+    """Vectorized coverage-nDCG@k of every query (valid for non-overlapping chunk sets)."""
+    pr = lay.pairs
+    disc = discounts(k)
+    # observed DCG: each retrieved pair contributes its coverage share at its rank
+    pos = br.pair_pos
+    sel = (pos >= 1) & (pos <= k)
+    dcg_q = np.bincount(pr.q[sel], weights=pr.gain[sel] * disc[pos[sel] - 1], minlength=lay.nq)
+    idcg_q = lay.cached(("covNDCG", k), lambda: ideal_dcg_fast(lay, k))
     # without overlaps the sorted static gains are the optimum, so the score is <= 1 exactly;
     # the clip only removes last-bit rounding of the two sums
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(idcg_q > 0, np.minimum(dcg_q / idcg_q, 1.0), 0.0)
+
+
+MEASURE = register(MeasureDef(
+    kind="covNDCG",
+    cutoff="required",
+    cutoff_symbol="k",
+    summary="coverage-nDCG (primary), ideal from the condition's own chunks",
+    reference=lambda ranked, doc_chunks, gold, k: cov_ndcg(ranked, doc_chunks, gold, k),
+    fast=cov_ndcg_fast,
+))

@@ -13,8 +13,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._prepare import Prepared, discounts
 from ._spans import RankedChunk, Span, check_spans
+from .layout import BoundRun, Layout, discounts, row_relevance
+from .registry import MeasureDef, register
 from .relevance import relevant_to_any
 
 
@@ -32,22 +33,28 @@ def ndcg(
     return got / idcg
 
 
-def row_relevance(p: Prepared) -> np.ndarray:
-    """Binary relevance of every run row (fast-path queries)."""
-    pr = p.pairs
-    out = np.zeros(len(p.r_q), dtype=bool)
-    out[pr.row[(pr.row >= 0) & pr.rel]] = True
-    return out
-
-
-def ndcg_fast(p: Prepared, k: int) -> np.ndarray:
+def ndcg_fast(lay: Layout, br: BoundRun, k: int) -> np.ndarray:
     """Vectorized binary nDCG@k of every query."""
     disc = discounts(k)
-    sel = row_relevance(p) & (p.r_pos <= k)
-    dcg_q = np.bincount(p.r_q[sel], weights=disc[p.r_pos[sel] - 1], minlength=p.nq)
-    pr = p.pairs
-    n_rel = np.bincount(pr.qc_q[pr.qc_rel], minlength=p.nq)
-    cum = np.concatenate([[0.0], np.cumsum(disc)])
-    idcg_q = cum[np.minimum(n_rel, k)]
+    sel = row_relevance(lay, br) & (br.r_pos <= k)
+    dcg_q = np.bincount(br.r_q[sel], weights=disc[br.r_pos[sel] - 1], minlength=lay.nq)
+
+    def ideal() -> np.ndarray:
+        pr = lay.pairs
+        n_rel = np.bincount(pr.qc_q[pr.qc_rel], minlength=lay.nq)
+        cum = np.concatenate([[0.0], np.cumsum(disc)])
+        return cum[np.minimum(n_rel, k)]
+
+    idcg_q = lay.cached(("nDCG", k), ideal)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(idcg_q > 0, dcg_q / idcg_q, 0.0)
+
+
+MEASURE = register(MeasureDef(
+    kind="nDCG",
+    cutoff="required",
+    cutoff_symbol="k",
+    summary="binary nDCG, ideal from the condition's own chunks",
+    reference=lambda ranked, doc_chunks, gold, k: ndcg(ranked, doc_chunks, gold, k),
+    fast=ndcg_fast,
+))

@@ -10,8 +10,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._prepare import Prepared
 from ._spans import Coverage, RankedChunk, Span, check_spans
+from .layout import BoundRun, Layout
+from .registry import MeasureDef, register
 
 
 def recall(ranked: Sequence[RankedChunk], gold: Sequence[Span], k: int) -> float:
@@ -27,12 +28,21 @@ def recall(ranked: Sequence[RankedChunk], gold: Sequence[Span], k: int) -> float
     return hits / len(gold)
 
 
-def recall_fast(p: Prepared, k: int) -> np.ndarray:
+def recall_fast(lay: Layout, br: BoundRun, k: int) -> np.ndarray:
     """Vectorized R@k of every query (valid for non-overlapping chunk sets)."""
-    pr = p.pairs
-    m = pr.row >= 0
-    sel = p.r_pos[pr.row[m]] <= k
-    covered = np.bincount(pr.span[m][sel], weights=pr.ov[m][sel], minlength=len(p.gs))
-    hit = 2 * covered >= (p.ge - p.gs)
-    n_spans = np.maximum(p.n_spans, 1)
-    return np.bincount(p.span_q, weights=hit, minlength=p.nq) / n_spans
+    pr = lay.pairs
+    sel = (br.pair_pos >= 1) & (br.pair_pos <= k)
+    covered = np.bincount(pr.span[sel], weights=pr.ov[sel], minlength=len(lay.gs))
+    hit = 2 * covered >= (lay.ge - lay.gs)
+    n_spans = np.maximum(lay.n_spans, 1)
+    return np.bincount(lay.span_q, weights=hit, minlength=lay.nq) / n_spans
+
+
+MEASURE = register(MeasureDef(
+    kind="R",
+    cutoff="required",
+    cutoff_symbol="k",
+    summary="share of gold spans covered at least 50% by the union of the top k",
+    reference=lambda ranked, doc_chunks, gold, k: recall(ranked, gold, k),
+    fast=recall_fast,
+))

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._prepare import Prepared
 from ._spans import RankedChunk, Span, check_spans
-from .ndcg import row_relevance
+from .layout import BoundRun, Layout, row_relevance
+from .registry import MeasureDef, register
 from .relevance import relevant_to_any
 
 
@@ -28,13 +28,23 @@ def rr(ranked: Sequence[RankedChunk], gold: Sequence[Span], k: int | None = None
     return 0.0
 
 
-def rr_fast(p: Prepared, k: int | None = None) -> np.ndarray:
+def rr_fast(lay: Layout, br: BoundRun, k: int | None = None) -> np.ndarray:
     """Vectorized reciprocal rank of every query."""
-    rel = row_relevance(p)
+    rel = row_relevance(lay, br)
     if k is not None:
-        rel &= p.r_pos <= k
+        rel &= br.r_pos <= k
     idx = np.flatnonzero(rel)  # rows are sorted by (query, position)
-    out = np.zeros(p.nq, dtype=np.float64)
-    q, first = np.unique(p.r_q[idx], return_index=True)
-    out[q] = 1.0 / p.r_pos[idx[first]]
+    out = np.zeros(lay.nq, dtype=np.float64)
+    q, first = np.unique(br.r_q[idx], return_index=True)
+    out[q] = 1.0 / br.r_pos[idx[first]]
     return out
+
+
+MEASURE = register(MeasureDef(
+    kind="RR",
+    cutoff="optional",
+    cutoff_symbol="k",
+    summary="reciprocal rank of the first binary-relevant chunk (MRR is its mean)",
+    reference=lambda ranked, doc_chunks, gold, k: rr(ranked, gold, k),
+    fast=rr_fast,
+))

@@ -17,8 +17,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._prepare import Prepared
 from ._spans import Coverage, RankedChunk, Span, check_spans
+from .layout import BoundRun, Layout
+from .registry import MeasureDef, register
 
 
 def budget_lengths(
@@ -52,17 +53,35 @@ def tokcov(ranked: Sequence[RankedChunk], gold: Sequence[Span], budget: int) -> 
     return sum(cov.covered / (g[1] - g[0]) for cov, g in zip(covs, gold, strict=True)) / len(gold)
 
 
-def tokcov_fast(p: Prepared, budget: int) -> np.ndarray:
+def tokens_before(lay: Layout, br: BoundRun) -> np.ndarray:
+    """Per run row, the tokens (prefix + content) of the rows ranked above it in its query."""
+    def compute() -> np.ndarray:
+        cost = lay.ptok[br.r_c] + lay.ctok[br.r_c]
+        csum = np.concatenate([[0], np.cumsum(cost)])
+        return csum[:-1] - csum[br.r_ptr[br.r_q]]
+
+    return br.cached("tokens_before", compute)
+
+
+def tokcov_fast(lay: Layout, br: BoundRun, budget: int) -> np.ndarray:
     """Vectorized TokCov@budget of every query (valid for non-overlapping chunk sets)."""
-    c = p.r_c
-    cost = p.ptok[c] + p.ctok[c]
-    csum = np.concatenate([[0], np.cumsum(cost)])
-    before = csum[:-1] - csum[p.r_ptr[p.r_q]]
-    n_chars = budget_lengths(p.ce[c] - p.cs[c], p.ctok[c], p.ptok[c], budget - before)
-    pr = p.pairs
-    m = pr.row >= 0
-    rows, pc, sp = pr.row[m], pr.c[m], pr.span[m]
-    got = np.minimum(p.cs[pc] + n_chars[rows], p.ge[sp]) - np.maximum(p.cs[pc], p.gs[sp])
-    covered = np.bincount(sp, weights=np.maximum(got, 0), minlength=len(p.gs))
-    n_spans = np.maximum(p.n_spans, 1)
-    return np.bincount(p.span_q, weights=covered / (p.ge - p.gs), minlength=p.nq) / n_spans
+    pr = lay.pairs
+    m = br.pair_row >= 0
+    rows, pc, sp = br.pair_row[m], pr.c[m], pr.span[m]
+    # only the rows that cover gold matter: their paid-for leading characters
+    n_chars = budget_lengths(lay.ce[pc] - lay.cs[pc], lay.ctok[pc], lay.ptok[pc],
+                             budget - tokens_before(lay, br)[rows])
+    got = np.minimum(lay.cs[pc] + n_chars, lay.ge[sp]) - np.maximum(lay.cs[pc], lay.gs[sp])
+    covered = np.bincount(sp, weights=np.maximum(got, 0), minlength=len(lay.gs))
+    n_spans = np.maximum(lay.n_spans, 1)
+    return np.bincount(lay.span_q, weights=covered / (lay.ge - lay.gs), minlength=lay.nq) / n_spans
+
+
+MEASURE = register(MeasureDef(
+    kind="TokCov",
+    cutoff="required",
+    cutoff_symbol="B",
+    summary="gold coverage within a B-token context budget (prefix tokens count)",
+    reference=lambda ranked, doc_chunks, gold, budget: tokcov(ranked, gold, budget),
+    fast=tokcov_fast,
+))

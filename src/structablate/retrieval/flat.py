@@ -4,17 +4,29 @@ Both searchers return ``(idx, scores)``: ``idx[q]`` holds the row indices (into 
 table) of the top ``k`` chunks for query ``q`` by inner product, best first; ties in score are
 broken by ascending row index, so the ranking is a pure function of the vectors.
 
-* ``exact``: inner products with numpy/BLAS accumulated in float64 and rounded to float32
-  (block-size independent), queries in blocks.
+* ``exact``: the score of a chunk is its inner product with the query accumulated in float64 and
+  rounded to float32 (:func:`score_matrix`; block-size and BLAS independent). To run at float32
+  speed, each block of queries is first scored with a plain float32 matrix product, which is off
+  from the float64 value by at most ``γ·‖q‖·‖x‖`` (:func:`float32_error_bound`, the standard
+  bound for any summation order of a length-``d`` float32 dot product, plus the float64 and
+  final float32 roundings). Every chunk whose float32 score lies within twice that bound of the
+  query's ``k``-th float32 score is kept as a candidate (provably a superset of the top ``k``:
+  anything below is beaten by ``k`` chunks for certain); only the candidates are re-scored in
+  float64 and ranked by (score desc, row asc). The result is the same as scoring every chunk in
+  float64; as with any float64 route, a score whose float64 sum lies within a few float64 ulps
+  of a float32 rounding boundary (~1e-8 per score) may round to either neighbour depending on
+  the summation order. Inputs that are not finite take the full float64 route.
 * ``hnsw``: an hnswlib index (inner-product space) built single-threaded with a fixed
   ``random_seed``, so the graph and the results are reproducible; ``ef_search`` is raised to at
   least ``k``. Its scores are recomputed exactly so both searchers report the same score for the
-  same chunk.
+  same chunk. See :func:`hnsw_search` for the settings, the recall check and when exact search
+  is used instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -53,25 +65,228 @@ def score_matrix(query_vecs: np.ndarray, chunk_vecs: np.ndarray) -> np.ndarray:
     return (q @ x.T).astype(np.float32)
 
 
-def exact_search(
-    queries: np.ndarray, chunks: np.ndarray, k: int, block: int = 256
-) -> tuple[np.ndarray, np.ndarray]:
-    """Exact inner-product top-``k`` (see module docstring for the tie rule).
+def pair_scores(query_vecs: np.ndarray, chunk_vecs: np.ndarray, qrow: np.ndarray,
+                crow: np.ndarray) -> np.ndarray:
+    """Float32 inner products of the row pairs ``(qrow[t], crow[t])``, float64 accumulation.
 
-    Returns ``min(k, n_chunks)`` columns.
+    Every float64-accumulated score of the package (flat, routed and backfilled) comes from
+    here: each is one contiguous length-``d`` float64 dot product (numpy's einsum kernel, the
+    same for every pair whatever the others), so its value does not depend on the batch or on
+    which other pairs are scored with it. (A float64 matrix product gives the same float32
+    numbers up to the rare double rounding of the module docstring.)"""
+    q = np.asarray(query_vecs)
+    x = np.asarray(chunk_vecs)
+    qrow = np.asarray(qrow, dtype=np.int64)
+    crow = np.asarray(crow, dtype=np.int64)
+    out = np.empty(len(qrow), dtype=np.float32)
+    if not len(qrow):
+        return out
+    order = None if np.all(qrow[1:] >= qrow[:-1]) else np.argsort(qrow, kind="stable")
+    qs = qrow if order is None else qrow[order]
+    cs = crow if order is None else crow[order]
+    bounds = np.flatnonzero(np.diff(qs)) + 1
+    res = np.empty(len(qs), dtype=np.float32)
+    for a, b in zip(np.concatenate([[0], bounds]).tolist(),
+                    np.append(bounds, len(qs)).tolist(), strict=True):
+        qv = q[qs[a]].astype(np.float64)
+        res[a:b] = np.einsum("ij,j->i", x[cs[a:b]].astype(np.float64, copy=False), qv)
+    if order is None:
+        return res
+    out[order] = res
+    return out
+
+
+def float32_error_bound(dim: int) -> float:
+    """``γ`` such that ``|s32 − ref| <= γ·‖q‖·‖x‖`` for every pair of float32 vectors of length
+    ``dim``, where ``s32`` is their float32 dot product summed in any order (with or without
+    FMA) and ``ref`` the float64-accumulated dot product rounded to float32.
+
+    Higham (2002, §3.1): a length-n dot product in precision ``u`` is off by at most
+    ``γ_n·Σ|q_i x_i|`` with ``γ_n = n·u/(1 − n·u)``, whatever the order, and
+    ``Σ|q_i x_i| <= ‖q‖·‖x‖``; so ``|s32 − e| <= γ_n(2⁻²⁴)·A``, ``|s64 − e| <= γ_n(2⁻⁵³)·A``
+    and the final rounding adds ``<= 2⁻²⁴·|s64| <= 2⁻²⁴·(1 + γ)·A``. The sum of the three, with
+    slack for the norms' own rounding.
     """
-    x = np.asarray(chunks, dtype=np.float32).astype(np.float64)
-    queries = np.asarray(queries, dtype=np.float32)
+    u32, u64 = 2.0**-24, 2.0**-53
+    g32 = dim * u32 / (1 - dim * u32)
+    g64 = dim * u64 / (1 - dim * u64)
+    return (g32 + g64 + 2 * u32) * (1 + 2.0**-20)
+
+
+def _exact_float64(queries: np.ndarray, x64: np.ndarray, k: int, block: int):
     nq = queries.shape[0]
-    k = min(k, x.shape[0])
     idx_out = np.zeros((nq, k), dtype=np.int64)
     sc_out = np.zeros((nq, k), dtype=np.float32)
     for s in range(0, nq, block):
-        scores = score_matrix(queries[s : s + block], x)
+        scores = score_matrix(queries[s : s + block], x64)
         top = topk_desc(scores, k)
         idx_out[s : s + block] = top
         sc_out[s : s + block] = np.take_along_axis(scores, top, axis=1)
     return idx_out, sc_out
+
+
+def exact_search(
+    queries: np.ndarray, chunks: np.ndarray, k: int, block: int = 256
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact inner-product top-``k`` (see module docstring for the scores and the tie rule).
+
+    Returns ``min(k, n_chunks)`` columns.
+    """
+    x = np.ascontiguousarray(chunks, dtype=np.float32)
+    queries = np.ascontiguousarray(queries, dtype=np.float32)
+    nq, n = queries.shape[0], x.shape[0]
+    k = min(k, n)
+    if k <= 0:
+        return np.zeros((nq, 0), dtype=np.int64), np.zeros((nq, 0), dtype=np.float32)
+    if k == n or not (np.isfinite(x).all() and np.isfinite(queries).all()):
+        return _exact_float64(queries, x.astype(np.float64), k, block)
+    gamma = float32_error_bound(x.shape[1])
+    x_norm_max = float(np.sqrt(np.einsum("ij,ij->i", x, x, dtype=np.float64)).max())
+    q_norm = np.sqrt(np.einsum("ij,ij->i", queries, queries, dtype=np.float64))
+    # candidates are re-scored from float64 rows: convert the corpus once when there are more
+    # candidates than chunks (else row by row)
+    x64 = x.astype(np.float64) if nq * k >= n else x
+    idx_out = np.zeros((nq, k), dtype=np.int64)
+    sc_out = np.zeros((nq, k), dtype=np.float32)
+    tiny = x.shape[1] * 2.0**-120  # products and sums that underflow or flush to zero
+    # buffers reused across blocks (fresh 10-100 MB arrays per block cost page faults)
+    bsz = min(block, nq)
+    s32_buf = np.empty((bsz, n), dtype=np.float32)
+    part_buf = np.empty((bsz, n), dtype=np.float32)
+    mask_buf = np.empty((bsz, n), dtype=bool)
+    for s in range(0, nq, block):
+        qb = queries[s : s + block]
+        b = qb.shape[0]
+        s32 = np.matmul(qb, x.T, out=s32_buf[:b])
+        if not np.isfinite(s32).all():  # float32 overflow: score this block in float64
+            i, sc = _exact_float64(qb, x.astype(np.float64), k, block)
+            idx_out[s : s + b], sc_out[s : s + b] = i, sc
+            continue
+        part = part_buf[:b]
+        np.copyto(part, s32)
+        part.partition(n - k, axis=1)
+        kth = part[:, n - k].astype(np.float64)
+        margin = gamma * q_norm[s : s + b] * x_norm_max + tiny
+        thr = kth - 2 * margin
+        thr32 = thr.astype(np.float32)
+        low = thr32.astype(np.float64) > thr  # round the threshold down, never up
+        thr32[low] = np.nextafter(thr32[low], np.float32(-np.inf))
+        mask = np.greater_equal(s32, thr32[:, None], out=mask_buf[:b])
+        qi, cj = np.nonzero(mask)  # row-major: by query, then row
+        ref = pair_scores(qb, x64, qi, cj)
+        order = np.lexsort((cj, -ref, qi))  # per query: score desc, then row asc
+        first = np.searchsorted(qi, np.arange(b))
+        pos = np.arange(len(qi)) - first[qi[order]]
+        sel = pos < k
+        keep = order[sel]
+        idx_out[s + qi[keep], pos[sel]] = cj[keep]
+        sc_out[s + qi[keep], pos[sel]] = ref[keep]
+    return idx_out, sc_out
+
+
+@dataclass(frozen=True)
+class HnswSettings:
+    """How ``method: hnsw`` searches (config ``retrieval.hnsw``; every field optional).
+
+    ``M``, ``ef_construction``: the graph (hnswlib; built single-threaded with ``seed``, so it
+    is reproducible). ``ef_search``: the first query beam tried. The beam is then doubled
+    (``ef_search``, ``2·ef_search``, … up to ``max_ef_search`` and at most the corpus size)
+    until recall@k against exact search, measured on ``recall_sample`` queries drawn with
+    ``seed``, reaches ``target_recall``; the run uses the first beam that does. If none does,
+    ``on_shortfall`` decides: ``"exact"`` searches exactly (the report says so) or
+    ``"raise"`` stops with an error. With ``prefer_exact`` the search is exact whenever a fixed
+    cost model predicts exact search to be faster (see :func:`exact_is_faster`), which at the
+    paper's sizes (4,301 queries × 36,217 chunks) it is by far.
+    ``cost_ratio``: seconds of one hnswlib distance evaluation per ``d`` dimensions, over the
+    seconds of one float32 matrix-product multiply-add per ``d``. ``bench/bench_hnsw.py``
+    measures it: ~170 on clustered and ~420 on uniform vectors at the full QASPER's size on the
+    development machine; the default, 150, leans towards HNSW.
+    """
+
+    M: int = 32
+    ef_construction: int = 200
+    ef_search: int = 200
+    seed: int = 20260710
+    target_recall: float = 0.99
+    recall_sample: int = 500
+    max_ef_search: int = 8192
+    on_shortfall: str = "exact"
+    prefer_exact: bool = True
+    cost_ratio: float = 150.0
+
+    def __post_init__(self) -> None:
+        for name in ("M", "ef_construction", "ef_search", "recall_sample", "max_ef_search"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"retrieval.hnsw.{name} must be a positive integer")
+        if not 0.0 < self.target_recall <= 1.0:
+            raise ValueError("retrieval.hnsw.target_recall must be in (0, 1]")
+        if self.on_shortfall not in ("exact", "raise"):
+            raise ValueError("retrieval.hnsw.on_shortfall must be 'exact' or 'raise'")
+        if self.cost_ratio <= 0:
+            raise ValueError("retrieval.hnsw.cost_ratio must be positive")
+
+    @classmethod
+    def from_mapping(cls, cfg: Mapping | None) -> HnswSettings:
+        """Settings from a config mapping; an unknown key is an error naming it."""
+        cfg = dict(cfg or {})
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(cfg) - known)
+        if unknown:
+            raise ValueError(f"retrieval.hnsw: unknown key(s) {unknown}; known: {sorted(known)}")
+        return cls(**cfg)
+
+
+def exact_is_faster(
+    n_queries: int, n_chunks: int, settings: HnswSettings
+) -> tuple[bool, int | None]:
+    """Whether exact search is predicted faster than HNSW, and the corpus size below which it is
+    (``None``: at any size, for this many queries).
+
+    Cost model (per dimension): exact ``n_queries·n_chunks`` multiply-adds; HNSW ``cost_ratio ×
+    (n_chunks·ef_construction + n_queries·ef_search)`` distance evaluations (building the graph,
+    then one beam per query; the recall check and the log factors are left out, which favours
+    HNSW). A pure function of the sizes and settings, so the choice never depends on the
+    machine's load.
+    """
+    r = settings.cost_ratio
+    hnsw = r * (n_chunks * settings.ef_construction + n_queries * settings.ef_search)
+    faster = n_queries * n_chunks <= hnsw
+    denom = n_queries - r * settings.ef_construction
+    crossover = None if denom <= 0 else int(r * settings.ef_search * n_queries / denom)
+    return faster, crossover
+
+
+def _hnsw_index(chunks: np.ndarray, M: int, ef_construction: int, seed: int):
+    import hnswlib
+
+    n, dim = chunks.shape
+    index = hnswlib.Index(space="ip", dim=dim)
+    index.init_index(max_elements=n, ef_construction=ef_construction, M=M, random_seed=seed)
+    index.set_num_threads(1)
+    index.add_items(chunks, np.arange(n), num_threads=1)
+    return index
+
+
+def _hnsw_query(index, queries: np.ndarray, k: int, ef: int) -> np.ndarray:
+    index.set_ef(max(ef, k))
+    labels, _ = index.knn_query(queries, k=k, num_threads=1)
+    return labels.astype(np.int64)
+
+
+def _rank_labels(queries: np.ndarray, chunks: np.ndarray, labels: np.ndarray):
+    """Exact (float64-accumulated) scores of the found chunks, ordered score desc, row asc."""
+    nq, k = labels.shape
+    sc = pair_scores(queries, chunks, np.repeat(np.arange(nq), k), labels.ravel()).reshape(nq, k)
+    order = np.lexsort((labels, -sc), axis=1)
+    return np.take_along_axis(labels, order, axis=1), np.take_along_axis(sc, order, axis=1)
+
+
+def recall_at_k(found: np.ndarray, exact: np.ndarray) -> float:
+    """Mean over queries of ``|found ∩ exact| / |exact|`` (rows of chunk indices)."""
+    if exact.size == 0:
+        return 1.0
+    hits = [len(set(a.tolist()) & set(b.tolist())) for a, b in zip(found, exact, strict=True)]
+    return float(np.mean(hits) / exact.shape[1])
 
 
 def hnsw_search(
@@ -84,33 +299,101 @@ def hnsw_search(
     ef_search: int = 200,
     seed: int = 20260710,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Approximate top-``k`` with hnswlib (deterministic: one thread, fixed seed)."""
-    import hnswlib
-
+    """Approximate top-``k`` with hnswlib at fixed settings (deterministic: one thread, fixed
+    seed); scores are the exact ones of :func:`pair_scores`. No recall check: see
+    :func:`tuned_hnsw_search`."""
     queries = np.ascontiguousarray(queries, dtype=np.float32)
     chunks = np.ascontiguousarray(chunks, dtype=np.float32)
-    n, dim = chunks.shape
+    k = min(k, chunks.shape[0])
+    index = _hnsw_index(chunks, M, ef_construction, seed)
+    return _rank_labels(queries, chunks, _hnsw_query(index, queries, k, ef_search))
+
+
+def tuned_hnsw_search(
+    queries: np.ndarray, chunks: np.ndarray, k: int, settings: HnswSettings | None = None
+) -> tuple[np.ndarray, np.ndarray, dict]:
+    """HNSW search whose beam is raised until recall@k against exact search reaches the target
+    on a seeded sample of the queries (see :class:`HnswSettings`), or exact search where that is
+    predicted faster or the target is out of reach. Returns ``(idx, scores, report)``; the
+    report (JSON-ready, deterministic) says which method ran, why, and the recall measured at
+    every beam tried."""
+    st = settings or HnswSettings()
+    queries = np.ascontiguousarray(queries, dtype=np.float32)
+    chunks = np.ascontiguousarray(chunks, dtype=np.float32)
+    nq, n = queries.shape[0], chunks.shape[0]
     k = min(k, n)
-    index = hnswlib.Index(space="ip", dim=dim)
-    index.init_index(max_elements=n, ef_construction=ef_construction, M=M, random_seed=seed)
-    index.set_num_threads(1)
-    index.add_items(chunks, np.arange(n), num_threads=1)
-    index.set_ef(max(ef_search, k))
-    labels, _ = index.knn_query(queries, k=k, num_threads=1)
-    labels = labels.astype(np.int64)
-    exact = np.einsum("qd,qkd->qk", queries, chunks[labels])
-    order = np.lexsort((labels, -exact), axis=1)
-    labels = np.take_along_axis(labels, order, axis=1)
-    return labels, np.take_along_axis(exact, order, axis=1).astype(np.float32)
+    faster, crossover = exact_is_faster(nq, n, st)
+    report: dict = {
+        "requested": "hnsw", "k": k, "n_queries": nq, "n_chunks": n,
+        "settings": {f.name: getattr(st, f.name) for f in fields(st)},
+        "exact_faster_below_chunks": crossover,
+    }
+
+    def exact(reason: str):
+        idx, sc = exact_search(queries, chunks, k)
+        return idx, sc, {**report, "method": "exact", "reason": reason}
+
+    if k == 0 or k >= n:
+        return exact("k covers the whole corpus")
+    if st.prefer_exact and faster:
+        return exact(
+            f"exact search is predicted faster for {nq} queries x {n} chunks (cost model, "
+            f"cost_ratio {st.cost_ratio:g}); HNSW pays off only above "
+            + (f"{crossover} chunks" if crossover is not None else "many more queries"))
+    rng = np.random.default_rng(st.seed)
+    sample = np.sort(rng.choice(nq, size=min(st.recall_sample, nq), replace=False))
+    truth, _ = exact_search(queries[sample], chunks, k)
+    index = _hnsw_index(chunks, st.M, st.ef_construction, st.seed)
+    tried: list[dict] = []
+    ef = max(st.ef_search, k)
+    chosen = None
+    while True:
+        found = _hnsw_query(index, queries[sample], k, ef)
+        rec = recall_at_k(found, truth)
+        tried.append({"ef_search": ef, "recall": round(rec, 6)})
+        if rec >= st.target_recall:
+            chosen = ef
+            break
+        if ef >= min(st.max_ef_search, n):
+            break
+        ef = min(2 * ef, st.max_ef_search, n)
+    report.update({"recall_sample": int(len(sample)), "recall_tried": tried,
+                   "target_recall": st.target_recall})
+    if chosen is None:
+        msg = (f"HNSW recall@{k} {tried[-1]['recall']:.4f} on {len(sample)} sampled queries "
+               f"stays below {st.target_recall} up to ef_search {tried[-1]['ef_search']}")
+        if st.on_shortfall == "raise":
+            raise RuntimeError(msg + " (retrieval.hnsw.on_shortfall: raise)")
+        return exact(msg + "; searched exactly instead")
+    labels = _hnsw_query(index, queries, k, chosen)
+    idx, sc = _rank_labels(queries, chunks, labels)
+    rec = tried[-1]["recall"]
+    report.update({
+        "method": "hnsw", "ef_search_used": chosen, "recall_at_k": rec,
+        "reason": f"recall@{k} {rec:.4f} >= {st.target_recall} on {len(sample)} sampled queries",
+    })
+    return idx, sc, report
+
+
+def search_with_report(
+    queries: np.ndarray, chunks: np.ndarray, k: int, method: str = "exact",
+    hnsw: Mapping | HnswSettings | None = None,
+) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Dispatch on ``method`` (``exact`` | ``hnsw``); the report says what ran (write it beside
+    the run)."""
+    if method == "exact":
+        idx, sc = exact_search(queries, chunks, k)
+        return idx, sc, {"requested": "exact", "method": "exact", "k": int(idx.shape[1])}
+    if method == "hnsw":
+        st = hnsw if isinstance(hnsw, HnswSettings) else HnswSettings.from_mapping(hnsw)
+        return tuned_hnsw_search(queries, chunks, k, st)
+    raise ValueError(f"unknown retrieval method {method!r} (exact or hnsw)")
 
 
 def search(
     queries: np.ndarray, chunks: np.ndarray, k: int, method: str = "exact",
-    hnsw: Mapping | None = None,
+    hnsw: Mapping | HnswSettings | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Dispatch on ``method`` (``exact`` | ``hnsw``)."""
-    if method == "exact":
-        return exact_search(queries, chunks, k)
-    if method == "hnsw":
-        return hnsw_search(queries, chunks, k, **dict(hnsw or {}))
-    raise ValueError(f"unknown retrieval method {method!r} (exact or hnsw)")
+    """:func:`search_with_report` without the report."""
+    idx, sc, _ = search_with_report(queries, chunks, k, method, hnsw)
+    return idx, sc

@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 
 from structablate.conditions import Condition
-from structablate.retrieval.flat import search
+from structablate.retrieval.flat import search_with_report
 from structablate.tables import frame
 
 
@@ -28,6 +28,7 @@ def retrieve_run(
     chunk_vectors: np.ndarray,
     params: Mapping,
     qrels: pl.DataFrame | None = None,
+    report: dict | None = None,
 ) -> pl.DataFrame:
     """Rank the chunks for every query; ``rank`` is 1-based, ``stage`` says how a row got in.
 
@@ -38,12 +39,20 @@ def retrieve_run(
     diagnostics repeated on every row of the query: ``n_backfill`` and, when ``qrels`` is given,
     ``section_recall`` (stage 1 kept a section overlapping gold evidence). Flat runs carry the
     same columns as nulls, so every run table has one schema.
+
+    ``params``: ``top_k``, ``method`` (``exact`` | ``hnsw``), ``hnsw`` (the
+    :class:`~structablate.retrieval.flat.HnswSettings` keys), ``hier_top_sections``. When
+    ``report`` is a dict, ``report["retrieval"]`` receives what the search did
+    (:func:`~structablate.retrieval.flat.search_with_report`: the method that ran and why, and
+    for HNSW the beam used and the recall@k measured against exact search on sampled queries).
     """
     _check_aligned("queries", queries, query_vectors)
     _check_aligned("chunks", chunks, chunk_vectors)
     k = min(int(params["top_k"]), chunks.height)
-    idx, scores = search(query_vectors, chunk_vectors, k, params.get("method", "exact"),
-                         params.get("hnsw"))
+    idx, scores, info = search_with_report(query_vectors, chunk_vectors, k,
+                                           params.get("method", "exact"), params.get("hnsw"))
+    if report is not None:
+        report["retrieval"] = info
     nq = idx.shape[0]
     stage = np.full(idx.shape, "flat", dtype=object)
     n_backfill: list[int | None] = [None] * nq

@@ -14,16 +14,16 @@ representations).
 
 All rankings order by score descending, then by row index ascending, so the result is
 deterministic. Scores are inner products of the float32 vectors accumulated in float64 and
-rounded to float32 (:func:`score_matrix`): a float32 matrix product rounds differently with the
-block shape and the BLAS kernel, which would make rankings depend on the query block size; the
-float64 route gives the same float32 number whichever way it is summed (up to a ~1e-9 chance
-per score of a double rounding), so flat search, routed scores gathered row by row and any
-block size agree. Flat retrieval should score the same way. Backfilled results
-can score *higher* than routed ones ranked above them: consumers must order by rank, never by
-score.
+rounded to float32, every one of them computed by :func:`structablate.retrieval.flat.pair_scores`
+(one contiguous float64 dot product per pair), so flat search, routed and backfilled scores and
+any block size agree bit for bit; stage 1 and the flat ranking use
+:func:`structablate.retrieval.flat.exact_search` (float32 candidates, float64 re-score).
+Backfilled results can score *higher* than routed ones ranked above them: consumers must order
+by rank, never by score.
 
-Queries run in blocks with numpy: stage 1 is one matrix product per block; stage 2 gathers the
-kept sections' chunks as a ragged list and sorts it once per block.
+Queries run in blocks with numpy after one search over the centroids for stage 1; stage 2
+gathers the kept sections' chunks as a ragged list, scores it pair by pair and sorts it once
+per block.
 """
 
 from __future__ import annotations
@@ -33,7 +33,12 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from structablate.retrieval.flat import exact_search, score_matrix, topk_desc
+from structablate.retrieval.flat import (  # score_matrix, topk_desc: re-exported
+    exact_search,
+    pair_scores,
+    score_matrix,  # noqa: F401
+    topk_desc,  # noqa: F401
+)
 
 STAGE_PAD = 0
 STAGE_ROUTED = 1
@@ -55,9 +60,9 @@ def stage_labels(stage: np.ndarray) -> np.ndarray:
     return names[np.asarray(stage, dtype=np.int64)]
 
 
-def _pair_scores(q64: np.ndarray, x64: np.ndarray, qrow: np.ndarray, crow: np.ndarray):
+def _pair_scores(q: np.ndarray, x: np.ndarray, qrow: np.ndarray, crow: np.ndarray):
     """Float32 inner products of the row pairs ``(qrow[t], crow[t])``, float64 accumulation."""
-    return np.einsum("ij,ij->i", q64[qrow], x64[crow]).astype(np.float32)
+    return pair_scores(q, x, qrow, crow)
 
 
 def flat_search(
@@ -138,9 +143,9 @@ def two_stage_search(
     :func:`stage_labels`), ``kept_sections [nq, top_sections]`` int64 section indices in
     stage-1 order (``-1`` padded).
     """
-    q = np.asarray(query_vecs, dtype=np.float32).astype(np.float64)
-    x = np.asarray(chunk_vecs, dtype=np.float32).astype(np.float64)
-    c = np.asarray(centroids, dtype=np.float32).astype(np.float64)
+    q = np.ascontiguousarray(query_vecs, dtype=np.float32)
+    x = np.ascontiguousarray(chunk_vecs, dtype=np.float32)
+    c = np.ascontiguousarray(centroids, dtype=np.float32)
     sec_of = np.asarray(chunk_section_index, dtype=np.int64)
     nq, n_chunks, n_sec = q.shape[0], x.shape[0], c.shape[0]
     if sec_of.shape[0] != n_chunks:
@@ -155,13 +160,19 @@ def two_stage_search(
     scores = np.full((nq, k), np.nan, dtype=np.float32)
     stage = np.zeros((nq, k), dtype=np.int8)
     kept_all = np.full((nq, top_sections), -1, dtype=np.int64)
+    # ---- stage 1 for all queries: route (exact search over the centroids)
+    stage1 = exact_search(q, c, top_sections, block=block)[0] if n_sec else np.zeros(
+        (nq, 0), dtype=np.int64)
+    kept_all[:, : stage1.shape[1]] = stage1
+    if global_idx is None:  # the flat ranking to backfill from
+        global_idx = np.full((nq, k), -1, dtype=np.int64)
+        top = exact_search(q, x, k, block=block)[0]
+        global_idx[:, : top.shape[1]] = top
 
     for b0 in range(0, nq, block):
         qb = q[b0 : b0 + block]
         b = qb.shape[0]
-        # ---- stage 1: route
-        kept = topk_desc(score_matrix(qb, c), top_sections)
-        kept_all[b0 : b0 + b, : kept.shape[1]] = kept
+        kept = stage1[b0 : b0 + b]
         # ---- stage 2: ragged list of (query, chunk) candidates in the kept sections
         lens = (indptr[kept + 1] - indptr[kept]).ravel()
         starts = indptr[kept].ravel()
@@ -169,14 +180,8 @@ def two_stage_search(
         qrow = np.repeat(np.repeat(np.arange(b), kept.shape[1]), lens)
         offs = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens)
         crow = order[np.repeat(starts, lens) + offs]
-        full = None
-        if global_idx is None:
-            full = score_matrix(qb, x)  # flat scores of the block, read by both stages
-            cand_scores = full[qrow, crow]
-            gidx = topk_desc(full, k)
-        else:
-            cand_scores = _pair_scores(qb, x, qrow, crow)
-            gidx = global_idx[b0 : b0 + b]
+        cand_scores = _pair_scores(qb, x, qrow, crow)
+        gidx = global_idx[b0 : b0 + b]
         srt = np.lexsort((crow, -cand_scores, qrow))
         qrow, crow, cand_scores = qrow[srt], crow[srt], cand_scores[srt]
         n_cand = np.bincount(qrow, minlength=b)
@@ -205,10 +210,7 @@ def two_stage_search(
             chunk = g[r_i, r_j]
             qi = rows[r_i]
             idx[qi + b0, dest] = chunk
-            if full is not None:
-                scores[qi + b0, dest] = full[qi, chunk]
-            else:
-                scores[qi + b0, dest] = _pair_scores(qb, x, qi, chunk)
+            scores[qi + b0, dest] = _pair_scores(qb, x, qi, chunk)
             stage[qi + b0, dest] = STAGE_BACKFILL
     return idx, scores, stage, kept_all
 
