@@ -81,9 +81,10 @@ def corpus_tables(data_dir: str | Path, work: str | Path | None = None,
 def chunk_tables(tables: dict[str, pl.DataFrame], work: str | Path | None = None,
                  chunksets=CHUNKSETS) -> dict[str, pl.DataFrame]:
     """The chunk table of each chunkset (built once, cached in ``work``)."""
-    from structablate.chunking.build import ChunkingParams, build_chunks
+    from structablate.chunking.build import build_chunks
     from structablate.chunking.tokens import TokenCounter, tokenize_corpus
     from structablate.conditions import condition
+    from structablate.settings import ChunkingSettings
 
     cache = Path(work) / "chunks" if work else None
     out, tokens = {}, None
@@ -97,7 +98,7 @@ def chunk_tables(tables: dict[str, pl.DataFrame], work: str | Path | None = None
             tokens = tokenize_corpus(tables["documents"], counter,
                                      paragraphs=tables["paragraphs"], progress=False)
         d, p, s = tables["documents"], tables["paragraphs"], tables["sections"]
-        out[cs] = build_chunks(condition(cs), d, p, s, counter, ChunkingParams(),
+        out[cs] = build_chunks(condition(cs), d, p, s, counter, ChunkingSettings(),
                                size_reference=s, progress=False, tokens=tokens)
         if path:
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from _qasper import CHUNKSETS, TOKENIZER, corpus_tables, table_row
 
-from structablate.chunking.build import ChunkingParams, build_chunks, chunk_stats
+from structablate.chunking.build import build_chunks, chunk_stats
 from structablate.chunking.tokens import (
     TokenCounter,
     read_corpus_tokens,
@@ -27,6 +27,7 @@ from structablate.chunking.tokens import (
     write_corpus_tokens,
 )
 from structablate.conditions import condition
+from structablate.settings import ChunkingSettings
 
 
 class PerChunkCounter(TokenCounter):
@@ -48,7 +49,7 @@ def main(argv: list[str] | None = None) -> None:
     t = corpus_tables(args.qasper, args.work, args.docs)
     d, p, s = t["documents"], t["paragraphs"], t["sections"]
     counter = TokenCounter.from_model(TOKENIZER)
-    params = ChunkingParams()
+    params = ChunkingSettings()
     print(f"{d.height} documents; chunksets {args.chunksets}")
 
     # new flow

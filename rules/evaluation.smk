@@ -3,18 +3,18 @@
 
 rule score:
     input:
-        run=P.run(*CELL, W["condition"]),
-        chunks=lambda w: P.chunks(w.corpus, chunkset_of(w)),
+        runs=cell_inputs(P.run),
+        chunks=cell_inputs(lambda c, e, r, cond: P.chunks(c, PLAN.condition(cond).chunkset)),
         queries=P.queries(W["corpus"]),
         qrels=P.qrels(W["corpus"]),
     output:
-        scores=P.scores(*CELL, W["condition"]),
+        scores=[P.scores(*CELL, cond) for cond in PLAN.conditions],
     params:
         settings=trigger("score"),
     conda:
         "../envs/cpu.yaml"
     log:
-        log("{corpus}/{embedder}/{reranker}/score_{condition}"),
+        log("{corpus}/{embedder}/{reranker}/score"),
     script:
         glue("score")
 

@@ -12,6 +12,7 @@ rule retrieve:
         qrels=P.qrels(W["corpus"]),
     output:
         run=P.run(W["corpus"], W["embedder"], "none", W["condition"]),
+        report=P.run_report(W["corpus"], W["embedder"], W["condition"]),
     params:
         settings=trigger("retrieve"),
     resources:

@@ -4,7 +4,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from structablate.chunking.build import ChunkingParams, build_chunks, chunk_texts
+from structablate.chunking.build import build_chunks, chunk_texts
 from structablate.chunking.fixed import fixed_windows
 from structablate.chunking.prefix import breadcrumb_elements, render_breadcrumb
 from structablate.chunking.sentences import document_sentence_spans, sentence_spans
@@ -12,6 +12,7 @@ from structablate.chunking.spans import balanced_groups
 from structablate.chunking.structural import structural_chunks, top_sections
 from structablate.conditions import condition
 from structablate.corpus.flatten import documents_frame, paragraphs_frame, sections_frame
+from structablate.settings import ChunkingSettings
 
 T_MAX, T_MIN = 350, 60
 
@@ -30,7 +31,7 @@ def tables(sample_corpus):
 @pytest.fixture(scope="module")
 def chunksets(tables, counter):
     _, d, p, s = tables
-    params = ChunkingParams()
+    params = ChunkingSettings()
     return {
         name: build_chunks(condition(name), d, p, s, counter, params, size_reference=s,
                            progress=False)
@@ -179,7 +180,7 @@ def test_balanced_groups():
 
 def test_chunking_is_deterministic(tables, counter, chunksets):
     _, d, p, s = tables
-    again = build_chunks(condition("A0"), d, p, s, counter, ChunkingParams(), size_reference=s,
+    again = build_chunks(condition("A0"), d, p, s, counter, ChunkingSettings(), size_reference=s,
                          progress=False)
     assert again.equals(chunksets["A0"])
 
@@ -188,8 +189,9 @@ def test_placebo_chunkset_uses_other_documents_paths(tables, counter):
     """P on a given sections table (here gold, standing in for induced structure)."""
     docs, d, p, s = tables
     report: dict = {}
-    params = ChunkingParams(placebo_seed=11)
-    pch = build_chunks(condition("P"), d, p, s, counter, params, progress=False, report=report)
+    params = ChunkingSettings()
+    pch = build_chunks(condition("P"), d, p, s, counter, params, progress=False, report=report,
+                       placebo_seed=11)
     a3 = build_chunks(condition("A3"), d, p, s, counter, params, progress=False)
     # same boundaries and content as A3, only the heading elements of the prefix differ
     assert pch.select("start", "end", "content_tokens").equals(

@@ -13,7 +13,6 @@ from conftest import REPO, shared_file
 
 from structablate.chunking import sentences as sent_mod
 from structablate.chunking.build import (
-    ChunkingParams,
     build_chunks,
     chunk_stats,
     chunk_texts,
@@ -34,6 +33,7 @@ from structablate.corpus.flatten import (
     paragraphs_frame,
     sections_frame,
 )
+from structablate.settings import ChunkingSettings
 
 CHUNKSETS = ("A0", "A2", "A3-d1", "A3-d2", "A3", "P", "G2", "G3")
 
@@ -50,9 +50,9 @@ def qasper_frames(sample_corpus):
 
 @pytest.fixture(scope="module")
 def wiki_frames():
-    from structablate.corpus.wikipedia import build_wikipedia_corpus
+    from conftest import wiki_corpus
 
-    docs, _ = build_wikipedia_corpus(
+    docs, _ = wiki_corpus(
         {"mode": "xml", "path": str(REPO / "resources" / "wikipedia" / "sample.xml")}, {})
     return _frames(docs, "wikipedia")
 
@@ -93,7 +93,7 @@ def test_shared_table_gives_the_same_chunk_tables(frames, counter, tmp_path, req
     write_corpus_tokens(tokenize_corpus(d, counter, paragraphs=p, progress=False),
                         tmp_path / "tokens.parquet")
     shared = read_corpus_tokens(tmp_path / "tokens.parquet")
-    params = ChunkingParams()
+    params = ChunkingSettings()
     texts = dict(d.select("doc_id", "text").iter_rows())
     for name in ("A0", "G2", "G3", "P"):
         alone = build_chunks(condition(name), d, p, s, counter, params, size_reference=s,
@@ -116,20 +116,20 @@ def test_stale_or_foreign_table_is_refused(qasper_frames, counter):
         pl.when(pl.col("doc_id") == first).then(pl.col("text").str.replace("a", "e"))
         .otherwise(pl.col("text")).alias("text"))
     with pytest.raises(ValueError, match=f"{re.escape(first)}.*text_sha256"):
-        build_chunks(condition("G2"), edited, p, s, counter, ChunkingParams(), progress=False,
+        build_chunks(condition("G2"), edited, p, s, counter, ChunkingSettings(), progress=False,
                      tokens=tok)
     moved = p.with_columns(
         pl.when((pl.col("doc_id") == first) & (pl.col("para_idx") == 0))
         .then(pl.col("end") - 1).otherwise(pl.col("end")).alias("end"))
     with pytest.raises(ValueError, match="paragraphs_sha256"):
-        build_chunks(condition("G2"), d, moved, s, counter, ChunkingParams(), progress=False,
+        build_chunks(condition("G2"), d, moved, s, counter, ChunkingSettings(), progress=False,
                      tokens=tok)
     other = _bytelevel_counter(d)
     with pytest.raises(ValueError, match="another tokenizer"):
-        build_chunks(condition("G2"), d, p, s, other, ChunkingParams(), progress=False,
+        build_chunks(condition("G2"), d, p, s, other, ChunkingSettings(), progress=False,
                      tokens=tok)
     with pytest.raises(ValueError, match="missing from the corpus token table"):
-        build_chunks(condition("G2"), d, p, s, counter, ChunkingParams(), progress=False,
+        build_chunks(condition("G2"), d, p, s, counter, ChunkingSettings(), progress=False,
                      tokens=tokenize_corpus(d.tail(1), counter, progress=False))
 
 
@@ -157,7 +157,7 @@ def test_non_local_tokenizer_counts_by_retokenizing(qasper_frames, monkeypatch):
         return [bl.count([texts[x][a:b]])[0]
                 for x, a, b in ch.select("doc_id", "start", "end").iter_rows()]
 
-    g2 = build_chunks(condition("G2"), d, p, s, bl, ChunkingParams(), progress=False)
+    g2 = build_chunks(condition("G2"), d, p, s, bl, ChunkingSettings(), progress=False)
     assert g2["content_tokens"].to_list() == truth(g2)
     # the table's counts would differ for this tokenizer ...
     tok = tokenize_corpus(d, bl, progress=False)
@@ -170,7 +170,7 @@ def test_non_local_tokenizer_counts_by_retokenizing(qasper_frames, monkeypatch):
 
     monkeypatch.setattr(TokenCounter, "whitespace_local", property(lambda self: True))
     monkeypatch.setattr(build_mod, "VERIFY_EVERY", 1)
-    again = build_chunks(condition("G2"), d, p, s, bl, ChunkingParams(), progress=False,
+    again = build_chunks(condition("G2"), d, p, s, bl, ChunkingSettings(), progress=False,
                          tokens=tok)
     assert again["content_tokens"].to_list() == truth(g2)
 
@@ -259,7 +259,7 @@ def assert_structural_bound(d, p, s, counter, params, tokens=None):
 @pytest.mark.parametrize("frames", ["qasper_frames", "wiki_frames"])
 def test_structural_bound_holds_on_real_documents(frames, t_max, t_min, counter, request):
     d, p, s = request.getfixturevalue(frames)
-    _, stats = assert_structural_bound(d, p, s, counter, ChunkingParams(t_max=t_max,
+    _, stats = assert_structural_bound(d, p, s, counter, ChunkingSettings(t_max=t_max,
                                                                         t_min=t_min))
     if t_max == 40:  # merges are frequent here: the old stated bound t_max + t_min - 1 is
         # not the bound
@@ -283,19 +283,19 @@ def test_the_bound_is_reached(counter):
     doc = b.build()
     spans = structural_chunks(doc.text, doc.paragraphs, doc.sections,
                               counter.token_starts(doc.text), t_max=350, t_min=60)
-    assert [c.tokens for c in spans] == [527] == [structural_bound(ChunkingParams())]
+    assert [c.tokens for c in spans] == [527] == [structural_bound(ChunkingSettings())]
     d, p, s = _frames([doc])
-    stats = chunk_stats(build_chunks(condition("G2"), d, p, s, counter, ChunkingParams(),
-                                     progress=False), ChunkingParams(), s)
+    stats = chunk_stats(build_chunks(condition("G2"), d, p, s, counter, ChunkingSettings(),
+                                     progress=False), ChunkingSettings(), s)
     assert stats["content_tokens_max"] == 527
     assert stats["n_cross_section"] == 1 and stats["n_cross_top"] == 1
 
 
 def test_chunk_stats_of_fixed_windows_leave_structural_fields_empty(qasper_frames, counter):
     d, p, s = qasper_frames
-    a0 = build_chunks(condition("A0"), d, p, s, counter, ChunkingParams(), size_reference=s,
+    a0 = build_chunks(condition("A0"), d, p, s, counter, ChunkingSettings(), size_reference=s,
                       progress=False)
-    stats = chunk_stats(a0, ChunkingParams(), s)
+    stats = chunk_stats(a0, ChunkingSettings(), s)
     assert stats["structural_bound"] is None and stats["n_cross_top"] is None
     assert stats["content_tokens_max"] == int(a0["content_tokens"].max())
 
@@ -321,7 +321,7 @@ def test_full_qasper_shared_table_bound_and_counts(full_qasper, counter, tmp_pat
     write_corpus_tokens(tokenize_corpus(d, counter, paragraphs=p, progress=False),
                         tmp_path / "tokens.parquet")
     tok = read_corpus_tokens(tmp_path / "tokens.parquet")
-    params = ChunkingParams()
+    params = ChunkingSettings()
     for name in ("A0", "G3"):
         ch = build_chunks(condition(name), d, p, s, counter, params, size_reference=s,
                           progress=False, tokens=tok)

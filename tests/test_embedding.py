@@ -13,15 +13,18 @@ from conftest import MODEL, shared_file
 
 from structablate.embedding import (
     Embedder,
-    EmbedderConfig,
     EmbedderConfigError,
     EmbeddingCache,
+    check_embedder,
     cpu_has_native_bf16,
     embed_texts,
+    embedder_signature,
     padded_tokens,
     plan_batches,
     resolve_dtype,
 )
+from structablate.errors import ConfigError
+from structablate.settings import EmbedderSettings, parse
 
 TEXTS = [
     "Structure-aligned chunks cut where the author cut.",
@@ -33,7 +36,7 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def embedder():
-    return Embedder(EmbedderConfig(model=MODEL, batch_size=4, length_bucket=16))
+    return Embedder(EmbedderSettings(model=MODEL, batch_size=4, length_bucket=16))
 
 
 def test_vectors_are_normalised_and_semantic(embedder):
@@ -73,8 +76,9 @@ def test_cache_hits_skip_the_model_and_return_identical_vectors(embedder, tmp_pa
 def test_a_job_in_another_process_reuses_committed_vectors(embedder, tmp_path):
     job = textwrap.dedent("""
         import sys
-        from structablate.embedding import Embedder, EmbedderConfig, EmbeddingCache, embed_texts
-        emb = Embedder(EmbedderConfig(model=sys.argv[2], batch_size=4, length_bucket=16))
+        from structablate.embedding import Embedder, EmbeddingCache, embed_texts
+        from structablate.settings import EmbedderSettings
+        emb = Embedder(EmbedderSettings(model=sys.argv[2], batch_size=4, length_bucket=16))
         cache = EmbeddingCache(sys.argv[1])
         _, stats = embed_texts(sys.argv[3:], emb, cache, progress=False)
         cache.close()
@@ -103,7 +107,7 @@ class _ConcurrentJob:
     def encode(self, texts, **kw):
         self.encoded.extend(texts)
         if len(self.encoded) == 1:
-            key = EmbeddingCache.key(self._e.cfg.signature(), TEXTS[3])
+            key = EmbeddingCache.key(embedder_signature(self._e.cfg), TEXTS[3])
             self._other.put_many([(key, self._e.encode([TEXTS[3]])[0])])
         return self._e.encode(texts, **kw)
 
@@ -181,14 +185,16 @@ def test_plan_has_fixed_shapes_and_covers_every_text_once():
 
 
 def test_bad_settings_name_the_field():
-    with pytest.raises(EmbedderConfigError, match="dtype 'half'"):
-        EmbedderConfig(model=MODEL, dtype="half")
-    with pytest.raises(EmbedderConfigError, match="backend 'onnx'"):
-        EmbedderConfig(model=MODEL, backend="onnx")
-    with pytest.raises(EmbedderConfigError, match="cpu' only"):
-        EmbedderConfig(model=MODEL, backend="openvino", device="cuda")
-    with pytest.raises(EmbedderConfigError, match="batch_size"):
-        EmbedderConfig(model=MODEL, batch_size=0)
+    with pytest.raises(ConfigError, match="embedders.e.dtype: 'half' is not one of"):
+        parse(EmbedderSettings, {"model": MODEL, "dtype": "half"}, "embedders.e")
+    with pytest.raises(ConfigError, match="embedders.e.backend: 'onnx' is not one of"):
+        parse(EmbedderSettings, {"model": MODEL, "backend": "onnx"}, "embedders.e")
+    with pytest.raises(EmbedderConfigError, match="embedders.e.backend: 'openvino' runs on "
+                       "device 'cpu' only"):
+        check_embedder(EmbedderSettings(model=MODEL, backend="openvino", device="cuda"),
+                       "embedders.e")
+    with pytest.raises(ConfigError, match="embedders.e.batch_size: 0 is less than"):
+        parse(EmbedderSettings, {"model": MODEL, "batch_size": 0}, "embedders.e")
 
 
 def test_auto_dtype_follows_the_hardware_and_enters_the_signature():
@@ -197,10 +203,10 @@ def test_auto_dtype_follows_the_hardware_and_enters_the_signature():
     # on CPUs bf16 fails the ranking half of the fidelity gate: auto never picks it there
     assert resolve_dtype("auto", "cpu") == "float32"
     assert isinstance(cpu_has_native_bf16(), bool)
-    auto = EmbedderConfig(model=MODEL, dtype="auto")
-    resolved = EmbedderConfig(model=MODEL, dtype=auto.resolved_dtype())
-    assert auto.signature() == resolved.signature()
-    sigs = {EmbedderConfig(model=MODEL, dtype=d, backend=b).signature()
+    auto = EmbedderSettings(model=MODEL, dtype="auto")
+    resolved = EmbedderSettings(model=MODEL, dtype=resolve_dtype("auto", "cpu"))
+    assert embedder_signature(auto) == embedder_signature(resolved)
+    sigs = {embedder_signature(EmbedderSettings(model=MODEL, dtype=d, backend=b))
             for d in ("float32", "bfloat16") for b in ("torch", "openvino")}
     assert len(sigs) == 4
 
@@ -220,7 +226,7 @@ def _check_variant(emb: Embedder, reference: np.ndarray) -> None:
 
 
 def test_torch_bfloat16_is_batch_invariant_and_close_to_float32(embedder):
-    emb = Embedder(EmbedderConfig(model=MODEL, batch_size=4, length_bucket=16, dtype="bfloat16"))
+    emb = Embedder(EmbedderSettings(model=MODEL, batch_size=4, length_bucket=16, dtype="bfloat16"))
     assert emb.dtype == "bfloat16"
     _check_variant(emb, embedder.encode(TEXTS))
 
@@ -241,7 +247,7 @@ def test_encode_batches_yields_every_row_once(embedder):
 @pytest.fixture(scope="module")
 def openvino_f32():
     pytest.importorskip("openvino")
-    return Embedder(EmbedderConfig(model=MODEL, batch_size=4, length_bucket=16,
+    return Embedder(EmbedderSettings(model=MODEL, batch_size=4, length_bucket=16,
                                    backend="openvino", dtype="float32"))
 
 
@@ -252,7 +258,7 @@ def test_openvino_backend_is_batch_invariant_and_close_to_float32(openvino_f32, 
 
 def test_openvino_bfloat16_runs_only_on_cpus_with_native_bf16(embedder):
     pytest.importorskip("openvino")
-    cfg = EmbedderConfig(model=MODEL, batch_size=4, length_bucket=16, backend="openvino",
+    cfg = EmbedderSettings(model=MODEL, batch_size=4, length_bucket=16, backend="openvino",
                          dtype="bfloat16")
     if not cpu_has_native_bf16():
         with pytest.raises(EmbedderConfigError, match="bfloat16"):

@@ -6,13 +6,14 @@ import polars as pl
 import pytest
 from test_metrics_random import MEASURES, synth
 
-from structablate.chunking.build import ChunkingParams, build_chunks
+from structablate.chunking.build import build_chunks
 from structablate.conditions import condition
 from structablate.corpus.flatten import documents_frame, paragraphs_frame, sections_frame
 from structablate.corpus.qasper import qrels_frame, queries_frame
 from structablate.metrics import layout as layout_mod
 from structablate.metrics import prepare_layout, score_layout, score_run, score_runs
 from structablate.metrics.layout import StringCodes
+from structablate.settings import ChunkingSettings
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,7 @@ def real(sample_corpus, counter):
     rng = np.random.default_rng(3)
     chunks, runs = {}, {}
     for name in ("G3", "A0"):
-        ch = build_chunks(condition(name), d, p, s, counter, ChunkingParams(), size_reference=s,
+        ch = build_chunks(condition(name), d, p, s, counter, ChunkingSettings(), size_reference=s,
                           progress=False)
         ids = ch["chunk_id"].to_numpy()
         rows = []

@@ -7,6 +7,7 @@ import pytest
 from structablate.conditions import condition
 from structablate.retrieval.flat import exact_search, hnsw_search, search
 from structablate.retrieval.runs import retrieve_run
+from structablate.settings import RetrievalSettings, parse
 
 
 def _unit(rng, n, d=32):
@@ -54,20 +55,24 @@ def test_hnsw_is_deterministic_and_close_to_exact():
         search(q, c, 10, "faiss")
 
 
+def retrieval(cfg: dict) -> RetrievalSettings:
+    return parse(RetrievalSettings, cfg, "retrieval")
+
+
 def test_run_table_and_stale_vectors_error():
     rng = np.random.default_rng(4)
     chunks = pl.DataFrame({"chunk_id": [f"c{i}" for i in range(6)], "doc_id": ["d"] * 6,
                            "top_section": [0, 0, 1, 1, 2, 2]})
     queries = pl.DataFrame({"qid": ["q1", "q2"], "doc_id": ["d", "d"]})
     run = retrieve_run(condition("G2"), queries, _unit(rng, 2), chunks, _unit(rng, 6),
-                       {"top_k": 4, "method": "exact"})
+                       retrieval({"top_k": 4, "method": "exact"}))
     assert run.height == 8 and run["rank"].to_list() == [1, 2, 3, 4] * 2
     assert set(run["stage"]) == {"flat"} and run["section_recall"].null_count() == 8
     with pytest.raises(ValueError, match="stale"):
         retrieve_run(condition("G2"), queries, _unit(rng, 3), chunks, _unit(rng, 6),
-                     {"top_k": 4})
+                     retrieval({"top_k": 4}))
     two = retrieve_run(condition("G4"), queries, _unit(rng, 2), chunks, _unit(rng, 6),
-                       {"top_k": 6, "method": "exact", "hier_top_sections": 1})
+                       retrieval({"top_k": 6, "method": "exact", "hier_top_sections": 1}))
     # one section of two chunks is routed, the other four rows are backfill
     assert two.filter(pl.col("qid") == "q1")["stage"].to_list() == ["routed"] * 2 + [
         "backfill"] * 4
@@ -87,7 +92,7 @@ def test_rerank_run_reorders_only_the_top_n_and_flags_untrained_head():
     queries = pl.DataFrame({"qid": ["q1", "q2"], "doc_id": ["d", "d"],
                             "text": ["where do cats sit", "how are sections routed"]})
     first = retrieve_run(condition("G2"), queries, _unit(rng, 2), chunks, _unit(rng, 6),
-                         {"top_k": 6, "method": "exact"})
+                         retrieval({"top_k": 6, "method": "exact"}))
     a = rerank_run(first, queries, chunks, texts, MODEL, top_n=3, seed=1)
     b = rerank_run(first, queries, chunks, texts, MODEL, top_n=3, seed=1)
     assert a.equals(b)

@@ -7,12 +7,11 @@ import polars as pl
 import pytest
 from conftest import MODEL
 
-from structablate.chunking.build import ChunkingParams, build_chunks, chunk_texts
+from structablate.chunking.build import build_chunks, chunk_texts
 from structablate.conditions import condition
 from structablate.corpus.flatten import documents_frame, paragraphs_frame, sections_frame
 from structablate.corpus.qasper import queries_frame
 from structablate.retrieval.flat import (
-    HnswSettings,
     _exact_float64,
     exact_is_faster,
     exact_search,
@@ -22,6 +21,7 @@ from structablate.retrieval.flat import (
     tuned_hnsw_search,
 )
 from structablate.retrieval.runs import retrieve_run
+from structablate.settings import ChunkingSettings, HnswSettings, RetrievalSettings, parse
 
 
 def reference(q, x, k, block=64):
@@ -41,18 +41,19 @@ def real_vectors(sample_corpus, counter):
     """MiniLM vectors (first 64 tokens) of 160 of the QASPER sample's G3 chunks (prefix +
     content) and of its questions; every fifth chunk text is embedded twice so identical
     vectors tie exactly."""
-    from structablate.embedding import Embedder, EmbedderConfig
+    from structablate.embedding import Embedder
+    from structablate.settings import EmbedderSettings
 
     docs = sample_corpus.documents
     d = documents_frame(docs, "qasper")
     s = sections_frame([(x.doc_id, x.sections) for x in docs])
-    g3 = build_chunks(condition("G3"), d, paragraphs_frame(docs), s, counter, ChunkingParams(),
+    g3 = build_chunks(condition("G3"), d, paragraphs_frame(docs), s, counter, ChunkingSettings(),
                       progress=False)
     texts = chunk_texts(g3, d)[:160]
     n_orig = len(texts)
     texts = texts + texts[::5]
     queries = queries_frame(sample_corpus.questions)["text"].to_list()
-    emb = Embedder(EmbedderConfig(model=MODEL, batch_size=16, length_bucket=32,
+    emb = Embedder(EmbedderSettings(model=MODEL, batch_size=16, length_bucket=32,
                                   max_seq_length=64))
     return emb.encode(queries), emb.encode(texts), n_orig
 
@@ -164,8 +165,8 @@ def test_hnsw_falls_back_to_exact_or_raises():
     idx, sc, rep = tuned_hnsw_search(q, x, 40, HnswSettings())
     assert rep["method"] == "exact" and "predicted faster" in rep["reason"]
     assert_same((idx, sc), exact_search(q, x, 40))
-    with pytest.raises(ValueError, match="unknown key"):
-        HnswSettings.from_mapping({"ef": 10})
+    with pytest.raises(ValueError, match="'ef' was unexpected"):
+        parse(HnswSettings, {"ef": 10}, "retrieval.hnsw")
 
 
 def test_cost_model_crossover():
@@ -186,17 +187,18 @@ def test_run_reports_the_search(real_vectors):
     queries = pl.DataFrame({"qid": [f"q{i:03d}" for i in range(len(q))],
                             "doc_id": ["d"] * len(q)})
     rep: dict = {}
-    run = retrieve_run(condition("G2"), queries, q, chunks, x, {"top_k": 20, "method": "exact"},
-                       report=rep)
+    run = retrieve_run(condition("G2"), queries, q, chunks, x,
+                       parse(RetrievalSettings, {"top_k": 20, "method": "exact"}), report=rep)
     assert rep["retrieval"] == {"requested": "exact", "method": "exact", "k": 20}
     ref = reference(q, x, 20)
     assert run["chunk_id"].to_list() == [f"c{i}" for i in ref[0].ravel()]
     assert run["score"].to_numpy().tolist() == ref[1].ravel().tolist()
     rep = {}
     retrieve_run(condition("G4"), queries, q, chunks, x,
-                 {"top_k": 20, "method": "hnsw", "hier_top_sections": 3,
-                  "hnsw": {"prefer_exact": False, "recall_sample": 20}}, report=rep)
+                 parse(RetrievalSettings, {"top_k": 20, "method": "hnsw", "hier_top_sections": 3,
+                                           "hnsw": {"prefer_exact": False,
+                                                    "recall_sample": 20}}), report=rep)
     assert rep["retrieval"]["requested"] == "hnsw" and rep["retrieval"]["recall_tried"]
-    _, _, direct = search_with_report(q, x, 20, "hnsw", {"prefer_exact": False,
-                                                         "recall_sample": 20})
+    _, _, direct = search_with_report(q, x, 20, "hnsw", HnswSettings(prefer_exact=False,
+                                                                     recall_sample=20))
     assert direct == rep["retrieval"]

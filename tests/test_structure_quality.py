@@ -7,7 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from structablate.chunking.build import ChunkingParams, build_chunks
+from structablate.chunking.build import build_chunks
 from structablate.chunking.structural import top_sections
 from structablate.conditions import condition
 from structablate.corpus.flatten import (
@@ -17,6 +17,7 @@ from structablate.corpus.flatten import (
     sections_from_frame,
 )
 from structablate.report.guard import GuardSettings, comparison_flags
+from structablate.settings import ChunkingSettings
 from structablate.structure.quality import (
     QUALITY_SCHEMA,
     boundary_scores,
@@ -182,10 +183,10 @@ def _one_section_from(gold: pl.DataFrame, paragraphs: pl.DataFrame) -> pl.DataFr
 
 def _chunksets(corpus, counter, sections, names):
     d, p, gold = corpus
-    params = ChunkingParams(placebo_seed=11)
+    params = ChunkingSettings()
     return {n: build_chunks(condition(n), d, p, sections if condition(n).structure == "induced"
                             else gold, counter, params, size_reference=sections,
-                            progress=False) for n in names}
+                            placebo_seed=11, progress=False) for n in names}
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,8 @@
-"""Glue: corpus tables -> the chunk table of one chunkset (and its size statistics)."""
+"""Glue: corpus tables and the corpus token table -> the chunk table of one chunkset (and its
+size statistics)."""
 
-from structablate.chunking.build import ChunkingParams, build_chunks, chunk_stats
-from structablate.chunking.tokens import TokenCounter
+from structablate.chunking.build import build_chunks, chunk_stats
+from structablate.chunking.tokens import TokenCounter, read_corpus_tokens
 from structablate.conditions import condition
 from structablate.io import read_parquet, write_json, write_parquet
 from structablate.settings import dump
@@ -11,24 +12,24 @@ from structablate.workflow import setup
 def main(smk):
     log, settings = setup(smk)
     cond = condition(smk.wildcards.chunkset)
-    chunking = dump(settings["chunking"])
-    params = ChunkingParams.from_config(
-        {**chunking, **({"placebo_seed": settings["seed"]} if "seed" in settings else {})})
     size_ref = read_parquet(smk.input.size_reference) if smk.input.size_reference else None
+    sections = read_parquet(smk.input.sections)
     report: dict = {"chunkset": cond.chunkset, "settings": dump(settings)}
     chunks = build_chunks(
         cond,
         read_parquet(smk.input.documents),
         read_parquet(smk.input.paragraphs),
-        read_parquet(smk.input.sections),
+        sections,
         TokenCounter.from_model(settings["tokenizer"]),
-        params,
+        settings["chunking"],
         size_reference=size_ref,
         report=report,
+        tokens=read_corpus_tokens(smk.input.tokens),
+        **({"placebo_seed": settings["seed"]} if "seed" in settings else {}),
     )
     log.info("%s: %d chunks, mean %.1f content tokens", cond.chunkset, chunks.height,
              chunks["content_tokens"].mean())
-    report.update(chunk_stats(chunks))
+    report.update(chunk_stats(chunks, settings["chunking"], sections))
     write_parquet(chunks, smk.output.chunks)
     write_json(report, smk.output.stats)
 

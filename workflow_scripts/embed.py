@@ -1,25 +1,26 @@
 """Glue: chunk or question texts -> vectors (.npy) and embedding statistics (.json)."""
 
 from structablate.chunking.build import chunk_texts
-from structablate.embedding import Embedder, EmbedderConfig, EmbeddingCache, embed_texts
+from structablate.embedding import Embedder, EmbeddingCache, embed_texts, embedder_signature
 from structablate.io import read_parquet, write_json, write_npy
-from structablate.settings import dump
 from structablate.workflow import setup
 
 
 def main(smk):
     log, settings = setup(smk)
-    cfg = EmbedderConfig(**dump(settings["embedder"]))
+    cfg = settings["embedder"]
     if "queries" in smk.input.keys():
         texts = [cfg.query_instruction + t for t in read_parquet(smk.input.queries)["text"]]
     else:
         texts = chunk_texts(read_parquet(smk.input.chunks), read_parquet(smk.input.documents))
     cache = EmbeddingCache(smk.params.cache)
-    vectors, stats = embed_texts(texts, Embedder(cfg), cache, desc=smk.rule)
+    embedder = Embedder(cfg)
+    vectors, stats = embed_texts(texts, embedder, cache, desc=smk.rule)
     cache.close()
     log.info("embedded %s", stats.as_dict())
     write_npy(vectors, smk.output.vectors)
-    write_json({"model": cfg.model, **stats.as_dict()}, smk.output.stats)
+    write_json({"model": cfg.model, "dtype": embedder.dtype, "backend": cfg.backend,
+                "signature": embedder_signature(cfg), **stats.as_dict()}, smk.output.stats)
 
 
 main(snakemake)  # noqa: F821

@@ -1,27 +1,31 @@
-"""Glue: question and chunk vectors -> the run (top-k chunks per question) of one condition."""
+"""Glue: question and chunk vectors -> the run (top-k chunks per question) of one condition,
+and what the search did (exact or HNSW, why, recall measured against exact search)."""
 
 import numpy as np
 
 from structablate.conditions import condition
-from structablate.io import read_parquet, write_parquet
+from structablate.io import read_parquet, write_json, write_parquet
 from structablate.retrieval.runs import retrieve_run
-from structablate.settings import dump
 from structablate.workflow import setup
 
 
 def main(smk):
     log, settings = setup(smk)
+    report: dict = {}
     run = retrieve_run(
         condition(settings["condition"]),
         read_parquet(smk.input.queries),
         np.load(smk.input.query_vectors),
         read_parquet(smk.input.chunks),
         np.load(smk.input.vectors),
-        dump(settings["retrieval"]),
+        settings["retrieval"],
         qrels=read_parquet(smk.input.qrels),
+        report=report,
     )
-    log.info("%d rows for %d queries", run.height, run["qid"].n_unique())
+    log.info("%d rows for %d queries; search: %s", run.height, run["qid"].n_unique(),
+             report["retrieval"])
     write_parquet(run, smk.output.run)
+    write_json(report["retrieval"], smk.output.report)
 
 
 main(snakemake)  # noqa: F821

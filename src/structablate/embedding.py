@@ -41,6 +41,7 @@ import numpy as np
 from tqdm import tqdm
 
 from structablate.models import resolve_model_path
+from structablate.settings import EmbedderSettings
 from structablate.store import LockSettings, StageLock, StoreError, StoreSettings, VectorStore
 
 DTYPES = ("float32", "float16", "bfloat16", "auto")
@@ -104,54 +105,23 @@ def resolve_dtype(dtype: str, device: str = "cpu") -> str:
     return "float32"
 
 
-@dataclass(frozen=True)
-class EmbedderConfig:
-    """How an embedder is loaded and run.
+def check_embedder(cfg: EmbedderSettings, where: str = "embedder") -> None:
+    """What the schema cannot say about an embedder's settings: OpenVINO runs on the CPU only.
+    Raises :class:`EmbedderConfigError` naming the key."""
+    if cfg.backend == "openvino" and cfg.device != "cpu":
+        raise EmbedderConfigError(
+            f"{where}.backend: 'openvino' runs on device 'cpu' only, not {cfg.device!r} (use "
+            "backend 'torch' on GPUs)")
 
-    ``batch_size`` rows per batch and ``length_bucket`` tokens of padding granularity fix the
-    batch shapes (module docstring); ``max_seq_length`` caps tokens per text (``None``: the
-    model's own limit). ``dtype`` (``float32 | float16 | bfloat16 | auto``) and ``backend``
-    (``torch | openvino``) choose precision and runtime, see the module docstring.
-    """
 
-    model: str
-    query_instruction: str = ""
-    batch_size: int = 32
-    length_bucket: int = 32
-    max_seq_length: int | None = None
-    device: str = "cpu"
-    normalize: bool = True
-    dtype: str = "float32"
-    backend: str = "torch"
-
-    def __post_init__(self) -> None:
-        if self.dtype not in DTYPES:
-            raise EmbedderConfigError(
-                f"embedder {self.model!r}: dtype {self.dtype!r} is not one of {', '.join(DTYPES)}")
-        if self.backend not in BACKENDS:
-            raise EmbedderConfigError(
-                f"embedder {self.model!r}: backend {self.backend!r} is not one of "
-                f"{', '.join(BACKENDS)}")
-        if self.backend == "openvino" and self.device != "cpu":
-            raise EmbedderConfigError(
-                f"embedder {self.model!r}: backend 'openvino' runs on device 'cpu' only, "
-                f"not {self.device!r} (use backend 'torch' on GPUs)")
-        for name in ("batch_size", "length_bucket"):
-            if getattr(self, name) < 1:
-                raise EmbedderConfigError(
-                    f"embedder {self.model!r}: {name} must be >= 1, got {getattr(self, name)}")
-
-    def resolved_dtype(self) -> str:
-        """``dtype`` with ``auto`` resolved for ``device`` on this machine."""
-        return resolve_dtype(self.dtype, self.device)
-
-    def signature(self) -> str:
-        """What a cached vector depends on besides the text (``auto`` resolved)."""
-        return (
-            f"{self.model}|len={self.max_seq_length}|bucket={self.length_bucket}|"
-            f"batch={self.batch_size}|norm={int(self.normalize)}|"
-            f"dtype={self.resolved_dtype()}|backend={self.backend}"
-        )
+def embedder_signature(cfg: EmbedderSettings) -> str:
+    """What a cached vector depends on besides the text (``dtype: auto`` resolved on this
+    machine): model, truncation length, batch shape, precision and runtime."""
+    return (
+        f"{cfg.model}|len={cfg.max_seq_length}|bucket={cfg.length_bucket}|"
+        f"batch={cfg.batch_size}|norm=1|"
+        f"dtype={resolve_dtype(cfg.dtype, cfg.device)}|backend={cfg.backend}"
+    )
 
 
 def plan_batches(lengths: Sequence[int], length_bucket: int, batch_size: int,
@@ -231,13 +201,14 @@ class _OpenVinoTransformer:
 class Embedder:
     """A sentence-transformers model run with fixed batch shapes (see module docstring)."""
 
-    def __init__(self, cfg: EmbedderConfig):
+    def __init__(self, cfg: EmbedderSettings):
         import torch
         from sentence_transformers import SentenceTransformer
 
         self.cfg = cfg
         self._torch = torch
-        self.dtype = cfg.resolved_dtype()
+        check_embedder(cfg)
+        self.dtype = resolve_dtype(cfg.dtype, cfg.device)
         self.model = SentenceTransformer(resolve_model_path(cfg.model), device=cfg.device)
         if cfg.max_seq_length is not None:
             self.model.max_seq_length = cfg.max_seq_length
@@ -299,8 +270,8 @@ class Embedder:
             for module in self._rest:
                 feats = module(feats)
             emb = feats["sentence_embedding"].float()
-            if self.cfg.normalize:
-                emb = torch.nn.functional.normalize(emb, p=2, dim=-1)
+            # vectors are L2-normalised: the inner product of retrieval is the cosine
+            emb = torch.nn.functional.normalize(emb, p=2, dim=-1)
             return emb.cpu().numpy()
 
     def encode_batches(self, texts: Sequence[str], progress: bool = False,
@@ -418,7 +389,7 @@ def embed_texts(
 ) -> tuple[np.ndarray, EmbeddingStats]:
     """Vectors for ``texts`` (row per text), computing only what the cache lacks."""
     stats = EmbeddingStats(texts=len(texts))
-    sig = embedder.cfg.signature()
+    sig = embedder_signature(embedder.cfg)
     order: dict[str, int] = {}
     for t in texts:
         order.setdefault(t, len(order))

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 from tqdm import tqdm
 
 from structablate.chunking.fixed import fixed_windows
-from structablate.chunking.prefix import DEFAULT_SEPARATOR, render_breadcrumb
+from structablate.chunking.prefix import render_breadcrumb
 from structablate.chunking.sentences import sentence_spans
 from structablate.chunking.structural import ChunkSpan, structural_chunks, top_sections
 from structablate.chunking.tokens import CorpusTokens, TokenCounter, tokenize_corpus
@@ -34,6 +33,7 @@ from structablate.corpus.flatten import (
     paragraphs_from_frame,
     sections_from_frame,
 )
+from structablate.settings import ChunkingSettings, Settings
 from structablate.tables import frame
 
 log = logging.getLogger(__name__)
@@ -44,37 +44,12 @@ on its own; a disagreement (a tokenizer that is not local after all) makes every
 re-tokenizing."""
 
 
-@dataclass(frozen=True)
-class ChunkingParams:
-    """Chunking configuration (paper Appendix J defaults)."""
-
-    t_max: int = 350
-    t_min: int = 60
-    fixed_snap_tokens: int = 15
-    separator: str = DEFAULT_SEPARATOR
-    include_title: bool = True
-    placebo_seed: int = 20260710
-    placebo_forbid_identical: bool = False
-
-    @classmethod
-    def from_config(cls, cfg: Mapping) -> ChunkingParams:
-        return cls(
-            t_max=int(cfg.get("t_max", 350)),
-            t_min=int(cfg.get("t_min", 60)),
-            fixed_snap_tokens=int(cfg.get("fixed_snap_tokens", 15)),
-            separator=str(cfg.get("breadcrumb_separator", DEFAULT_SEPARATOR)),
-            include_title=bool(cfg.get("breadcrumb_include_title", True)),
-            placebo_seed=int(cfg.get("placebo_seed", 20260710)),
-            placebo_forbid_identical=bool(cfg.get("placebo_forbid_identical", False)),
-        )
-
-
 def plan_structural(
     text: str,
     paragraphs: list[Paragraph],
     sections: list[Section],
     counter: TokenCounter,
-    params: ChunkingParams,
+    params: ChunkingSettings,
 ) -> list[ChunkSpan]:
     """Structural chunk spans of one document."""
     return structural_chunks(
@@ -89,9 +64,10 @@ def build_chunks(
     paragraphs: pl.DataFrame,
     sections: pl.DataFrame,
     counter: TokenCounter,
-    params: ChunkingParams,
+    params: ChunkingSettings,
     *,
     size_reference: pl.DataFrame | None = None,
+    placebo_seed: int = Settings.seed,
     placebo_paths: Mapping[tuple[str, tuple[str, ...]], tuple[str, ...]] | None = None,
     progress: bool = True,
     report: dict | None = None,
@@ -111,7 +87,7 @@ def build_chunks(
     (required for fixed windows). ``placebo_paths`` maps ``(doc_id, real path)`` to the
     assigned path for the placebo condition; without it, the placebo paths are assigned here
     from the chunk table's own (document, depth-truncated path) pairs with
-    ``params.placebo_seed`` (:func:`structablate.chunking.placebo.assign_placebo_paths`), and
+    ``placebo_seed`` (:func:`structablate.chunking.placebo.assign_placebo_paths`), and
     the assignment report lands in ``report["placebo"]`` when ``report`` is a dict.
     A document without paragraphs is an error.
     Rows are ordered by document (as in ``documents``) and position; an extra column
@@ -166,7 +142,7 @@ def build_chunks(
             )
         planned.append((doc_id, title, spans, target))
     if cond.prefix == "placebo" and placebo_paths is None:
-        placebo_paths = _assign_placebo(cond, planned, secs, params, report)
+        placebo_paths = _assign_placebo(cond, planned, secs, params, placebo_seed, report)
     for doc_id, title, spans, target in planned:
         s = secs[doc_id]
         for k, c in enumerate(spans):
@@ -227,7 +203,7 @@ def id_token(doc_id: str) -> str:
     return "_".join(doc_id.split()) if any(c.isspace() for c in doc_id) else doc_id
 
 
-def _assign_placebo(cond, planned, secs, params, report):
+def _assign_placebo(cond, planned, secs, params, placebo_seed, report):
     """Placebo paths for the (document, truncated path) pairs that own at least one chunk of
     the planned boundaries."""
     from structablate.chunking.placebo import assign_placebo_paths
@@ -237,14 +213,13 @@ def _assign_placebo(cond, planned, secs, params, report):
         for doc_id, _, spans, _ in planned
         for idx in sorted({c.section_idx for c in spans})
     ]
-    mapping, rep = assign_placebo_paths(pairs, params.placebo_seed,
-                                        params.placebo_forbid_identical)
+    mapping, rep = assign_placebo_paths(pairs, placebo_seed, params.placebo_forbid_identical)
     if report is not None:
         report["placebo"] = rep
     return mapping
 
 
-def structural_bound(params: ChunkingParams) -> int:
+def structural_bound(params: ChunkingSettings) -> int:
     """The most content tokens a structural chunk can have: ``t_max + 3·(t_min − 1)`` (see
     :mod:`structablate.chunking.structural`; a whitespace-free word over ``t_max`` tokens, never
     cut, can exceed it by its own excess)."""
@@ -253,7 +228,7 @@ def structural_bound(params: ChunkingParams) -> int:
 
 def chunk_stats(
     chunks: pl.DataFrame,
-    params: ChunkingParams | None = None,
+    params: ChunkingSettings | None = None,
     sections: pl.DataFrame | None = None,
 ) -> dict:
     """Size-matching figures of a chunk table: counts and content/prefix token means.
@@ -324,7 +299,7 @@ def _prefix(
     doc_id: str,
     title: str,
     section: Section,
-    params: ChunkingParams,
+    params: ChunkingSettings,
     placebo_paths: Mapping | None,
 ) -> str:
     if cond.prefix == "none" or cond.prefix == "context":
@@ -336,7 +311,8 @@ def _prefix(
             raise ValueError(f"{cond.name}: placebo condition needs placebo path assignments")
         path = tuple(placebo_paths[(doc_id, path)])
     return render_breadcrumb(
-        title, path, cond.depth, separator=params.separator, include_title=params.include_title
+        title, path, cond.depth, separator=params.breadcrumb_separator,
+        include_title=params.breadcrumb_include_title
     )
 
 

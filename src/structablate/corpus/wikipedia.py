@@ -1,6 +1,6 @@
 """The Wikipedia Featured Articles corpus (paper, Appendix E).
 
-:func:`build_wikipedia_corpus` is the whole builder: take the title list of a source (the
+:func:`build_wikipedia` is the whole builder: take the title list of a source (the
 MediaWiki API through ``mwclient``, or a MediaWiki XML export), sort it, shuffle it with the
 seed, and walk it. Each candidate is fetched (cached on disk), flattened by the one canonical
 normalizer (:func:`structablate.corpus.wikitext.normalize_wikitext`), verified

@@ -343,6 +343,10 @@ class Plan:
                               f"llm.model or corpora.{name}.queries.llm.model"
                          + ("" if isinstance(c, WikipediaCorpus) else
                             ", or give a questions file (docs/byo.md)"))
+        for ename, emb in s.embedders.items():
+            if emb.backend == "openvino" and emb.device != "cpu":
+                fail(f"embedders.{ename}.backend", f"'openvino' runs on device 'cpu' only, not "
+                     f"{emb.device!r} (use backend 'torch' on GPUs)")
         for rname, rr in s.rerankers.items():
             if rname != "none" and not rr.model:
                 fail(f"rerankers.{rname}.model", "a reranker needs a model")
@@ -453,6 +457,7 @@ _RULES: dict[str, Callable[[Plan, Settings, dict[str, str]], dict[str, Any]]] = 
     "induce_structure": lambda p, s, w: {
         "induction": replace(s.induction, llm=None),
         "llm": p.stage_llm("induction") if s.induction.inducer == "llm" else None},
+    "tokenize_corpus": lambda p, s, w: {"tokenizer": p.tokenizer},
     "chunk": _chunk,
     "contextualize": lambda p, s, w: {
         "contexts": replace(s.contexts, llm=None), "llm": p.stage_llm("contexts"),
@@ -461,7 +466,7 @@ _RULES: dict[str, Callable[[Plan, Settings, dict[str, str]], dict[str, Any]]] = 
     "embed_queries": lambda p, s, w: {"embedder": s.embedders[w["embedder"]]},
     "retrieve": _retrieve,
     "rerank": lambda p, s, w: {"reranker": s.rerankers[w["reranker"]], "seed": s.seed},
-    "score": lambda p, s, w: {"measures": s.metrics.measures},
+    "score": lambda p, s, w: {"measures": s.metrics.measures, "conditions": p.conditions},
     "summarize_cell": lambda p, s, w: {"conditions": p.conditions},
     "summary_markdown": lambda p, s, w: {"embedders": s.embedders, "rerankers": s.rerankers,
                                          "cells": p.cells()},

@@ -58,6 +58,10 @@ class Paths:
     def bm25_per_query(self, corpus: str) -> str:
         return f"{self.corpus(corpus)}/bm25_per_query.parquet"
 
+    def tokens(self, corpus: str) -> str:
+        """The corpus token table (every document tokenized once, read by every chunk job)."""
+        return f"{self.corpus(corpus)}/tokens.parquet"
+
     # ---------------------------------------------------------------- chunks and vectors
     def chunks(self, corpus: str, chunkset: str) -> str:
         return f"{self.corpus(corpus)}/chunks/{chunkset}.parquet"
@@ -78,6 +82,10 @@ class Paths:
 
     def run(self, corpus: str, embedder: str, reranker: str, condition: str) -> str:
         return f"{self.cell(corpus, embedder, reranker)}/runs/{condition}.parquet"
+
+    def run_report(self, corpus: str, embedder: str, condition: str) -> str:
+        """What a first-stage search did (exact or HNSW, why, recall against exact)."""
+        return f"{self.cell(corpus, embedder, 'none')}/runs/{condition}.json"
 
     def scores(self, corpus: str, embedder: str, reranker: str, condition: str) -> str:
         return f"{self.cell(corpus, embedder, reranker)}/scores/{condition}.parquet"

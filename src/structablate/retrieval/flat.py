@@ -25,10 +25,11 @@ broken by ascending row index, so the ranking is a pure function of the vectors.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import fields
 
 import numpy as np
+
+from structablate.settings import HnswSettings
 
 
 def topk_desc(scores: np.ndarray, k: int) -> np.ndarray:
@@ -184,58 +185,6 @@ def exact_search(
     return idx_out, sc_out
 
 
-@dataclass(frozen=True)
-class HnswSettings:
-    """How ``method: hnsw`` searches (config ``retrieval.hnsw``; every field optional).
-
-    ``M``, ``ef_construction``: the graph (hnswlib; built single-threaded with ``seed``, so it
-    is reproducible). ``ef_search``: the first query beam tried. The beam is then doubled
-    (``ef_search``, ``2·ef_search``, … up to ``max_ef_search`` and at most the corpus size)
-    until recall@k against exact search, measured on ``recall_sample`` queries drawn with
-    ``seed``, reaches ``target_recall``; the run uses the first beam that does. If none does,
-    ``on_shortfall`` decides: ``"exact"`` searches exactly (the report says so) or
-    ``"raise"`` stops with an error. With ``prefer_exact`` the search is exact whenever a fixed
-    cost model predicts exact search to be faster (see :func:`exact_is_faster`), which at the
-    paper's sizes (4,301 queries × 36,217 chunks) it is by far.
-    ``cost_ratio``: seconds of one hnswlib distance evaluation per ``d`` dimensions, over the
-    seconds of one float32 matrix-product multiply-add per ``d``. ``bench/bench_hnsw.py``
-    measures it: ~170 on clustered and ~420 on uniform vectors at the full QASPER's size on the
-    development machine; the default, 150, leans towards HNSW.
-    """
-
-    M: int = 32
-    ef_construction: int = 200
-    ef_search: int = 200
-    seed: int = 20260710
-    target_recall: float = 0.99
-    recall_sample: int = 500
-    max_ef_search: int = 8192
-    on_shortfall: str = "exact"
-    prefer_exact: bool = True
-    cost_ratio: float = 150.0
-
-    def __post_init__(self) -> None:
-        for name in ("M", "ef_construction", "ef_search", "recall_sample", "max_ef_search"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"retrieval.hnsw.{name} must be a positive integer")
-        if not 0.0 < self.target_recall <= 1.0:
-            raise ValueError("retrieval.hnsw.target_recall must be in (0, 1]")
-        if self.on_shortfall not in ("exact", "raise"):
-            raise ValueError("retrieval.hnsw.on_shortfall must be 'exact' or 'raise'")
-        if self.cost_ratio <= 0:
-            raise ValueError("retrieval.hnsw.cost_ratio must be positive")
-
-    @classmethod
-    def from_mapping(cls, cfg: Mapping | None) -> HnswSettings:
-        """Settings from a config mapping; an unknown key is an error naming it."""
-        cfg = dict(cfg or {})
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(cfg) - known)
-        if unknown:
-            raise ValueError(f"retrieval.hnsw: unknown key(s) {unknown}; known: {sorted(known)}")
-        return cls(**cfg)
-
-
 def exact_is_faster(
     n_queries: int, n_chunks: int, settings: HnswSettings
 ) -> tuple[bool, int | None]:
@@ -377,7 +326,7 @@ def tuned_hnsw_search(
 
 def search_with_report(
     queries: np.ndarray, chunks: np.ndarray, k: int, method: str = "exact",
-    hnsw: Mapping | HnswSettings | None = None,
+    hnsw: HnswSettings | None = None,
 ) -> tuple[np.ndarray, np.ndarray, dict]:
     """Dispatch on ``method`` (``exact`` | ``hnsw``); the report says what ran (write it beside
     the run)."""
@@ -385,14 +334,14 @@ def search_with_report(
         idx, sc = exact_search(queries, chunks, k)
         return idx, sc, {"requested": "exact", "method": "exact", "k": int(idx.shape[1])}
     if method == "hnsw":
-        st = hnsw if isinstance(hnsw, HnswSettings) else HnswSettings.from_mapping(hnsw)
+        st = hnsw or HnswSettings()
         return tuned_hnsw_search(queries, chunks, k, st)
     raise ValueError(f"unknown retrieval method {method!r} (exact or hnsw)")
 
 
 def search(
     queries: np.ndarray, chunks: np.ndarray, k: int, method: str = "exact",
-    hnsw: Mapping | HnswSettings | None = None,
+    hnsw: HnswSettings | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`search_with_report` without the report."""
     idx, sc, _ = search_with_report(queries, chunks, k, method, hnsw)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 import polars as pl
 
 from structablate.conditions import Condition
 from structablate.retrieval.flat import search_with_report
+from structablate.settings import RetrievalSettings
 from structablate.tables import frame
 
 
@@ -26,7 +25,7 @@ def retrieve_run(
     query_vectors: np.ndarray,
     chunks: pl.DataFrame,
     chunk_vectors: np.ndarray,
-    params: Mapping,
+    settings: RetrievalSettings,
     qrels: pl.DataFrame | None = None,
     report: dict | None = None,
 ) -> pl.DataFrame:
@@ -40,17 +39,17 @@ def retrieve_run(
     ``section_recall`` (stage 1 kept a section overlapping gold evidence). Flat runs carry the
     same columns as nulls, so every run table has one schema.
 
-    ``params``: ``top_k``, ``method`` (``exact`` | ``hnsw``), ``hnsw`` (the
-    :class:`~structablate.retrieval.flat.HnswSettings` keys), ``hier_top_sections``. When
+    ``settings``: ``top_k``, ``method`` (``exact`` | ``hnsw``), ``hnsw``,
+    ``hier_top_sections`` (:class:`~structablate.settings.RetrievalSettings`). When
     ``report`` is a dict, ``report["retrieval"]`` receives what the search did
     (:func:`~structablate.retrieval.flat.search_with_report`: the method that ran and why, and
     for HNSW the beam used and the recall@k measured against exact search on sampled queries).
     """
     _check_aligned("queries", queries, query_vectors)
     _check_aligned("chunks", chunks, chunk_vectors)
-    k = min(int(params["top_k"]), chunks.height)
-    idx, scores, info = search_with_report(query_vectors, chunk_vectors, k,
-                                           params.get("method", "exact"), params.get("hnsw"))
+    k = min(settings.top_k, chunks.height)
+    idx, scores, info = search_with_report(query_vectors, chunk_vectors, k, settings.method,
+                                           settings.hnsw)
     if report is not None:
         report["retrieval"] = info
     nq = idx.shape[0]
@@ -65,7 +64,7 @@ def retrieve_run(
         )
         idx, scores, codes, kept = ts.two_stage_search(
             query_vectors, chunk_vectors, sec_index, centroids, k,
-            int(params["hier_top_sections"]), global_idx=idx,
+            settings.hier_top_sections, global_idx=idx,
         )
         stage = ts.stage_labels(codes)
         n_backfill = ts.backfill_counts(codes).tolist()

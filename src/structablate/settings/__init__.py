@@ -341,6 +341,11 @@ class EmbedderSettings:
     max_seq_length: int | None = setting(None, minimum=8,
                                          doc="truncation length in tokens (null: the model's)")
     device: str = setting("cpu", runtime=True, doc="torch device (cpu, cuda, cuda:1)")
+    dtype: Literal["float32", "float16", "bfloat16", "auto"] = setting(
+        "float32", doc="precision of the transformer layers (auto: bf16 on CUDA GPUs that "
+        "compute it natively, float32 elsewhere, CPUs included; docs/embedding.md)")
+    backend: Literal["torch", "openvino"] = setting(
+        "torch", doc="runtime: torch (any device) or openvino (CPU only, the fast CPU path)")
 
 
 @frozen
@@ -424,12 +429,27 @@ class ChunkingSettings:
 
 @frozen
 class HnswSettings:
-    """hnswlib index parameters (``retrieval.method: hnsw``)."""
+    """How ``retrieval.method: hnsw`` searches (hnswlib, built single-threaded with ``seed``).
+    The query beam starts at ``ef_search`` and doubles (up to ``max_ef_search`` and the corpus
+    size) until recall@k against exact search, measured on ``recall_sample`` queries, reaches
+    ``target_recall``; with ``prefer_exact`` the search is exact wherever a fixed cost model
+    predicts exact search faster (docs/metrics.md, retrieval section)."""
 
     M: int = setting(32, minimum=2, doc="graph degree")
     ef_construction: int = setting(200, minimum=8, doc="build-time candidate list")
-    ef_search: int = setting(200, minimum=1, doc="query-time candidate list")
-    seed: int = setting(20260710, doc="index build seed")
+    ef_search: int = setting(200, minimum=1, doc="first query beam tried")
+    seed: int = setting(20260710, doc="index build and recall-sample seed")
+    target_recall: float = setting(0.99, exclusiveMinimum=0, maximum=1,
+                                   doc="recall@k against exact search the beam must reach")
+    recall_sample: int = setting(500, minimum=1, doc="queries the recall is measured on")
+    max_ef_search: int = setting(8192, minimum=1, doc="largest beam tried")
+    on_shortfall: Literal["exact", "raise"] = setting(
+        "exact", doc="when no beam reaches the recall: search exactly (the run says so) or stop")
+    prefer_exact: bool = setting(True, doc="search exactly where the cost model predicts it "
+                                           "faster")
+    cost_ratio: float = setting(150.0, exclusiveMinimum=0,
+                                doc="cost of one HNSW distance over one matrix multiply-add, "
+                                    "per dimension (bench/bench_hnsw.py measures it)")
 
 
 @frozen
@@ -442,14 +462,18 @@ class RetrievalSettings:
     hnsw: HnswSettings = setting(HnswSettings(), doc="HNSW parameters")
 
 
-MEASURE_PATTERN = r"^(covNDCG@[0-9]+|nDCG@[0-9]+|R@[0-9]+|RR|TokCov@[0-9]+)$"
+MEASURE_PATTERN = (r"^(?:covNDCG@[1-9][0-9]*|nDCG@[1-9][0-9]*|R@[1-9][0-9]*|RR(?:@[1-9][0-9]*)?"
+                   r"|TokCov@[1-9][0-9]*)$")
+"""The measure names the registry (:mod:`structablate.metrics.registry`) parses; a test keeps
+the two equal (the settings layer imports nothing of the metrics)."""
 
 
 @frozen
 class MetricsSettings:
     """Measures scored per question (docs/metrics.md)."""
 
-    measures: tuple[str, ...] = setting(("covNDCG@10",), minItems=1,
+    measures: tuple[str, ...] = setting(("covNDCG@10",), minItems=1, uniqueItems=True,
+                                        items={"type": "string", "pattern": MEASURE_PATTERN},
                                         doc="covNDCG@k, nDCG@k, R@k, RR, TokCov@B")
 
 
