@@ -22,6 +22,8 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from structablate.errors import StructablateError
+
 from ._names import KINDS, Measure, parse_measure
 from ._prepare import Prepared, prepare
 from ._spans import RankedChunk, Span
@@ -35,6 +37,7 @@ from .tokcov import tokcov, tokcov_fast
 __all__ = [
     "KINDS",
     "DEFAULT_MEASURES",
+    "NoQueriesError",
     "Measure",
     "RankedChunk",
     "cov_ndcg",
@@ -59,6 +62,11 @@ DEFAULT_MEASURES = (
     "TokCov@2048",
 )
 """The study's measures (paper, Appendix J: ndcg_k 10, recall_k 50, budgets 512/1024/2048)."""
+
+
+class NoQueriesError(StructablateError, ValueError):
+    """:func:`score_run` was given no question: there is nothing to score (a corpus whose
+    question funnel kept none is refused when it is built; this guards direct calls)."""
 
 
 def score_query(
@@ -132,12 +140,17 @@ def score_run(
     ``chunks``: the condition's chunk table; ``qrels``: qid, doc_id, start, end;
     ``queries``: qid, doc_id, qtype. Returns one row per query of ``queries`` sorted by qid with
     columns qid, doc_id, qtype and one Float64 column per measure, named as given. A query with
-    no run rows scores 0 everywhere; a query without qrels raises ``ValueError``.
+    no run rows scores 0 everywhere; a query without qrels raises ``ValueError``; an empty
+    ``queries`` raises :class:`NoQueriesError`.
 
     Documents whose chunks overlap are scored with the exact interval reference; others with
     the vectorized fast path. ``exact=True`` uses the reference for every query (slow, audits).
     """
     specs = [parse_measure(m) for m in measures]
+    if not queries.height:
+        raise NoQueriesError(
+            "score_run: the queries table is empty, so there is no question to score (the "
+            "corpus's question funnel kept none: see its funnel.json)")
     if len(set(measures)) != len(measures):
         raise ValueError(f"score_run: repeated measure names in {measures}")
     p = prepare(run, chunks, qrels, queries)
