@@ -47,7 +47,8 @@ def test_a_broken_config_yaml_names_its_line(tmp_path):
     # a --configfile is read by Snakemake itself, before the workflow, without a line; the
     # checker names it
     proc = snakemake(tmp_path, "-n")
-    assert proc.returncode != 0 and "Config file is not valid JSON or YAML" in proc.stderr
+    assert proc.returncode != 0
+    assert "Config file is not valid JSON or YAML" in proc.stdout + proc.stderr
     check = subprocess.run([sys.executable, "-m", "structablate.config", "config.yaml"],
                            cwd=tmp_path, capture_output=True, text=True,
                            env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
