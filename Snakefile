@@ -3,15 +3,27 @@
 # config (src/structablate/plan); every target is a file under `results:`, so a config or code
 # edit reruns only the branches it invalidates.
 
+import sys
+from pathlib import Path
+
 from snakemake.utils import min_version
 
 min_version("9.0")
 
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+
+from structablate.config import load_config_file
+
 
 # The bundled default runs when no --configfile is given; `--configfile my.yaml` runs exactly
 # my.yaml (name several to merge them, e.g. `--configfile config.yaml my.yaml`), and
-# `--config key=value` overrides keys of whichever configuration runs.
+# `--config key=value` overrides keys of whichever configuration runs. Snakemake reports a
+# YAML error without file or line, so the file is read here first (file:line:col); a
+# --configfile is read by Snakemake before this file: `python -m structablate.config my.yaml`
+# names its line.
 if not workflow.overwrite_configfiles:
+    if Path("config.yaml").exists():
+        load_config_file("config.yaml")
 
     configfile: "config.yaml"
 

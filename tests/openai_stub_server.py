@@ -2,8 +2,10 @@
 
 It speaks ``POST /v1/chat/completions`` like a real server (JSON in, JSON out, ``usage``,
 ``finish_reason``), checks the bearer token, and can be told to fail: the first
-``fail_first`` requests get ``fail_status`` (with an optional ``Retry-After``), and requests
-can be delayed by ``delay_s`` to exercise client timeouts and the concurrency limit. The
+``fail_first`` requests get ``fail_status`` (with an optional ``Retry-After``), the next
+``garbage_first`` get HTTP 200 with a body that is not JSON (``garbage``, an HTML error page as
+a proxy sends it), and requests can be delayed by ``delay_s`` to exercise client timeouts and
+the concurrency limit. The
 answer text comes from ``reply(body) -> str`` (default: echo the last user message, reversed
 word order, so tests can tell answers apart).
 
@@ -38,6 +40,8 @@ class StubServer:
         fail_status: int = 503,
         retry_after: str | None = None,
         delay_s: float = 0.0,
+        garbage_first: int = 0,
+        garbage: str = "<html><body><h1>502 Bad Gateway</h1></body></html>",
     ):
         self.api_key = api_key
         self.reply = reply
@@ -45,6 +49,8 @@ class StubServer:
         self.fail_status = fail_status
         self.retry_after = retry_after
         self.delay_s = delay_s
+        self.garbage_first = garbage_first
+        self.garbage = garbage
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.in_flight = 0
@@ -112,6 +118,17 @@ class StubServer:
                         extra = {"Retry-After": server.retry_after} if server.retry_after else {}
                         self._send(server.fail_status, {"error": {"message": "overloaded"}},
                                    extra)
+                        return
+                    if n <= server.fail_first + server.garbage_first:
+                        data = server.garbage.encode()
+                        try:
+                            self.send_response(200)
+                            self.send_header("Content-Type", "text/html")
+                            self.send_header("Content-Length", str(len(data)))
+                            self.end_headers()
+                            self.wfile.write(data)
+                        except (BrokenPipeError, ConnectionResetError):
+                            pass
                         return
                     text = server.reply(body)
                     prompt = sum(len(m["content"].split()) for m in body["messages"])

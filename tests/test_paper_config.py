@@ -55,6 +55,23 @@ def paper():
     return yaml.safe_load(PAPER.read_text())
 
 
+PAPER_MODELS = ("BAAI/bge-small-en-v1.5", "BAAI/bge-large-en-v1.5", "BAAI/bge-reranker-v2-m3")
+
+
+@pytest.fixture(autouse=True)
+def paper_models_in_the_hub_cache(tmp_path_factory, monkeypatch):
+    """The plan refuses, before any job, a hub model that offline jobs could not load
+    (structablate.models.check_model). The paper's models cannot be downloaded here, so a
+    Hugging Face cache of this session holds a stand-in snapshot of each, laid out as
+    ``huggingface_hub`` lays out a download; nothing in these tests loads their weights."""
+    cache = tmp_path_factory.getbasetemp() / "hf-hub-cache"
+    for repo in PAPER_MODELS:
+        snap = cache / ("models--" + repo.replace("/", "--")) / "snapshots" / ("0" * 40)
+        snap.mkdir(parents=True, exist_ok=True)
+        (snap / "config.json").write_text("{}")
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+
+
 def test_paper_config_validates_with_the_papers_models(paper):
     cfg = check_config(paper, source=str(PAPER))
     # all three splits of the hub's QASPER, read by the QASPER builder through `datasets`

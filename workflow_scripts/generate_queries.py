@@ -3,6 +3,7 @@ candidate with its generations, filter values and status (docs/queries.md)."""
 
 from pathlib import Path
 
+from structablate.corpus.result import check_generated_questions
 from structablate.io import read_parquet, write_json, write_parquet
 from structablate.llm.client import client_from_config
 from structablate.queries import generate_queries_from_frames
@@ -27,6 +28,8 @@ def main(smk):
     res.funnel["llm_mode"] = client.mode
     log.info("funnel: %s; finals per type: %s", res.funnel["funnel"],
              {t: v["finals"] for t, v in res.funnel["per_type"].items()})
+    # no question kept: stop here with the funnel, before anything is written
+    check_generated_questions(res.queries.height, res.funnel, smk.wildcards.corpus)
     write_parquet(res.queries, smk.output.queries)
     write_parquet(res.qrels, smk.output.qrels)
     write_json(res.funnel, smk.output.funnel)

@@ -1,15 +1,110 @@
-"""Checking a configuration mapping: :func:`check_config` validates it through the plan and
-returns the settings with every default filled, as plain data. The settings themselves are
-:mod:`structablate.settings`; the grid and paths are :mod:`structablate.plan`."""
+"""Checking a configuration: :func:`load_config_file` reads a YAML config file (naming
+``file:line:col`` on a syntax error, a duplicate key, or a top level that is not a mapping),
+and :func:`check_config` validates a mapping through the plan and returns the settings with
+every default filled, as plain data. The settings themselves are :mod:`structablate.settings`;
+the grid and paths are :mod:`structablate.plan`.
+
+``python -m structablate.config FILE [FILE …]`` checks config files without Snakemake (later
+files override earlier ones key by key, like ``snakemake --configfile a.yaml b.yaml``): it is
+the way to see the line of a YAML error in a ``--configfile``, which Snakemake reads before
+the workflow and reports without file or line.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+import sys
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+import yaml
 
 from structablate.errors import ConfigError
 
-__all__ = ["ConfigError", "check_config"]
+__all__ = ["ConfigError", "check_config", "check_config_files", "load_config_file"]
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A safe loader that refuses a key given twice in one mapping (PyYAML, and so
+    Snakemake, would silently keep the last one)."""
+
+
+def _mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    loader.flatten_mapping(node)
+    seen: dict[Any, yaml.Node] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in seen:
+            first = seen[key].start_mark
+            raise yaml.constructor.ConstructorError(
+                "while reading the mapping", node.start_mark,
+                f"found the key {key!r} a second time (first on line {first.line + 1}); YAML "
+                "keeps only the last, so one of them would be silently ignored",
+                key_node.start_mark)
+        seen[key] = key_node
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+
+
+def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The mapping in the YAML (or JSON) config file ``path``.
+
+    :class:`ConfigError` names ``path:line:col`` for a YAML syntax error or a key given twice
+    in one mapping, and ``path`` for a missing or unreadable file, a file that is not UTF-8, or
+    a top level that is not a mapping of keys (an empty file is an empty mapping)."""
+    where = os.fspath(path)
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read the config file ({exc.strerror or exc})") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{where}:{line}: the config file is not UTF-8 (byte "
+                          f"0x{raw[exc.start]:02x}); save it as UTF-8") from None
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark, ctx = exc.problem_mark or exc.context_mark, exc.context_mark
+        pos = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+        what = exc.problem or exc.context or "unreadable"
+        if exc.problem and exc.context and ctx is not None and ctx is not mark:
+            what += f" ({exc.context} that starts at line {ctx.line + 1}, column " \
+                    f"{ctx.column + 1})"
+        raise ConfigError(f"{where}{pos}: invalid YAML: {what}"
+                          + _tab_hint(text, mark)) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{where}: YAML error: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: the configuration must be a mapping of keys (corpora:, "
+                          f"embedders:, …) at the top level, not a {type(data).__name__}")
+    return data
+
+
+def _tab_hint(text: str, mark: Any) -> str:
+    if mark is None:
+        return ""
+    lines = text.splitlines()
+    line = lines[mark.line] if mark.line < len(lines) else ""
+    return " (YAML indentation must use spaces, not tabs)" if "\t" in line[: mark.column + 1] \
+        else ""
+
+
+def _merge(base: dict, over: Mapping) -> dict:
+    """``over`` laid over ``base`` key by key, nested mappings merged (Snakemake's rule for
+    several ``--configfile``)."""
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = value
+    return base
 
 
 def check_config(config: Mapping[str, Any], source: str = "config") -> dict[str, Any]:
@@ -18,4 +113,36 @@ def check_config(config: Mapping[str, Any], source: str = "config") -> dict[str,
     from structablate.plan import Plan
     from structablate.settings import dump
 
+    if not isinstance(config, Mapping):
+        raise ConfigError(f"{source}: the configuration must be a mapping of keys at the top "
+                          f"level, not a {type(config).__name__}")
     return dump(Plan.from_config(config, source).settings)
+
+
+def check_config_files(paths: Sequence[str | os.PathLike[str]]) -> dict[str, Any]:
+    """Read ``paths`` (later ones override earlier ones key by key) and check the merged
+    configuration like the workflow does before any job (:func:`check_config`)."""
+    merged: dict[str, Any] = {}
+    for p in paths:
+        _merge(merged, load_config_file(p))
+    return check_config(merged, ", ".join(os.fspath(p) for p in paths))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        print("usage: python -m structablate.config CONFIG.yaml [MORE.yaml …]\n"
+              "Checks config files as the workflow does before any job; names file:line on a "
+              "YAML error and the key path on a bad value.")
+        return 0 if args else 2
+    try:
+        check_config_files(args)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"ok: {', '.join(args)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

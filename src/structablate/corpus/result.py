@@ -23,6 +23,7 @@ from structablate.corpus.flatten import (
     sections_frame,
 )
 from structablate.corpus.questions import MappedQuestion, qrels_frame, queries_frame
+from structablate.errors import StructablateError
 
 QuestionOrigin = Literal["annotated", "user"]
 """Where a corpus's own questions come from: ``annotated`` (QASPER's readers) or ``user`` (a
@@ -38,7 +39,7 @@ class CorpusBuild:
       user corpora: sorted by ``doc_id``; Wikipedia: walk order);
     * ``questions`` — the corpus's own questions with gold spans, or ``None`` when it has none
       (Wikipedia; a user corpus without a queries file). An empty tuple means "has a questions
-      source, none survived the funnel" and still writes (empty) queries / qrels tables;
+      source, none survived the funnel": :func:`write_corpus` refuses it with the funnel;
     * ``report`` — the JSON-able build report (QASPER: the question funnel; Wikipedia: the
       selection report; user corpora: inputs, skipped units and the query funnel);
     * ``questions_from`` — :data:`QuestionOrigin` of ``questions`` (``None`` with them).
@@ -80,13 +81,109 @@ def corpus_tables(build: CorpusBuild, corpus: str) -> CorpusTables:
     )
 
 
+class EmptyCorpusError(StructablateError, ValueError):
+    """A corpus has no document, or no question survived its funnel: there is nothing to
+    retrieve for or to score. The message shows the funnel and names the config key."""
+
+
+def funnel_text(steps: Sequence[Sequence]) -> str:
+    """A funnel (``[[label, count], …]``, as every build report holds it) on one line:
+    ``all questions 12 → answerable 10 → … → with mapped evidence (kept) 0``."""
+    return " → ".join(f"{label} {count}" for label, count in steps)
+
+
+def _largest_drop(steps: Sequence[Sequence]) -> str | None:
+    """The step that lost the most questions, as ``label (−n)``; None for an empty funnel."""
+    drops = [(int(a[1]) - int(b[1]), b[0]) for a, b in zip(steps, steps[1:], strict=False)]
+    if not drops:
+        return None
+    lost, label = max(drops, key=lambda d: d[0])
+    return f"{label} (−{lost})" if lost > 0 else None
+
+
+def require_questions(n_questions: int, funnel: Sequence[Sequence], corpus: str, *,
+                      key: str, advice: str = "") -> None:
+    """Raise :class:`EmptyCorpusError` when ``n_questions`` is 0: the message names the
+    corpus and its config ``key``, shows ``funnel`` (``[[label, count], …]``) and the step
+    that lost most, then ``advice``. Called by :func:`write_corpus` for a corpus's own
+    questions, and by the query-generation glue for generated ones, before anything is
+    written, so a failed rule leaves no output behind."""
+    if n_questions > 0:
+        return
+    drop = _largest_drop(funnel)
+    raise EmptyCorpusError(
+        f"corpus {corpus!r} ({key}): no question survived the funnel, so there is nothing to "
+        f"retrieve for or score. Funnel: {funnel_text(funnel) or '(empty)'}"
+        + (f"; the largest loss is at '{drop}'" if drop else "") + "."
+        + (f" {advice}" if advice else ""))
+
+
+def _question_advice(build: CorpusBuild, corpus: str) -> tuple[list, str]:
+    """The question funnel of a build with its own questions, and what to check."""
+    r = build.report
+    if build.questions_from == "user":
+        q = r.get("queries") or {}
+        advice = [f"Check the questions file {q.get('path', '')}:"]
+        if q.get("dropped_unknown_document") or q.get("dropped_skipped_document"):
+            advice.append(f"{q.get('dropped_unknown_document', 0)} question(s) name a doc_id "
+                          "the corpus does not have and "
+                          f"{q.get('dropped_skipped_document', 0)} one of a skipped file "
+                          "(the build report lists document ids and skipped files);")
+        if q.get("dropped_unmapped"):
+            advice.append(f"{q['dropped_unmapped']} question(s) have evidence that is not in "
+                          "the document's text (lower "
+                          f"corpora.{corpus}.fuzzy_min_ratio, or give spans);")
+        if q.get("dropped_no_evidence"):
+            advice.append(f"{q['dropped_no_evidence']} question(s) have no evidence or spans;")
+        return q.get("funnel") or [], " ".join(advice).rstrip(";:") + "."
+    advice = []
+    if r.get("papers", 1) and r.get("dropped_unmapped"):
+        advice.append(f"{r['dropped_unmapped']} question(s) have evidence that was not found "
+                      f"in the paper's text: are the sources QASPER v0.3 with full_text (lower "
+                      f"corpora.{corpus}.fuzzy_min_ratio to accept looser matches)?")
+    if not r.get("questions"):
+        advice.append("The sources hold no question at all.")
+    return r.get("funnel") or [], " ".join(advice)
+
+
+def check_build(build: CorpusBuild, corpus: str) -> None:
+    """Refuse a build that cannot be evaluated (:class:`EmptyCorpusError`): no document, or
+    questions of its own of which none survived (QASPER, a user questions file). A corpus
+    whose questions are generated later is checked after generation (:func:`require_questions`
+    in the query-generation glue)."""
+    key = f"corpora.{corpus}"
+    if not build.documents:
+        r = build.report
+        if "n_accepted" in r:  # Wikipedia's selection report
+            why = (f"the selection accepted none of {r.get('n_candidates', 0)} candidate "
+                   f"page(s) ({r.get('stopped', '')}); check {key}.source and "
+                   f"{key}.selection (the report's 'rejected' reasons say why)")
+        elif "skipped" in r:  # a user corpus
+            why = (f"{r.get('inputs', 0)} input(s), {len(r['skipped'])} skipped as bad input "
+                   "(skip_bad_files): " + "; ".join(
+                       f"{x.get('where')}: {x.get('reason')}" for x in r["skipped"][:3])
+                   + (" …" if len(r["skipped"]) > 3 else ""))
+        else:
+            why = (f"the sources hold {r.get('papers', 0)} paper(s); check {key}.sources")
+        raise EmptyCorpusError(f"corpus {corpus!r} ({key}): no document to index: {why}.")
+    if build.questions is not None:
+        funnel, advice = _question_advice(build, corpus)
+        require_questions(len(build.questions), funnel, corpus,
+                          key=key + (".queries" if build.questions_from == "user" else ""),
+                          advice=advice)
+
+
 def write_corpus(build: CorpusBuild, corpus: str, output: Mapping[str, str]) -> None:
     """Write a build's tables and report to the named ``output`` paths of a corpus rule:
     ``documents``, ``paragraphs``, ``sections``; ``queries`` and ``qrels`` when the corpus
     brings its own questions; the report to ``funnel`` (question funnel) or ``report``
-    (the build report of a corpus whose questions come later)."""
+    (the build report of a corpus whose questions come later).
+
+    A build without documents, or whose own questions all fell out of the funnel, is refused
+    first (:func:`check_build`), before any file is written."""
     from structablate.io import write_json, write_parquet
 
+    check_build(build, corpus)
     t = corpus_tables(build, corpus)
     write_parquet(t.documents, output["documents"])
     write_parquet(t.paragraphs, output["paragraphs"])
@@ -95,3 +192,25 @@ def write_corpus(build: CorpusBuild, corpus: str, output: Mapping[str, str]) -> 
         write_parquet(t.queries, output["queries"])
         write_parquet(t.qrels, output["qrels"])
     write_json(build.report, output["funnel"] if "funnel" in output.keys() else output["report"])
+
+
+def check_generated_questions(n_questions: int, funnel: Mapping, corpus: str) -> None:
+    """Refuse (:class:`EmptyCorpusError`) a query generation that kept no question, showing
+    its funnel (``generated → survivors → finals``) and the candidates' statuses; ``funnel``
+    is the query-generation funnel report (:func:`structablate.queries.pipeline.funnel_report`).
+    The glue calls it before writing anything."""
+    statuses = funnel.get("statuses") or {}
+    advice = []
+    if not funnel.get("documents"):
+        advice.append("The corpus has no document to write questions about.")
+    elif not funnel.get("documents_with_candidates"):
+        advice.append(f"None of its {funnel['documents']} document(s) offered an evidence span "
+                      f"(see corpora.{corpus}.queries.span_min_chars / span_max_chars).")
+    if statuses:
+        advice.append("Candidate statuses: " + ", ".join(f"{k} {v}" for k, v in
+                                                         sorted(statuses.items())) + ".")
+    if statuses.get("query_leak") or statuses.get("paraphrase_leak"):
+        advice.append("The lexical-leakage filter rejected candidates (docs/queries.md); a "
+                      "model that copies its evidence cannot pass it.")
+    require_questions(n_questions, funnel.get("funnel") or [], corpus,
+                      key=f"corpora.{corpus}.queries", advice=" ".join(advice))

@@ -108,7 +108,8 @@ class OpenAIBackend(Backend):
 
     The API key is read from the environment variable named ``api_key_env`` (never from the
     config itself) and never logged or shown in ``repr``. Transient failures — connection
-    errors, timeouts, HTTP 408/409/425/429/5xx — are retried up to ``max_retries`` times with
+    errors, timeouts, broken or undecodable bodies, HTTP 408/409/425/429/5xx, and an HTTP 200
+    whose body is not JSON (a proxy's error page) — are retried up to ``max_retries`` times with
     exponential backoff (``backoff_s * 2**attempt``, capped at ``max_backoff_s``, or the
     server's ``Retry-After`` when it sends one). At most ``concurrency`` requests are in flight
     at once, across threads.
@@ -214,19 +215,30 @@ class OpenAIBackend(Backend):
             for attempt in range(self.max_retries + 1):
                 t0 = time.perf_counter()
                 retry_after = None
+                exc_types = self._requests.exceptions
                 try:
                     resp = self._session().post(
                         self.url, json=body, headers=headers, timeout=self.timeout_s
                     )
-                except (self._requests.ConnectionError, self._requests.Timeout) as exc:
+                except (exc_types.ConnectionError, exc_types.Timeout,
+                        exc_types.ChunkedEncodingError, exc_types.ContentDecodingError) as exc:
                     last_error = f"{type(exc).__name__}: {exc}"
                 else:
                     if resp.status_code == 200:
-                        return self._parse(resp.json(), time.perf_counter() - t0)
-                    last_error = f"HTTP {resp.status_code}: {resp.text[:300]}"
-                    if resp.status_code not in _RETRY_STATUS:
-                        raise BackendError(f"openai backend {self.url}: {last_error}")
-                    retry_after = resp.headers.get("Retry-After")
+                        try:
+                            data = resp.json()
+                        except ValueError as exc:
+                            # a proxy's or gateway's HTML page, a truncated body: transient
+                            last_error = (f"HTTP 200 with a body that is not JSON ({exc}; "
+                                          f"Content-Type {resp.headers.get('Content-Type')!r}"
+                                          f"): {resp.text[:200]!r}")
+                        else:
+                            return self._parse(data, time.perf_counter() - t0)
+                    else:
+                        last_error = f"HTTP {resp.status_code}: {resp.text[:300]}"
+                        if resp.status_code not in _RETRY_STATUS:
+                            raise BackendError(f"openai backend {self.url}: {last_error}")
+                        retry_after = resp.headers.get("Retry-After")
                 if attempt < self.max_retries:
                     delay = self._delay(attempt, retry_after)
                     log.warning("openai backend %s: %s; retry %d/%d in %.1fs", self.url,
@@ -237,13 +249,14 @@ class OpenAIBackend(Backend):
             f"({last_error})"
         )
 
-    @staticmethod
-    def _parse(data: dict[str, Any], seconds: float) -> Generation:
+    def _parse(self, data: Any, seconds: float) -> Generation:
         try:
             choice = data["choices"][0]
             text = choice["message"]["content"] or ""
         except (KeyError, IndexError, TypeError) as exc:
-            raise BackendError(f"openai backend: malformed response {str(data)[:300]}") from exc
+            raise BackendError(
+                f"openai backend {self.url}: malformed response (no choices[0].message.content;"
+                f" is base_url an OpenAI-compatible /v1 endpoint?): {str(data)[:300]}") from exc
         usage = data.get("usage") or {}
         return Generation(
             text=text,

@@ -93,6 +93,9 @@ class GenerationCache:
     def flush(self) -> None:
         """Make every put durable and visible to other processes (a no-op where puts are)."""
 
+    def refresh(self) -> None:
+        """See what other processes committed since this cache was opened or last looked."""
+
     def lock_path(self, stage: str) -> Path:
         """Where the :class:`~structablate.store.StageLock` of ``stage`` on this cache lives."""
         return self.path.with_name(f"{self.path.name}.{stage_lock_name(stage)}")
@@ -135,6 +138,10 @@ class JsonlCache(GenerationCache):
             except (ValueError, KeyError, TypeError):
                 self.skipped_lines += 1
         self._offset += consumed
+
+    def refresh(self) -> None:
+        with self._lock:
+            self._refresh()
 
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
@@ -216,6 +223,9 @@ class StoreCache(GenerationCache):
 
     def flush(self) -> None:
         self.store.flush()
+
+    def refresh(self) -> None:
+        self.store.refresh()
 
     def lock_path(self, stage: str) -> Path:
         return self.store.locks_dir / stage_lock_name(stage)

@@ -156,16 +156,21 @@ class LLMClient:
     def backend_loaded(self) -> bool:
         return self._backend is not None
 
-    def _ensure_stage_lock(self) -> None:
-        """Take the stage lock before the first generation (see the module docstring)."""
+    def _ensure_stage_lock(self) -> bool:
+        """Take the stage lock before the first generation (see the module docstring); True
+        when this call took it: another generator of the stage may have committed records
+        while this one waited for the lock, so the caller looks its misses up again."""
         if self.stage is None or self.cache is None:
-            return
+            return False
         with self._backend_lock:
             if self.stage_lock is None:
                 lock = StageLock(self.cache.lock_path(self.stage), settings=self.lock_settings,
                                  label=f"LLM stage {self.stage!r} on {self.cache.path}")
                 lock.acquire()
                 self.stage_lock = lock
+                self.cache.refresh()
+                return True
+        return False
 
     def close(self) -> None:
         """Close the backend, commit and close the cache, release the stage lock."""
@@ -218,7 +223,10 @@ class LLMClient:
         text = self._lookup(key, record)
         if text is not None:
             return text
-        self._ensure_stage_lock()
+        if self._ensure_stage_lock():
+            text = self._lookup(key, record)  # what the lock's previous holder committed
+            if text is not None:
+                return text
         gen = self.backend.generate(request)
         self._record(key, record, gen)
         return gen.text
@@ -255,8 +263,15 @@ class LLMClient:
                 todo[k] = i
             else:
                 texts[k] = t
+        if todo and self._ensure_stage_lock():
+            # a generator of the same stage (e.g. the orphan of a killed Snakemake) may have
+            # committed some of them while this one waited for its lock: never generate twice
+            for k, i in list(todo.items()):
+                t = self._lookup(k, records[i])
+                if t is not None:
+                    texts[k] = t
+                    del todo[k]
         if todo:
-            self._ensure_stage_lock()
             backend = self.backend
             idx = list(todo.values())
             if getattr(backend, "batched", False):

@@ -27,6 +27,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import polars as pl
 
+from structablate.errors import StructablateError
+
 # importing a measure module registers its measure (covNDCG, nDCG, R, RR, TokCov)
 from ._spans import RankedChunk, Span
 from .cov_ndcg import cov_ndcg
@@ -43,6 +45,7 @@ __all__ = [
     "DEFAULT_MEASURES",
     "MEASURES",
     "Layout",
+    "NoQueriesError",
     "Measure",
     "MeasureDef",
     "RankedChunk",
@@ -78,8 +81,17 @@ DEFAULT_MEASURES = (
 """The study's measures (paper, Appendix J: ndcg_k 10, recall_k 50, budgets 512/1024/2048)."""
 
 
-def _specs(measures: Sequence[str]) -> list[Measure]:
+class NoQueriesError(StructablateError, ValueError):
+    """:func:`score_run` was given no question: there is nothing to score (a corpus whose
+    question funnel kept none is refused when it is built; this guards direct calls)."""
+
+
+def _specs(measures: Sequence[str], n_queries: int) -> list[Measure]:
     specs = [parse_measure(m) for m in measures]
+    if not n_queries:
+        raise NoQueriesError(
+            "score_run: the queries table is empty, so there is no question to score (the "
+            "corpus's question funnel kept none: see its funnel.json)")
     if len(set(measures)) != len(measures):
         raise ValueError(f"score_run: repeated measure names in {list(measures)}")
     return specs
@@ -125,7 +137,7 @@ def score_layout(
     run: pl.DataFrame, layout: Layout, measures: Sequence[str], *, exact: bool = False
 ) -> pl.DataFrame:
     """Score one run against a prepared :class:`Layout` (see :func:`score_run`)."""
-    specs = _specs(measures)
+    specs = _specs(measures, layout.nq)
     br = bind_run(run, layout)
     cols: dict[str, np.ndarray] = {}
     for m in specs:
@@ -161,12 +173,13 @@ def score_run(
     ``chunks``: the condition's chunk table; ``qrels``: qid, doc_id, start, end;
     ``queries``: qid, doc_id, qtype. Returns one row per query of ``queries`` sorted by qid with
     columns qid, doc_id, qtype and one Float64 column per measure, named as given. A query with
-    no run rows scores 0 everywhere; a query without qrels raises ``ValueError``.
+    no run rows scores 0 everywhere; a query without qrels raises ``ValueError``; an empty
+    ``queries`` raises :class:`NoQueriesError`.
 
     Documents whose chunks overlap are scored with the exact interval reference; others with
     the vectorized fast path. ``exact=True`` uses the reference for every query (slow, audits).
     """
-    _specs(measures)
+    _specs(measures, queries.height)
     return score_layout(run, prepare_layout(chunks, qrels, queries), measures, exact=exact)
 
 
@@ -188,7 +201,7 @@ def score_runs(
     condition and cell that reads it to that frame: A3 and A4, G3 and G4, every embedder and
     reranker); queries and qrels are validated once for all.
     """
-    _specs(measures)
+    _specs(measures, queries.height)
     missing = [k for k in runs if k not in chunks_by_condition]
     if missing:
         raise ValueError(f"score_runs: no chunk table for {missing}")

@@ -374,6 +374,61 @@ class Plan:
                         if stage == "induction" else ")"))
         if s.chunking.t_min > s.chunking.t_max:
             fail("chunking.t_min", "must not exceed chunking.t_max")
+        self._check_contrasts(fail)
+        if check_files:
+            results = Path(s.results)
+            if results.exists() and not results.is_dir():
+                fail("results", f"{s.results} is a file; results must name a folder (it is "
+                                "created when missing)")
+            self._check_models()
+
+    def _check_contrasts(self, fail: Callable[[str, str], None]) -> None:
+        """A contrast of a condition with itself is refused in both families. A
+        pre-registered contrast (``statistics.contrasts``) that differs from the paper's
+        default must run: every condition it names is in ``conditions``, since dropping it would
+        silently shrink the Holm family that was registered. The paper's own C1–C4 and the
+        exploratory ``extra_contrasts`` may name conditions a smaller grid leaves out: they
+        are reported as not run."""
+        from structablate.settings import StatisticsSettings
+
+        s = self.settings
+        paper = StatisticsSettings().contrasts
+        run = set(self.conditions)
+        for family in ("contrasts", "extra_contrasts"):
+            for name, (a, b) in getattr(s.statistics, family).items():
+                key = f"statistics.{family}.{name}"
+                if a == b:
+                    fail(key, f"[{a}, {b}] compares {a} with itself (its delta is 0 by "
+                              "construction)")
+                missing = [c for c in (a, b) if c not in run]
+                if family == "contrasts" and missing and tuple(paper.get(name, ())) != (a, b):
+                    fail(key, f"[{a}, {b}] names {' and '.join(missing)}, not among conditions "
+                              f"({', '.join(self.conditions)}); a pre-registered contrast you "
+                              "define must run (dropping it would shrink the registered Holm "
+                              f"family): add {' and '.join(missing)} to conditions, or move "
+                              f"{name} to statistics.extra_contrasts")
+
+    def _check_models(self) -> None:
+        """Every embedder, reranker and tokenizer model can be found before any job runs
+        (:func:`structablate.models.check_model`: local folder, ``pkg:`` module, or a hub id
+        in the local cache when jobs run offline)."""
+        from structablate.models import check_model
+
+        s = self.settings
+        models = [(f"embedders.{n}.model", e.model, "sentence-transformers")
+                  for n, e in s.embedders.items()]
+        models += [(f"rerankers.{n}.model", r.model, "cross-encoder")
+                   for n, r in s.rerankers.items() if n != "none" and r.model]
+        if s.chunking.tokenizer:
+            models.append(("chunking.tokenizer", s.chunking.tokenizer, None))
+        if s.induction.inducer == "texttiling" and self.needs_induced_structure:
+            models.append(("induction.texttiling.model", s.induction.texttiling.model,
+                           "sentence-transformers"))
+        for key, model, org in models:
+            try:
+                check_model(model, key, default_org=org)
+            except ConfigError as exc:
+                raise ConfigError(f"{self.source}: {exc}") from None
 
 
 # ---------------------------------------------------------------------- helpers

@@ -36,7 +36,9 @@ from .blocks import (
 from .guard import GuardSettings, comparison_flags
 from .provenance import answer_provenance, cell_flags, llm_status, provenance_blocks
 from .render import FigureBlock, Note, PageSection
-from .verdict import verdict_blocks
+from .verdict import PAPER_NAMES, verdict_blocks
+
+PAPER_NAMES_BY_NAME = {name: pair for pair, name in PAPER_NAMES.items()}
 
 TITLE = "structablate report"
 
@@ -107,9 +109,13 @@ def build_page(
     size_match_structure: str = "induced",
     inducer: str = "llm",
     guard: GuardSettings | None = None,
+    contrasts: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
 ) -> tuple[list, list[PageSection]]:
     """(intro blocks, sections) of the summary page. ``guard``: the structure-quality guard's
-    thresholds (default :class:`GuardSettings`)."""
+    thresholds (default :class:`GuardSettings`); ``contrasts``: the configured contrast
+    families (``{"statistics.contrasts": {name: [a, b]}, "statistics.extra_contrasts": …}``),
+    so a question or contrast that did not run says why (without it the paper's C1–C4 are
+    assumed)."""
     metric = primary_metric(primary, measures)
     observed = {c.cell: c.observed_trained for c in cells}
     intro = [Note("Per-query results of the structure ablation, the pre-registered contrasts "
@@ -125,7 +131,7 @@ def build_page(
             sections.append(PageSection(
                 f"Verdict: {corpus.name}",
                 _verdict_section(corpus, chosen, metric, guard, embedders, rerankers, llm,
-                                 conditions, inducer),
+                                 conditions, inducer, contrasts),
                 key=f"verdict-{corpus.name}"))
     sections += [PageSection("Run provenance: models and flags", provenance_blocks(
         embedders, rerankers, [c.cell for c in cells], observed, llm, conditions,
@@ -140,11 +146,12 @@ def build_page(
                                  title=f"Contrasts, {metric}, every cell"))
         pre = df.filter(pl.col("family") == "pre-registered") if "family" in df.columns else df
         if not pre.height:
-            t1.append(Note("the pre-registered contrasts C1–C4 need conditions A1, A3, P and A4 "
-                           "(induced structure, LLM contexts); only exploratory contrasts ran.",
-                           "not-run"))
+            missing = _missing_contrasts(contrasts, conditions)
+            t1.append(Note(f"no pre-registered contrast ran: {missing}; only exploratory "
+                           "contrasts ran.", "not-run"))
     else:
-        t1.append(Note("no contrast has both of its conditions in the grid.", "not-run"))
+        t1.append(Note("no contrast has both of its conditions in the grid: "
+                       f"{_missing_contrasts(contrasts, conditions)}.", "not-run"))
     sections.append(PageSection("Table 1: contrasts", t1, key="table-1-contrasts"))
 
     sections.append(PageSection("Table 2: per-condition means", [cross_cell_means_block(
@@ -222,6 +229,22 @@ def build_page(
     return intro, sections
 
 
+def _missing_contrasts(configured: Mapping[str, Mapping[str, Sequence[str]]] | None,
+                       conditions: Sequence[str]) -> str:
+    """Each configured contrast that names a condition the run lacks, with those conditions
+    (the paper's C1–C4 when ``configured`` is None)."""
+    families = configured if configured is not None else {
+        "statistics.contrasts": {k: list(v) for k, v in PAPER_NAMES_BY_NAME.items()}}
+    parts = []
+    for family, contrasts in families.items():
+        for name, (a, b) in (contrasts or {}).items():
+            missing = [c for c in (a, b) if c not in conditions]
+            if missing:
+                parts.append(f"{family.rsplit('.', 1)[-1]} {name} ({a} − {b}) lacks "
+                             + " and ".join(missing))
+    return "; ".join(parts) or "every configured contrast's conditions ran"
+
+
 def _flagger(corpus: CorpusData | None, cell: CellData, guard: GuardSettings | None):
     def flags_of(pair, row=None):
         return comparison_flags(
@@ -233,7 +256,7 @@ def _flagger(corpus: CorpusData | None, cell: CellData, guard: GuardSettings | N
 
 def _verdict_section(corpus: CorpusData, chosen: CellData, metric: str,
                      guard: GuardSettings | None, embedders, rerankers, llm, conditions,
-                     inducer) -> list:
+                     inducer, configured=None) -> list:
     """The verdict of one corpus: flags, answers, the guard table, BM25, what was left out."""
     blocks: list = []
     if synthetic_queries(corpus):
@@ -250,7 +273,8 @@ def _verdict_section(corpus: CorpusData, chosen: CellData, metric: str,
         metric, a1_prefix_tokens=corpus.a1_prefix_tokens, a1_llm_calls=corpus.a1_llm_calls,
         quality=corpus.structure_quality, checks=corpus.comparison_checks,
         ranking=chosen.ranking_identity, guard=guard,
-        provenance=answer_provenance(chosen.cell, embedders, rerankers, llm, inducer))
+        provenance=answer_provenance(chosen.cell, embedders, rerankers, llm, inducer),
+        conditions=conditions, configured=configured)
     if corpus.structure_quality is not None and corpus.structure_quality.height:
         blocks.append(structure_quality_block(
             corpus.structure_quality, key=f"structure-quality-{corpus.name}",

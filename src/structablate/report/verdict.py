@@ -5,7 +5,9 @@ Each answer names the contrast behind it with its delta, 95% clustered-bootstrap
 the smallest effect the design resolves, and the models that produced it. The answer is the
 first that applies, in this order:
 
-1. **not run** — a condition of the contrast is not in the grid;
+1. **not run** — no contrast row compares the pair: a condition of the pair is not in the grid,
+   or both ran but no configured contrast compares them (e.g. ``C1`` redefined onto another
+   pair); the note says which, from ``conditions`` and ``configured`` when given;
 2. **not testable here** — the structure-quality guard (:mod:`.guard`) found that the inputs
    cannot support the comparison (e.g. routing keeps the whole corpus); the reasons follow;
 3. **yes** / **no, it hurts** — Holm p < 0.05 and the 95% CI excludes zero, by the sign of Δ
@@ -177,8 +179,47 @@ def made_with(pair: tuple[str, str], provenance: Mapping[str, str] | None) -> st
     return "Made with: " + "; ".join(parts) + "." if parts else ""
 
 
-def _choose(q: Question, contrasts, metric, flag_of) -> tuple[tuple[str, str], dict | None,
-                                                                list[str], str]:
+PAPER_NAMES = {("A3", "A1"): "C1", ("A3", "P"): "C2", ("G3", "A3"): "C3", ("A4", "A3"): "C4"}
+"""The paper's names of its pre-registered contrasts (``statistics.contrasts`` defaults)."""
+
+
+def not_run_reason(pair: tuple[str, str], metric: str, *,
+                   conditions: Sequence[str] | None = None,
+                   configured: Mapping[str, Mapping[str, Sequence[str]]] | None = None) -> str:
+    """Why a cell's contrasts table has no row for ``pair`` (``a − b``) and ``metric``.
+
+    ``conditions``: the conditions the run has; ``configured``: ``{"statistics.contrasts":
+    {name: [a, b]}, "statistics.extra_contrasts": {…}}`` as configured. Without them the
+    reason says only what the table shows."""
+    a, b = pair
+    if conditions is not None:
+        missing = [c for c in pair if c not in conditions]
+        if missing:
+            return (f"{' and '.join(missing)} {'was' if len(missing) == 1 else 'were'} not "
+                    "run (not in conditions)")
+    if configured is None:
+        if conditions is None:
+            return f"no contrast row compares {a} with {b} for {metric}"
+        return f"{a} and {b} both ran, but no configured contrast compares them"
+    for family, contrasts in configured.items():
+        for name, (x, y) in (contrasts or {}).items():
+            if (x, y) == pair:
+                return (f"{family}.{name} compares them, but this cell's contrasts have no "
+                        f"{metric} row for it")
+    both = f"{a} and {b} both ran, but " if conditions is not None else ""
+    name = PAPER_NAMES.get(pair)
+    redefined = (configured.get("statistics.contrasts") or {}).get(name) if name else None
+    if redefined is not None:
+        x, y = redefined
+        return (f"{both}no configured contrast compares {a} with {b}: "
+                f"statistics.contrasts.{name} is [{x}, {y}] in this run (the paper's {name} is "
+                f"[{a}, {b}])")
+    return (f"{both}no configured contrast compares {a} with {b} (add [{a}, {b}] to "
+            "statistics.extra_contrasts)")
+
+
+def _choose(q: Question, contrasts, metric, flag_of, reason_of
+            ) -> tuple[tuple[str, str], dict | None, list[str], str]:
     """(pair, row, flags, why-not-the-paper's) for a question."""
     ran = [(p, _row(contrasts, *p, metric)) for p in q.pairs]
     ran = [(p, r) for p, r in ran if r is not None]
@@ -191,7 +232,8 @@ def _choose(q: Question, contrasts, metric, flag_of) -> tuple[tuple[str, str], d
             if p == first:
                 return p, r, [], ""
             paper = next((x for x in ran if x[0] == first), None)
-            why = (f"{first[0]} − {first[1]} did not run" if paper is None else
+            why = (f"{first[0]} − {first[1]} did not run ({reason_of(first)})"
+                   if paper is None else
                    f"{first[0]} − {first[1]} is not testable here: " + "; ".join(flag_of(first)))
             return p, r, [], why
     p, r = ran[0]
@@ -213,6 +255,8 @@ def verdict_blocks(
     ranking: pl.DataFrame | None = None,
     guard: GuardSettings | None = None,
     provenance: Mapping[str, str] | None = None,
+    conditions: Sequence[str] | None = None,
+    configured: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
 ) -> list:
     """The verdict of one corpus as report blocks: sample-size warnings, the answers table,
     then one note per question.
@@ -221,11 +265,16 @@ def verdict_blocks(
     (:func:`structablate.structure.quality.corpus_structure_report`); ``ranking``: the cell's
     ranking identity (:func:`structablate.stats.ranking_identity`); ``guard``: thresholds;
     ``provenance``: what produced each input (:func:`made_with`). Without the guard inputs no
-    comparison is flagged.
+    comparison is flagged. ``conditions`` (the run's) and ``configured`` (the configured
+    contrast families, see :func:`not_run_reason`) let a question that cannot be answered say
+    why: a condition did not run, or no configured contrast compares the pair.
     """
     def flag_of(pair):
         return comparison_flags(*pair, quality=quality, checks=checks, ranking=ranking,
                                 settings=guard, row=_row(contrasts, *pair, metric))
+
+    def reason_of(pair):
+        return not_run_reason(pair, metric, conditions=conditions, configured=configured)
 
     blocks: list = []
     sized = contrasts.filter(pl.col("metric") == metric) if contrasts.height else contrasts
@@ -245,7 +294,7 @@ def verdict_blocks(
                 "answer to most questions here.", "warning"))
     rows, notes = [], []
     for q in QUESTIONS:
-        pair, row, flags, why = _choose(q, contrasts, metric, flag_of)
+        pair, row, flags, why = _choose(q, contrasts, metric, flag_of, reason_of)
         verdict = answer(row, flags)
         disagree = mixedlm_disagreement(row) if row is not None else None
         label = f"{pair[0]} − {pair[1]}"
@@ -261,9 +310,11 @@ def verdict_blocks(
                      "—" if row is None or not _finite(row.get("mde80"))
                      else f"±{row['mde80']:.4f}"])
         if row is None:
-            notes.append(Note(f"{q.text} Not run: the grid lacks "
+            reasons = "; ".join(f"{a} − {b}: {reason_of((a, b))}" for a, b in q.pairs)
+            notes.append(Note(f"{q.text} Not run: no contrast compares "
                               + " or ".join(f"{a} − {b}" for a, b in q.pairs)
-                              + f", needed to compare {q.meaning}.", "not-run"))
+                              + f" in this cell ({reasons}); it is needed to compare "
+                              f"{q.meaning}.", "not-run"))
             continue
         meaning = f"{q.meaning[0].upper()}{q.meaning[1:]}"
         if verdict == "not testable here":

@@ -53,6 +53,9 @@ QType = Literal["factoid", "underspecified", "multihop", "structural"]
 QTYPES: tuple[str, ...] = ("factoid", "underspecified", "multihop", "structural")
 
 frozen = dataclass(frozen=True, kw_only=True)
+SEED_MAX = 2**32 - 1
+"""Every seed is an integer in ``[0, 2^32 - 1]``: numpy refuses negative seeds and llama.cpp
+takes 32 bits."""
 T = TypeVar("T")
 
 # ============================================================================ LLM
@@ -130,7 +133,8 @@ class LLMSettings:
         "cached", doc="cached: generate what the cache lacks; replay: cache only")
     cache: str | None = setting(None, doc="the generation cache: a recorded .jsonl file or a "
                                           "store folder (null: {results}/cache/llm)")
-    seed: int = setting(20260710, doc="sampling seed")
+    seed: int = setting(20260710, minimum=0, maximum=SEED_MAX - 1,
+                        doc="sampling seed (llama.cpp reads 2^32 - 1 as 'random')")
     temperature: float = setting(0.0, minimum=0, doc="sampling temperature (0: greedy)")
     top_p: float = setting(1.0, minimum=0, maximum=1, doc="nucleus sampling mass")
     max_tokens: int | None = setting(None, minimum=1,
@@ -172,7 +176,8 @@ class QasperCorpus:
 class QueryGenSettings:
     """Synthetic question generation (paper Appendix F; docs/queries.md)."""
 
-    seed: int = setting(20260710, doc="seed of span sampling and balancing")
+    seed: int = setting(20260710, minimum=0, maximum=SEED_MAX,
+                        doc="seed of span sampling and balancing")
     types: tuple[QType, ...] = setting(QTYPES, minItems=1, uniqueItems=True,
                                        doc="question types generated")
     per_doc: int | dict[str, int] = setting(
@@ -273,7 +278,7 @@ DEFAULT_TOPIC_KEYWORDS: dict[str, tuple[str, ...]] = {
 class WikipediaSelection:
     """The paper's seeded, topic-capped walk over the Featured Articles (Tables 6 and 11)."""
 
-    seed: int = setting(20260710, doc="seed of the title shuffle")
+    seed: int = setting(20260710, minimum=0, maximum=SEED_MAX, doc="seed of the title shuffle")
     n_docs: int = setting(200, minimum=0, doc="stop after this many accepted documents")
     min_words: int = setting(3000, minimum=0, doc="least whitespace words of the flat text")
     min_depth: int = setting(3, minimum=0, doc="least heading depth, counted as depth_measure "
@@ -438,7 +443,8 @@ class HnswSettings:
     M: int = setting(32, minimum=2, doc="graph degree")
     ef_construction: int = setting(200, minimum=8, doc="build-time candidate list")
     ef_search: int = setting(200, minimum=1, doc="first query beam tried")
-    seed: int = setting(20260710, doc="index build and recall-sample seed")
+    seed: int = setting(20260710, minimum=0, maximum=SEED_MAX,
+                      doc="index build and recall-sample seed")
     target_recall: float = setting(0.99, exclusiveMinimum=0, maximum=1,
                                    doc="recall@k against exact search the beam must reach")
     recall_sample: int = setting(500, minimum=1, doc="queries the recall is measured on")
@@ -551,7 +557,8 @@ class Settings:
         minProperties=1, propertyNames={"pattern": "^[A-Za-z0-9_]+$"},
         doc="embedder name -> embedder")
     results: str = setting("results", doc="folder every target (and log) is written under")
-    seed: int = setting(20260710, doc="global seed (placebo permutation, bootstrap)")
+    seed: int = setting(20260710, minimum=0, maximum=SEED_MAX,
+                        doc="global seed (placebo permutation, bootstrap)")
     conditions: tuple[Condition, ...] = setting(("A0", "G2", "G3"), minItems=1,
                                                 uniqueItems=True, doc="conditions run")
     size_match_structure: Literal["gold", "induced"] = setting(
