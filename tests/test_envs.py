@@ -130,3 +130,11 @@ def test_a_job_imports_the_package_of_the_workflow_it_runs(tmp_path):
         capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert probe.returncode == 0, probe.stderr
     assert probe.stdout.strip() == str(wf / "src" / "structablate" / "__init__.py")
+
+
+def test_slurm_extra_is_the_tested_plugin():
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    plugin = pins(extras["slurm"])
+    assert set(plugin) == {"snakemake-executor-plugin-slurm"}
+    dev = {k: v for k, v in pins(r for r in extras["dev"]).items() if k in plugin}
+    assert dev == plugin  # tests/test_profiles.py renders sbatch with the dev extra's plugin
