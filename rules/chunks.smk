@@ -34,6 +34,7 @@ rule chunk:
         chunkset=_alternatives(PLAN.chunked),
     resources:
         mem_mb=lambda w, attempt: 8000 * attempt,
+        runtime=lambda w, attempt: 60 * attempt,
     conda:
         "../envs/cpu.yaml"
     log:
@@ -52,9 +53,16 @@ rule contextualize:
         stats=P.chunk_stats(W["corpus"], "A1"),
     params:
         settings=trigger("contextualize"),
-    threads: 2
+    # vLLM writes the contexts on one GPU; replaying recorded generations (or an OpenAI-style
+    # server, or llama.cpp on CPUs) needs none. Sizes: docs/cluster.md.
+    threads: 8 if PLAN.stage_llm("contexts").backend == "vllm" and PLAN.stage_llm("contexts").mode != "replay" else 2
     resources:
-        gpu=int(PLAN.stage_llm("contexts").mode != "replay"),
+        **({"gpu": 1, "mem_mb": lambda w, attempt: 128000 * attempt,
+            "runtime": lambda w, attempt: 720 * attempt}
+           if PLAN.stage_llm("contexts").backend == "vllm"
+           and PLAN.stage_llm("contexts").mode != "replay"
+           else {"gpu": 0, "mem_mb": lambda w, attempt: 8000 * attempt,
+                 "runtime": lambda w, attempt: 60 * attempt}),
     conda:
         "../envs/gpu.yaml"
     log:
@@ -76,10 +84,20 @@ rule induce_structure:
                       subcategory="{corpus}", caption="../resources/report/induction.rst"),
     params:
         settings=trigger("induce_structure"),
-    threads: 2
+    # the LLM inducer on one GPU while vLLM generates; TextTiling embeds paragraphs on CPUs;
+    # replaying recorded generations needs two threads. Sizes: docs/cluster.md.
+    threads: 8 if PLAN.settings.induction.inducer == "texttiling" or (PLAN.stage_llm("induction").backend == "vllm" and PLAN.stage_llm("induction").mode != "replay") else 2
     resources:
-        gpu=int(PLAN.settings.induction.inducer == "llm"
-                and PLAN.stage_llm("induction").mode != "replay"),
+        **({"gpu": 1, "mem_mb": lambda w, attempt: 128000 * attempt,
+            "runtime": lambda w, attempt: 240 * attempt}
+           if PLAN.settings.induction.inducer == "llm"
+           and PLAN.stage_llm("induction").backend == "vllm"
+           and PLAN.stage_llm("induction").mode != "replay"
+           else {"gpu": 0, "mem_mb": lambda w, attempt: 16000 * attempt,
+                 "runtime": lambda w, attempt: 240 * attempt}
+           if PLAN.settings.induction.inducer == "texttiling"
+           else {"gpu": 0, "mem_mb": lambda w, attempt: 8000 * attempt,
+                 "runtime": lambda w, attempt: 60 * attempt}),
     conda:
         "../envs/gpu.yaml"
     log:

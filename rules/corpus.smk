@@ -13,6 +13,7 @@ rule build_qasper:
         corpus=_alternatives(corpora_where(lambda c: PLAN.corpus_kind(c) == "qasper")),
     resources:
         mem_mb=lambda w, attempt: 8000 * attempt,
+        runtime=lambda w, attempt: 30 * attempt,
     conda:
         "../envs/cpu.yaml"
     log:
@@ -34,8 +35,14 @@ rule build_wikipedia:
         cache_dir=P.wikipedia_pages(W["corpus"]),
     wildcard_constraints:
         corpus=_alternatives(corpora_where(lambda c: PLAN.corpus_kind(c) == "wikipedia")),
+    localrule: "api" in [getattr(PLAN.settings.corpora[c], "source", None) and PLAN.settings.corpora[c].source.mode for c in PLAN.corpora]
     resources:
+        # From the MediaWiki API the build is network-bound (about one request per second)
+        # and light (measured: 17 ms CPU per page, 90 MB), and compute nodes are usually
+        # offline: it runs on the submit host (localrule). An XML export (possibly a full
+        # dump) is parsed on a node.
         mem_mb=lambda w, attempt: 8000 * attempt,
+        runtime=lambda w, attempt: 120 * attempt,
     conda:
         "../envs/cpu.yaml"
     log:
@@ -56,6 +63,9 @@ rule build_user:
     wildcard_constraints:
         corpus=_alternatives(corpora_where(lambda c: PLAN.corpus_kind(c) == "user"
                                            and not PLAN.generates_queries(c))),
+    resources:
+        mem_mb=lambda w, attempt: 8000 * attempt,
+        runtime=lambda w, attempt: 60 * attempt,
     conda:
         "../envs/cpu.yaml"
     log:
@@ -75,6 +85,9 @@ rule build_user_documents:
     wildcard_constraints:
         corpus=_alternatives(corpora_where(lambda c: PLAN.corpus_kind(c) == "user"
                                            and PLAN.generates_queries(c))),
+    resources:
+        mem_mb=lambda w, attempt: 8000 * attempt,
+        runtime=lambda w, attempt: 60 * attempt,
     conda:
         "../envs/cpu.yaml"
     log:
@@ -96,9 +109,18 @@ rule generate_queries:
     wildcard_constraints:
         # Wikipedia corpora, and user corpora that bring no questions of their own
         corpus=_alternatives(corpora_where(PLAN.generates_queries)),
-    threads: 2
+    # vLLM writes the questions on one GPU; replaying recorded generations (or an OpenAI-style
+    # server, or llama.cpp on CPUs) needs none. Per corpus: each may lay its own llm block.
+    threads: lambda w: 8 if PLAN.stage_llm("queries", w.corpus).backend == "vllm" and PLAN.stage_llm("queries", w.corpus).mode != "replay" else 2
     resources:
-        gpu=lambda w: int(PLAN.stage_llm("queries", w.corpus).mode != "replay"),
+        gpu=lambda w: int(PLAN.stage_llm("queries", w.corpus).backend == "vllm"
+                          and PLAN.stage_llm("queries", w.corpus).mode != "replay"),
+        mem_mb=lambda w, attempt: attempt * (
+            128000 if PLAN.stage_llm("queries", w.corpus).backend == "vllm"
+            and PLAN.stage_llm("queries", w.corpus).mode != "replay" else 8000),
+        runtime=lambda w, attempt: attempt * (
+            240 if PLAN.stage_llm("queries", w.corpus).backend == "vllm"
+            and PLAN.stage_llm("queries", w.corpus).mode != "replay" else 60),
     conda:
         "../envs/gpu.yaml"
     log:
@@ -117,6 +139,9 @@ rule bm25_check:
         per_query=P.bm25_per_query(W["corpus"]),
     params:
         settings=trigger("bm25_check"),
+    resources:
+        mem_mb=lambda w, attempt: 8000 * attempt,
+        runtime=lambda w, attempt: 120 * attempt,
     conda:
         "../envs/cpu.yaml"
     log:

@@ -12,9 +12,13 @@ rule embed_chunks:
     params:
         settings=trigger("embed_chunks", "embed"),
         cache=P.cache("embeddings"),
-    threads: 2
+    threads: 8
     resources:
+        # one GPU for an embedder on a cuda device (a CPU embedder runs longer)
         gpu=lambda w: int(PLAN.settings.embedders[w.embedder].device.startswith("cuda")),
+        mem_mb=lambda w, attempt: 32000 * attempt,
+        runtime=lambda w, attempt: attempt * (
+            30 if PLAN.settings.embedders[w.embedder].device.startswith("cuda") else 480),
     conda:
         "../envs/gpu.yaml"
     log:
@@ -32,9 +36,13 @@ rule embed_queries:
     params:
         settings=trigger("embed_queries", "embed"),
         cache=P.cache("embeddings"),
-    threads: 2
+    threads: 8
     resources:
+        # one GPU for an embedder on a cuda device (a CPU embedder runs longer)
         gpu=lambda w: int(PLAN.settings.embedders[w.embedder].device.startswith("cuda")),
+        mem_mb=lambda w, attempt: 16000 * attempt,
+        runtime=lambda w, attempt: attempt * (
+            15 if PLAN.settings.embedders[w.embedder].device.startswith("cuda") else 480),
     conda:
         "../envs/gpu.yaml"
     log:

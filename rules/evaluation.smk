@@ -11,6 +11,9 @@ rule score:
         scores=[P.scores(*CELL, cond) for cond in PLAN.conditions],
     params:
         settings=trigger("score"),
+    resources:
+        mem_mb=lambda w, attempt: 8000 * attempt,
+        runtime=lambda w, attempt: 60 * attempt,
     conda:
         "../envs/cpu.yaml"
     log:
@@ -86,6 +89,9 @@ rule trec_export:
         qrels=P.trec_qrels(*CELL, W["condition"]),
     params:
         settings=trigger("trec_export"),
+    resources:
+        mem_mb=lambda w, attempt: 8000 * attempt,
+        runtime=lambda w, attempt: 30 * attempt,
     conda:
         "../envs/cpu.yaml"
     log:

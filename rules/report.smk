@@ -15,6 +15,9 @@ rule structure_quality:
         checks=P.report_corpus(W["corpus"], "comparison_checks.parquet"),
     params:
         settings=trigger("structure_quality"),
+    resources:
+        mem_mb=lambda w, attempt: 8000 * attempt,
+        runtime=lambda w, attempt: 60 * attempt,
     conda:
         "../envs/cpu.yaml"
     log:
@@ -46,6 +49,9 @@ rule report_cell:
                                        "report_section_recall"),
     params:
         settings=trigger("report_cell"),
+    resources:
+        mem_mb=lambda w, attempt: 16000 * attempt,
+        runtime=lambda w, attempt: 120 * attempt,
     conda:
         "../envs/cpu.yaml"
     log:
@@ -72,6 +78,9 @@ rule report_corpus:
                            "corpus"),
     params:
         settings=trigger("report_corpus"),
+    resources:
+        mem_mb=lambda w, attempt: 8000 * attempt,
+        runtime=lambda w, attempt: 60 * attempt,
     conda:
         "../envs/cpu.yaml"
     log:

@@ -17,6 +17,7 @@ rule retrieve:
         settings=trigger("retrieve"),
     resources:
         mem_mb=lambda w, attempt: 8000 * attempt,
+        runtime=lambda w, attempt: 60 * attempt,
     conda:
         "../envs/cpu.yaml"
     log:
@@ -37,9 +38,11 @@ rule rerank:
         settings=trigger("rerank"),
     wildcard_constraints:
         reranker=_alternatives([r for r in PLAN.rerankers if r != "none"]),
-    threads: 2
+    threads: 8
     resources:
         gpu=1,
+        mem_mb=lambda w, attempt: 32000 * attempt,
+        runtime=lambda w, attempt: 60 * attempt,
     conda:
         "../envs/gpu.yaml"
     log:

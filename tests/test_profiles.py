@@ -1,18 +1,30 @@
-"""The SLURM profile: the paper plan dry-runs through the executor plugin without a cluster,
-every GPU rule asks for an H200, and the plugin renders the sbatch flags we mean."""
+"""The SLURM profile, exercised offline on the paper's full grid: the real `snakemake` command
+line (profiles, executor plugin, groups) plans every job and group job up to submission
+(tests/slurm_plan.py), and the plugin's own code renders each one's sbatch request, so the
+test sees what a cluster would be asked for: one H200 for each GPU job, none for a CPU job,
+memory and runtime that double on a retry, and only light or network-bound rules on the
+submit host."""
 
+import json
+import logging
 import re
-import shutil
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import yaml
 from conftest import REPO
-from test_paper_config import EXPECTED_JOBS, PAPER, job_counts, snakemake
+from test_paper_config import PAPER, PAPER_JOBS, job_counts, offline_env, snakemake
 
 PROFILE = REPO / "profiles" / "slurm" / "config.yaml"
-GPU_KEYS = {"gpu", "gpu_model", "cpus_per_gpu", "mem_mb", "runtime", "slurm_partition"}
+PARTITIONS = REPO / "profiles" / "slurm" / "partitions.yaml"
+DEFAULT_PROFILE = REPO / "profiles" / "default" / "config.yaml"
+GPU_RULES = {"embed_chunks", "embed_queries", "rerank", "induce_structure", "contextualize",
+             "generate_queries"}
+# light (measured, docs/cluster.md) or network-bound (Wikipedia from the API), and `all`
+LOCAL_RULES = {"build_wikipedia", "summarize_cell", "summary_markdown", "report_page", "all"}
 
 
 @pytest.fixture(scope="module")
@@ -20,46 +32,28 @@ def profile():
     return yaml.safe_load(PROFILE.read_text())
 
 
-def gpu_rules() -> set[str]:
-    """Rules that declare `resources: gpu=...` in rules/*.smk."""
-    out = set()
-    for smk in (REPO / "rules").glob("*.smk"):
-        for block in re.split(r"^rule ", smk.read_text(), flags=re.M)[1:]:
-            name = block.split(":", 1)[0].strip()
-            if re.search(r"^\s+gpu\s*=", block, re.M):
-                out.add(name)
-    return out
+def slurm_plan(tmp_path: Path, *args: str) -> dict:
+    """Every submission unit of ``snakemake --profile profiles/slurm ARGS`` (see
+    tests/slurm_plan.py); a plain run, not a dry run, so jobs are planned as for SLURM."""
+    out = tmp_path / "plan.json"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "tests" / "slurm_plan.py"), str(out),
+         "--profile", "profiles/slurm", *args],
+        cwd=REPO, capture_output=True, text=True, timeout=900, env=offline_env())
+    assert proc.returncode == 0 and out.exists(), (proc.stdout + proc.stderr)[-4000:]
+    plan = json.loads(out.read_text())
+    assert plan["local_exec"] is False  # planned for the slurm executor
+    return plan
 
 
-@pytest.mark.parametrize("extra", [[], ["--workflow-profile", "none"]])
-def test_slurm_profile_dry_runs_the_paper_config(extra):
-    # a dry run needs no sbatch/sinfo: the plugin is loaded but submits nothing
-    proc = snakemake("--profile", "profiles/slurm", *extra, "-n", "--configfile", str(PAPER))
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out[-3000:]
-    assert job_counts(out) == EXPECTED_JOBS
-    assert "minilm" not in out  # a --configfile runs alone: config.yaml's embedder stays out
-    if shutil.which("sbatch") is None:
-        assert "sbatch" not in out
+@pytest.fixture(scope="module")
+def paper_plan(tmp_path_factory):
+    # no --workflow-profile none: profiles/default is loaded too, as a user would have it
+    return slurm_plan(tmp_path_factory.mktemp("plan"), "--configfile", str(PAPER))
 
 
-def test_every_gpu_rule_asks_for_one_h200(profile):
-    rules = gpu_rules()
-    assert {"embed_chunks", "embed_queries", "rerank"} <= rules
-    for rule in rules:
-        res = profile["set-resources"].get(rule)
-        assert res is not None, f"{rule} declares a GPU but the profile gives it none"
-        assert GPU_KEYS <= set(res), rule
-        assert res["gpu"] == 1 and res["gpu_model"] == "h200"
-        assert profile["set-threads"][rule] == res["cpus_per_gpu"]
-
-
-def test_profile_names_only_real_rules(profile):
-    proc = snakemake("--list-rules", "--configfile", str(PAPER), "--replace-workflow-config")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    rules = set(proc.stdout.split())
-    for rule in [*profile["set-resources"], *profile["set-threads"]]:
-        assert rule in rules, f"profile sets resources for unknown rule {rule}"
+def jobs_of(plan: dict) -> list[dict]:
+    return [j for u in plan["units"] for j in (u["jobs"] if u["group"] else [u])]
 
 
 class _Resources(dict):
@@ -70,25 +64,159 @@ class _Resources(dict):
             raise AttributeError(key) from None
 
 
-def _sbatch(profile, rule: str, threads: int) -> str:
-    """The plugin's own sbatch line for a job of ``rule`` under the profile's resources
-    (default-resources overlaid by set-resources, as Snakemake merges them)."""
+def sbatch(unit: dict) -> str:
+    """The plugin's own sbatch line for a job or group job: its partition chosen from
+    partitions.yaml as the plugin chooses it, its submit string and its GPU request."""
+    from snakemake_executor_plugin_slurm.partitions import get_best_partition, read_partition_file
     from snakemake_executor_plugin_slurm.submit_string import get_submit_command
     from snakemake_executor_plugin_slurm.utils import set_gres_string
 
-    res = _Resources({**profile["default-resources"], **profile["set-resources"].get(rule, {})})
-    job = SimpleNamespace(resources=res, threads=threads)
-    params = {"run_uuid": "u", "slurm_logfile": Path("x/%j.log"), "comment_str": f"rule_{rule}",
-              "account": f" -A {res['slurm_account']}",
-              "partition": f" -p {res['slurm_partition']}", "workdir": "/w"}
+    res = _Resources(unit["resources"])
+    name = unit["group"] or unit["rule"]
+    job = SimpleNamespace(resources=res, threads=unit["threads"], name=name)
+    partition = get_best_partition(read_partition_file(PARTITIONS), job,
+                                   logging.getLogger("slurm"))
+    assert partition, f"no partition of partitions.yaml fits {name}: {dict(res)}"
+    params = {"run_uuid": "u", "slurm_logfile": Path("x/%j.log"), "comment_str": f"rule_{name}",
+              "account": f" -A {res['slurm_account']}", "partition": f" -p {partition}",
+              "workdir": "/w"}
     return get_submit_command(job, params) + set_gres_string(job)
 
 
-def test_plugin_renders_h200_request_for_embedding(profile):
-    call = _sbatch(profile, "embed_chunks", profile["set-threads"]["embed_chunks"])
-    assert "--gpus=h200:1" in call
-    assert "--cpus-per-gpu=8" in call and "--cpus-per-task" not in call
-    assert "--mem 64000" in call and "-t 240" in call and "-p gpu" in call
-    cpu = _sbatch(profile, "score", 1)
-    assert "--gpus" not in cpu and "--cpus-per-task=1" in cpu and "-p cpu" in cpu
-    assert "--mem 8000" in cpu
+def test_paper_grid_plans_every_job_for_slurm(paper_plan):
+    counts: dict[str, int] = {}
+    for job in jobs_of(paper_plan):
+        counts[job["rule"]] = counts.get(job["rule"], 0) + 1
+    assert counts == PAPER_JOBS
+
+
+def test_every_job_books_what_it_needs(paper_plan):
+    """GPU rules: one GPU in the H200 partition with 8 CPUs per GPU; every other job: its
+    threads as CPUs, no GPU, the CPU partition; each with its memory, runtime and account."""
+    gpu_partition = yaml.safe_load(PARTITIONS.read_text())["partitions"]["gpu"]
+    assert gpu_partition["available_gpu_models"] == ["h200"] and gpu_partition["max_gpu"] >= 1
+    submitted = [u for u in paper_plan["units"] if not u["local"]]
+    # 288 jobs: 40 embedding and 22 reranking jobs in 8 group jobs; 10 on the submit host
+    # (6 summarize_cell, summary_markdown, report_page, build_wikipedia, all)
+    assert len(submitted) == 288 - 62 + 8 - 10
+    for unit in submitted:
+        rules = {j["rule"] for j in unit["jobs"]} if unit["group"] else {unit["rule"]}
+        call = sbatch(unit)
+        res = unit["resources"]
+        assert f" --mem {res['mem_mb']}" in call and f" -t {res['runtime']}" in call, call
+        assert " -A my-account" in call
+        if rules & GPU_RULES:
+            assert rules <= GPU_RULES
+            assert res["gpu"] == 1 and unit["threads"] == res["cpus_per_gpu"] == 8, unit
+            assert call.endswith(" --gpus=1") and "--cpus-per-gpu=8" in call, call
+            assert " -p gpu" in call and "--cpus-per-task" not in call
+        else:
+            assert "gpu" not in res or res["gpu"] == 0
+            assert "--gpus" not in call and "--cpus-per-gpu" not in call, call
+            assert f"--cpus-per-task={unit['threads']}" in call and " -p cpu" in call, call
+
+
+def test_memory_and_runtime_grow_on_retry(paper_plan):
+    for job in jobs_of(paper_plan):
+        one, two = job["resources"], job["resources_attempt2"]
+        assert two["mem_mb"] == 2 * one["mem_mb"], job["rule"]
+        assert two["runtime"] == 2 * one["runtime"], job["rule"]
+
+
+def test_only_light_or_networked_rules_run_on_the_submit_host(paper_plan):
+    local = {u["rule"] for u in paper_plan["units"] if u["local"]}
+    assert local == LOCAL_RULES
+
+
+def test_short_gpu_jobs_share_allocations(paper_plan):
+    """Embedding and reranking jobs are grouped (10 and 6 per group job): one GPU, run one
+    after another (the largest member's memory, the sum of their runtimes); the LLM stages,
+    hours each, stay single jobs."""
+    groups = [u for u in paper_plan["units"] if u["group"]]
+    assert sorted(u["group"] for u in groups) == ["embed"] * 4 + ["rerank"] * 4
+    for g in groups:
+        members = g["jobs"]
+        rules = {j["rule"] for j in members}
+        assert rules <= ({"embed_chunks", "embed_queries"} if g["group"] == "embed"
+                         else {"rerank"})
+        assert len(members) <= (10 if g["group"] == "embed" else 6)
+        assert g["resources"]["gpu"] == 1 and g["threads"] == 8
+        assert g["resources"]["mem_mb"] == max(j["resources"]["mem_mb"] for j in members)
+        assert g["resources"]["runtime"] == sum(j["resources"]["runtime"] for j in members)
+    singles = {u["rule"] for u in paper_plan["units"] if not u["group"]}
+    assert {"induce_structure", "contextualize", "generate_queries"} <= singles
+
+
+def test_stages_without_a_gpu_book_none(tmp_path):
+    """TextTiling induction, replayed A1 contexts and questions from an OpenAI-style server
+    need no GPU: CPU partition, no --gpus, CPU-sized memory."""
+    cfg = yaml.safe_load(PAPER.read_text())
+    recorded = tmp_path / "contexts.jsonl"
+    recorded.write_text("")
+    cfg["induction"] = {"inducer": "texttiling"}
+    cfg["contexts"] = {"llm": {"mode": "replay", "cache": str(recorded)}}
+    cfg["corpora"]["wikipedia_fa"]["queries"]["llm"] = {"backend": "openai"}
+    path = tmp_path / "nogpu.yaml"
+    path.write_text(yaml.safe_dump(cfg, allow_unicode=True))
+    plan = slurm_plan(tmp_path, "--configfile", str(path))
+    units = {u["rule"]: u for u in plan["units"] if not u["group"]}
+    for rule, threads, mem in (("induce_structure", 8, 16000), ("contextualize", 2, 8000),
+                               ("generate_queries", 2, 8000)):
+        unit = units[rule]
+        call = sbatch(unit)
+        assert unit["resources"].get("gpu", 0) == 0 and unit["threads"] == threads, unit
+        assert unit["resources"]["mem_mb"] == mem
+        assert "--gpus" not in call and " -p cpu" in call
+        assert f"--cpus-per-task={threads}" in call, call
+    embed = [u for u in plan["units"] if u["group"] == "embed"]
+    assert embed and all(sbatch(u).endswith(" --gpus=1") for u in embed)
+
+
+def test_dry_run_shows_every_jobs_resources_and_full_gpu_threads():
+    """`snakemake -n` lists each job's threads and resources; a GPU job gets its 8 threads
+    without --workflow-profile none (the workflow profile sets no cores)."""
+    assert "cores" not in yaml.safe_load(DEFAULT_PROFILE.read_text())
+    proc = snakemake("--profile", "profiles/slurm", "-n", "--configfile", str(PAPER))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert job_counts(out) == PAPER_JOBS
+    assert "minilm" not in out  # a --configfile runs alone
+    blocks = re.split(r"\n(?=\s*rule \w+:\n)", out)
+    jobs = [b for b in blocks if re.match(r"\s*rule \w+:\n", b)]
+    assert len(jobs) == sum(PAPER_JOBS.values())
+    for block in jobs:
+        rule = re.match(r"\s*rule (\w+):", block).group(1)
+        if rule == "all":
+            continue
+        resources = re.search(r"^\s*resources: (.*)$", block, re.M)
+        assert resources and "mem_mb=" in resources.group(1), block
+        assert "runtime=" in resources.group(1), block
+        if rule in GPU_RULES:
+            assert re.search(r"^\s*threads: 8$", block, re.M), block
+            assert "gpu=1" in resources.group(1), block
+
+
+def test_config_overrides_keep_the_configuration(tmp_path):
+    """`--config key=value` without --configfile overrides the bundled config.yaml instead
+    of replacing it (it used to fail with "'corpora' is a required property"), and with
+    --configfile it overrides that file."""
+    proc = snakemake("--profile", "profiles/slurm", "-n", "--config", "results=results-x")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert "results-x/qasper/minilm/none/scores/G3.parquet" in out
+    proc = snakemake("--profile", "profiles/slurm", "-n", "--configfile", str(PAPER),
+                     "--config", "seed=1")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert job_counts(out) == PAPER_JOBS
+
+
+def test_profile_names_only_real_rules(profile):
+    proc = snakemake("--list-rules", "--configfile", str(PAPER))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rules = set(proc.stdout.split())
+    for rule in [*profile["set-resources"], *profile["groups"]]:
+        assert rule in rules, f"profile names unknown rule {rule}"
+    assert set(profile["set-resources"]) == GPU_RULES
+    assert profile["slurm-partition-config"] == "partitions.yaml"
+    assert profile["cores"] == 8 and "slurm_partition" not in profile["default-resources"]

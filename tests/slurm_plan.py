@@ -1,0 +1,68 @@
+"""Plan a run with the real Snakemake command line and stop before anything is submitted.
+
+``python tests/slurm_plan.py OUT.json [snakemake arguments]`` runs ``snakemake`` with the given
+arguments (profiles, executor plugin and all) up to the point where the DAG is built and its
+group jobs are formed, then writes every submission unit to OUT.json instead of starting the
+job scheduler: each job or group job with its rule(s), wildcards, threads, evaluated resources
+(attempt 1 and 2) and whether it runs on the submit host. Nothing is submitted and no sbatch,
+sinfo or sacct is needed. Used by tests/test_profiles.py.
+"""
+
+import json
+import sys
+
+
+def _plain(resources) -> dict:
+    return {k: (v if isinstance(v, int | float) else str(v)) for k, v in resources.items()}
+
+
+def _job(job) -> dict:
+    first = _plain(job.resources)
+    job.attempt = 2
+    job.reset_params_and_resources()
+    second = _plain(job.resources)
+    job.attempt = 1
+    job.reset_params_and_resources()
+    return {"rule": job.rule.name, "wildcards": dict(job.wildcards_dict),
+            "threads": job.threads, "resources": first, "resources_attempt2": second}
+
+
+def dump(workflow, out: str) -> None:
+    dag = workflow.dag
+    units, seen = [], set()
+    for job in sorted(dag.needrun_jobs(), key=lambda j: j.jobid):
+        group = dag._group.get(job)
+        if group is None:
+            units.append({"group": None, "local": job.is_local, **_job(job)})
+        elif id(group) not in seen:
+            seen.add(id(group))
+            units.append({"group": group.groupid, "local": group.is_local,
+                          "threads": group.resources["_cores"],
+                          "resources": _plain(group.resources),
+                          "jobs": [_job(j) for j in sorted(group.jobs, key=lambda j: j.jobid)]})
+    with open(out, "w") as fh:
+        json.dump({"local_exec": workflow.local_exec, "units": units}, fh, indent=1)
+
+
+def main() -> None:
+    out, args = sys.argv[1], sys.argv[2:]
+    import snakemake.cli  # first: snakemake.workflow cannot be imported on its own
+    import snakemake.workflow
+
+    def stop(workflow_self, *a, **kw):
+        dump(snakemake.workflow.Workflow.current, out)
+        raise SystemExit(0)
+
+    original = snakemake.workflow.Workflow.execute
+
+    def execute(self, *a, **kw):
+        snakemake.workflow.Workflow.current = self
+        return original(self, *a, **kw)
+
+    snakemake.workflow.Workflow.execute = execute
+    snakemake.workflow.JobScheduler = stop
+    snakemake.cli.main(["--nolock", *args])
+
+
+if __name__ == "__main__":
+    main()
