@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
+from tqdm import tqdm
 
 
 def topk_desc(scores: np.ndarray, k: int) -> np.ndarray:
@@ -66,11 +67,15 @@ def exact_search(
     k = min(k, x.shape[0])
     idx_out = np.zeros((nq, k), dtype=np.int64)
     sc_out = np.zeros((nq, k), dtype=np.float32)
+    # a progress bar where stderr is a terminal or a workflow job's log (structablate.workflow)
+    bar = tqdm(total=nq, desc="exact search", unit="query", disable=None)
     for s in range(0, nq, block):
         scores = score_matrix(queries[s : s + block], x)
         top = topk_desc(scores, k)
         idx_out[s : s + block] = top
         sc_out[s : s + block] = np.take_along_axis(scores, top, axis=1)
+        bar.update(min(block, nq - s))
+    bar.close()
     return idx_out, sc_out
 
 
