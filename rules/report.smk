@@ -113,7 +113,8 @@ rule report_page:
         markdown=P.report_page("index.md"),
         html=P.report_page("index.html"),
         overview=report(P.report_page("overview.html"),
-                        caption=f"{CAPTIONS}/report_overview.rst", category="Overview"),
+                        caption=f"{CAPTIONS}/report_overview.rst", category="Overview",
+                        subcategory="run"),
         verdicts=[report(P.report_page(f"{c}/verdict.html"), category=c, subcategory="corpus",
                          caption=f"{CAPTIONS}/report_verdict.rst") for c in PLAN.corpora],
     params:
