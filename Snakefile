@@ -28,6 +28,10 @@ if not workflow.overwrite_configfiles:
     configfile: "config.yaml"
 
 
+# `snakemake --report`: this page describes the run (what ran, on what, with which models)
+report: "resources/report/workflow.rst"
+
+
 include: "rules/common.smk"
 include: "rules/corpus.smk"
 include: "rules/chunks.smk"

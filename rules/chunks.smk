@@ -80,8 +80,7 @@ rule induce_structure:
         if PLAN.settings.induction.inducer == "llm" else [],
     output:
         sections=P.sections(W["corpus"], "induced"),
-        report=report(P.induction_report(W["corpus"]), category="Corpora",
-                      subcategory="{corpus}", caption="../resources/report/induction.rst"),
+        report=P.induction_report(W["corpus"]),
     params:
         settings=trigger("induce_structure"),
     # the LLM inducer on one GPU while vLLM generates; TextTiling embeds paragraphs on CPUs;

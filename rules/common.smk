@@ -84,11 +84,6 @@ def cell_inputs(make):
     return lambda w: [make(w.corpus, w.embedder, w.reranker, c) for c in PLAN.conditions]
 
 
-def funnel(caption):
-    return report(P.funnel(W["corpus"]), category="Corpora", subcategory="{corpus}",
-                  caption=f"../resources/report/{caption}.rst")
-
-
 def user_files(w):
     """Every file a user corpus reads (documents, then its questions file)."""
     return user_input_files(PLAN.settings.corpora[w.corpus])

@@ -6,7 +6,7 @@ rule build_qasper:
     output:
         **CORPUS_TABLES,
         **QUESTIONS,
-        funnel=funnel("funnel"),
+        funnel=P.funnel(W["corpus"]),
     params:
         settings=trigger("build_qasper"),
     wildcard_constraints:
@@ -28,8 +28,7 @@ rule build_wikipedia:
         if PLAN.settings.corpora[w.corpus].source.mode == "xml" else [],
     output:
         **CORPUS_TABLES,
-        report=report(P.corpus_report(W["corpus"]), category="Corpora", subcategory="{corpus}",
-                      caption="../resources/report/wikipedia_corpus.rst"),
+        report=P.corpus_report(W["corpus"]),
     params:
         settings=trigger("build_wikipedia"),
         cache_dir=P.wikipedia_pages(W["corpus"]),
@@ -57,7 +56,7 @@ rule build_user:
     output:
         **CORPUS_TABLES,
         **QUESTIONS,
-        funnel=funnel("byo_corpus"),
+        funnel=P.funnel(W["corpus"]),
     params:
         settings=trigger("build_user"),
     wildcard_constraints:
@@ -102,7 +101,7 @@ rule generate_queries:
         recorded=lambda w: PLAN.recorded_generations("queries", w.corpus),
     output:
         **QUESTIONS,
-        funnel=funnel("query_funnel"),
+        funnel=P.funnel(W["corpus"]),
         candidates=P.query_candidates(W["corpus"]),
     params:
         settings=trigger("generate_queries"),

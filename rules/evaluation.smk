@@ -26,9 +26,7 @@ rule summarize_cell:
     input:
         scores=cell_inputs(P.scores),
     output:
-        summary=report(P.cell_table(*CELL, "summary"), category="Per-condition means",
-                       subcategory="{corpus} / {embedder} / {reranker}",
-                       caption="../resources/report/summary.rst"),
+        summary=P.cell_table(*CELL, "summary"),  # in --report: report_cell's HTML table
     params:
         settings=trigger("summarize_cell"),
     localrule: True
@@ -61,9 +59,7 @@ rule contrasts:
     input:
         scores=cell_inputs(P.scores),
     output:
-        contrasts=report(P.cell_table(*CELL, "contrasts"), category="Contrasts",
-                         subcategory="{corpus} / {embedder} / {reranker}",
-                         caption="../resources/report/contrasts.rst"),
+        contrasts=P.cell_table(*CELL, "contrasts"),  # in --report: report_cell's HTML
         contrasts_qtype=P.cell_table(*CELL, "contrasts_qtype"),
         dose_response=P.cell_table(*CELL, "dose_response"),
     params:

@@ -1,6 +1,10 @@
 # Report: tables and figures per cell and per corpus, and the summary page
-# {results}/report/index.{md,html}. Outputs flagged report() make up `snakemake --report`
-# (category = corpus, subcategory = cell). Logic: src/structablate/report/.
+# {results}/report/index.{md,html}. Outputs flagged report() make up `snakemake --report`: one
+# category per corpus (subcategory "corpus" for its verdict, funnel, forest plot and size
+# matching; "<embedder> / <reranker>" for a cell's tables and figures) and "Overview" (the
+# provenance and the paper's two tables). Every item is HTML or an image; the Parquet and JSON
+# files they are made from stay plain outputs. Every figure is written as PNG and SVG.
+# Logic: src/structablate/report/.
 
 rule structure_quality:
     input:
@@ -47,6 +51,9 @@ rule report_cell:
         dose=report_item(P.report_cell(*CELL, "dose_response.png"), "report_dose"),
         section_recall_fig=report_item(P.report_cell(*CELL, "section_recall.png"),
                                        "report_section_recall"),
+        bars_svg=P.report_cell(*CELL, "condition_bars.svg"),
+        dose_svg=P.report_cell(*CELL, "dose_response.svg"),
+        section_recall_svg=P.report_cell(*CELL, "section_recall.svg"),
     params:
         settings=trigger("report_cell"),
     resources:
@@ -76,6 +83,8 @@ rule report_corpus:
                                         "report_size_matching", "corpus"),
         funnel=report_item(P.report_corpus(W["corpus"], "funnel.png"), "report_funnel",
                            "corpus"),
+        forest_svg=P.report_corpus(W["corpus"], "forest.svg"),
+        funnel_svg=P.report_corpus(W["corpus"], "funnel.svg"),
     params:
         settings=trigger("report_corpus"),
     resources:
@@ -113,7 +122,10 @@ rule report_page:
         markdown=P.report_page("index.md"),
         html=P.report_page("index.html"),
         overview=report(P.report_page("overview.html"),
-                        caption=f"{CAPTIONS}/report_overview.rst", category="Overview"),
+                        caption=f"{CAPTIONS}/report_overview.rst", category="Overview",
+                        subcategory="run"),
+        verdicts=[report(P.report_page(f"{c}/verdict.html"), category=c, subcategory="corpus",
+                         caption=f"{CAPTIONS}/report_verdict.rst") for c in PLAN.corpora],
     params:
         settings=trigger("report_page"),
     localrule: True

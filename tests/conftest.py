@@ -121,3 +121,12 @@ def wiki_corpus(source: dict, selection: dict | None = None, cache_dir=None):
     """``(documents, report)`` of a Wikipedia corpus from config mappings."""
     b = wiki_build(source, selection, cache_dir)
     return list(b.documents), b.report
+
+
+@pytest.fixture(scope="session")
+def readme_run(tmp_path_factory):
+    """The README's "Run it on your corpus" snippet, run once per session in a fresh copy of
+    the repository on an unseen corpus (tests/readme_run.py)."""
+    from readme_run import run_readme_snippet
+
+    return run_readme_snippet(tmp_path_factory.mktemp("fresh") / "structablate")

@@ -60,14 +60,14 @@ def main(smk):
         [*warn,
          blocks.condition_means_block(summary, conds, title=f"Per-condition means, {label}"),
          blocks.condition_cis_block(cis, metric)]), encoding="utf-8")
-    figures.save(figures.condition_bars(cis, measures, conds,
-                                        title=f"Per-condition means, 95% CI — {label}"),
-                 smk.output.bars)
-    figures.save(figures.dose_response_plot(dose, cis, metric,
-                                            title=f"Breadcrumb-depth dose-response — {label}"),
-                 smk.output.dose)
-    figures.save(figures.section_recall_plot(sr, title=f"Stage-1 section recall — {label}"),
-                 smk.output.section_recall_fig)
+    figures.save_all(figures.condition_bars(cis, measures, conds,
+                                            title=f"Per-condition means, 95% CI — {label}"),
+                     smk.output.bars, smk.output.bars_svg)
+    figures.save_all(figures.dose_response_plot(
+        dose, cis, metric, title=f"Breadcrumb-depth dose-response — {label}"),
+        smk.output.dose, smk.output.dose_svg)
+    figures.save_all(figures.section_recall_plot(sr, title=f"Stage-1 section recall — {label}"),
+                     smk.output.section_recall_fig, smk.output.section_recall_svg)
     log.info("wrote the report of %s", label)
 
 

@@ -21,9 +21,9 @@ def main(smk):
     frames = [f for f in map(read_parquet, smk.input.contrasts) if f.height]
     contrasts = pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame(
         schema={"metric": pl.String})
-    figures.save(figures.forest_plot(contrasts, metric,
-                                     title=f"Contrasts of {corpus}, {metric}"),
-                 smk.output.forest)
+    figures.save_all(figures.forest_plot(contrasts, metric,
+                                         title=f"Contrasts of {corpus}, {metric}"),
+                     smk.output.forest, smk.output.forest_svg)
 
     chunks = {cs: read_parquet(p) for cs, p in zip(chunksets, smk.input.chunks, strict=True)}
     paths = iter(smk.input.embed_stats)  # embedder outer, chunkset inner (rule order)
@@ -38,8 +38,9 @@ def main(smk):
         encoding="utf-8")
 
     report = json.loads(Path(smk.input.corpus_report).read_text())
-    figures.save(figures.funnel_plot(blocks.funnel_steps(report),
-                                     title=f"Corpus funnel, {corpus}"), smk.output.funnel)
+    figures.save_all(figures.funnel_plot(blocks.funnel_steps(report),
+                                         title=f"Corpus funnel, {corpus}"),
+                     smk.output.funnel, smk.output.funnel_svg)
     log.info("wrote the corpus report of %s (%d contrast rows)", corpus, contrasts.height)
 
 

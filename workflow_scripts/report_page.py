@@ -6,7 +6,14 @@ import os
 from pathlib import Path
 
 from structablate.io import read_parquet
-from structablate.report import CellData, CorpusData, build_page, overview_html, write_page
+from structablate.report import (
+    CellData,
+    CorpusData,
+    build_page,
+    corpus_html,
+    overview_html,
+    write_page,
+)
 from structablate.settings import dump
 from structablate.workflow import setup
 
@@ -74,6 +81,9 @@ def main(smk):
         guard=s["guard"])
     write_page(intro, sections, smk.output.markdown, smk.output.html)
     Path(smk.output.overview).write_text(overview_html(intro, sections), encoding="utf-8")
+    for name, path in zip(s["corpora"], smk.output.verdicts, strict=True):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(corpus_html(sections, name), encoding="utf-8")
     log.info("summary page: %d cells, %d corpora", len(cells), len(corpora))
 
 

@@ -13,15 +13,158 @@ Each glue script has one shape::
 
 ``settings`` is :meth:`structablate.plan.Plan.rule_settings` for the job's rule and wildcards:
 the same typed values the rule's ``params`` (its rerun trigger) were computed from.
+
+Progress: the job's ``sys.stderr`` is a :class:`ProgressTee`. Log records, warnings and
+library chatter go to the rule's log file only; every progress bar (tqdm) becomes whole lines
+-- ``progress embed_chunks mydocs/minilm/A2: 512/1,024 texts (50%), 00:41 elapsed, about
+00:40 left (12.4 texts/s)`` -- written to the log and, for a bar that runs longer than a few
+seconds, to the terminal Snakemake runs in (or the SLURM job's output), at most one line per
+:data:`PROGRESS_INTERVAL_S` per bar, and the final count when it ends.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import re
 import signal
 import sys
-from typing import Any
+import time
+from typing import Any, TextIO
+
+PROGRESS_INTERVAL_S = 15.0
+"""Seconds between two progress lines of one bar (the first and the last always print)."""
+
+TERMINAL_AFTER_S = 5.0
+"""A bar reaches the terminal once it has run this long (short bars stay in the log)."""
+
+_TQDM = re.compile(
+    r"^(?P<desc>.*?):?\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>[^/\s]+)/(?P<total>\S+)\s*"
+    r"\[(?P<elapsed>[^<\]]+)<(?P<left>[^,\]]+),\s*(?P<rate>[^\]]*)\]")
+_TQDM_OPEN = re.compile(r"^(?P<desc>.*?):?\s*(?P<n>\S+)\s*\[(?P<elapsed>[^,\]]+),\s*"
+                        r"(?P<rate>[^\]]*)\]")
+
+
+def progress_line(status: str) -> str:
+    """A tqdm status (``desc:  45%|####  | 9/20 [00:12<00:14,  1.2batch/s]``) as plain words:
+    ``desc: 9/20 (45%), 00:12 elapsed, about 00:14 left (1.2batch/s)``; anything else is
+    returned stripped."""
+    status = status.strip()
+    m = _TQDM.match(status)
+    if m:
+        left = m["left"].strip()
+        left = "estimate pending" if left == "?" else f"about {left} left"
+        rate = m["rate"].strip()
+        rate = "" if rate.startswith("?") else rate
+        return (f"{m['desc'].strip()}: {m['n']}/{m['total']} ({m['pct']}%), "
+                f"{m['elapsed'].strip()} elapsed, {left}" + (f" ({rate})" if rate else ""))
+    m = _TQDM_OPEN.match(status)
+    if m and "|" not in status:
+        rate = m["rate"].strip()
+        return (f"{m['desc'].strip()}: {m['n']} done, {m['elapsed'].strip()} elapsed"
+                + (f" ({rate})" if rate else ""))
+    return status
+
+
+class ProgressTee:
+    """A job's stderr: text to ``log``; tqdm status updates (writes that start with a carriage
+    return) as whole progress lines to ``log`` and, for bars running longer than
+    :data:`TERMINAL_AFTER_S`, to ``terminal`` (see the module docstring).
+
+    It reports itself as a terminal (``isatty``) so that bars which show only on a terminal
+    (tqdm's ``disable=None``) show in a job.
+    """
+
+    def __init__(self, log: TextIO, terminal: TextIO | None, label: str,
+                 interval: float = PROGRESS_INTERVAL_S, clock=time.monotonic):
+        self.log = log
+        self.terminal = terminal
+        self.label = label
+        self.interval = interval
+        self.clock = clock
+        self._pending: str | None = None
+        self._bar: str | None = None
+        self._started = 0.0
+        self._last = float("-inf")
+        self._last_text: str | None = None
+        self._on_terminal = False
+
+    # -- file protocol -------------------------------------------------------------------
+    encoding = "utf-8"
+    errors = "replace"
+
+    def isatty(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return True
+
+    def flush(self) -> None:
+        self.log.flush()
+        if self.terminal is not None:
+            self.terminal.flush()
+
+    def write(self, s: str) -> int:
+        if not s:
+            return 0
+        if s.startswith("\r"):
+            status = s[1:].strip()
+            if status:
+                self._status(status)
+            return len(s)
+        if self._pending is not None and s.strip() == "":
+            self._emit(self._pending, final=True)  # a bar closing: its last status
+            self._reset()
+            return len(s)
+        self.log.write(s)
+        return len(s)
+
+    def close(self) -> None:
+        if self._pending is not None:
+            self._emit(self._pending, final=True)
+            self._reset()
+        self.flush()
+
+    # -- progress ------------------------------------------------------------------------
+    def _reset(self) -> None:
+        self._pending, self._bar, self._on_terminal = None, None, False
+        self._last, self._last_text = float("-inf"), None
+
+    def _status(self, status: str) -> None:
+        bar = status.split(":", 1)[0]
+        now = self.clock()
+        if bar != self._bar:
+            if self._pending is not None:
+                self._emit(self._pending, final=True)
+            self._reset()
+            self._bar, self._started = bar, now
+        self._pending = status
+        if now - self._last >= self.interval:
+            self._emit(status)
+
+    def _emit(self, status: str, final: bool = False) -> None:
+        if status == self._last_text:
+            return
+        now = self.clock()
+        words = progress_line(status)
+        rule = self.label.split(" ", 1)[0]
+        if words.startswith(rule + ": "):  # the bar is named after the rule: say it once
+            words = words[len(rule) + 2:]
+        line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} progress {self.label}: {words}\n"
+        self.log.write(line)
+        if self.terminal is not None and (self._on_terminal
+                                          or now - self._started >= TERMINAL_AFTER_S):
+            self._on_terminal = True
+            self.terminal.write(line)
+            self.terminal.flush()
+        self._last, self._last_text = now, status
+
+
+def job_label(smk: Any) -> str:
+    """``rule corpus/embedder/…``: the rule and its wildcard values, for progress lines."""
+    values = [str(v) for _, v in smk.wildcards.items()] if smk.wildcards else []
+    return " ".join([str(smk.rule), "/".join(values)]).strip()
 
 
 def setup(smk: Any) -> tuple[logging.Logger, dict[str, Any]]:
@@ -36,7 +179,9 @@ def setup(smk: Any) -> tuple[logging.Logger, dict[str, Any]]:
     if log_path:
         os.makedirs(os.path.dirname(log_path) or ".", exist_ok=True)
         stream = open(log_path, "w", encoding="utf-8", buffering=1)  # noqa: SIM115
-        sys.stderr = stream
+        tee = ProgressTee(stream, sys.__stderr__, job_label(smk))
+        atexit.register(tee.close)  # a bar cut short still leaves its last count
+        sys.stderr = tee
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, force=True,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from tqdm import tqdm
+
 from structablate.corpus import html, jsonl, markdown
 from structablate.corpus.files import (
     ByoInputError,
@@ -97,7 +99,12 @@ def build_documents(
     docs: dict[str, FlatDocument] = {}
     origin: dict[str, str] = {}
     skipped: list[dict] = []
-    for where, guess, make in iter_units(corpus, source_name):
+    # a progress bar where stderr is a terminal or a workflow job's log (structablate.workflow)
+    files = None if corpus.type == "jsonl" else len(input_files(corpus)) - bool(
+        queries_path(corpus))
+    units = tqdm(iter_units(corpus, source_name), total=files, unit="document",
+                 desc=f"build {source_name}", disable=None)
+    for where, guess, make in units:
         try:
             doc = make()
             if not doc.paragraphs:

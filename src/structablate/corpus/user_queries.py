@@ -62,6 +62,12 @@ class UserQueryFunnel:
     evidence_by_step: Counter = field(default_factory=Counter)
     spans_per_query: list[int] = field(default_factory=list)
     documents_with_queries: int = 0
+    dropped: list[dict] = field(default_factory=list)
+    """Every dropped query: ``{"qid", "doc_id", "where", "reason"}`` (file:line, and why)."""
+
+    def drop(self, q: UserQuery, reason: str) -> None:
+        self.dropped.append({"qid": q.qid, "doc_id": q.doc_id, "where": q.where,
+                             "reason": reason})
 
     def as_dict(self) -> dict:
         n = len(self.spans_per_query)
@@ -87,6 +93,7 @@ class UserQueryFunnel:
             if snippets else 0.0,
             "multi_span_share": (sum(s > 1 for s in self.spans_per_query) / n) if n else 0.0,
             "mean_spans_per_query": (sum(self.spans_per_query) / n) if n else 0.0,
+            "dropped": list(self.dropped),
         }
 
 
@@ -233,9 +240,11 @@ def map_user_queries(
         if doc is None:
             if q.doc_id in skipped and skip_unknown:
                 funnel.skipped_document += 1
+                funnel.drop(q, f"its document {q.doc_id!r} was skipped as bad input")
                 continue
             if skip_unknown:
                 funnel.unknown_document += 1
+                funnel.drop(q, f"no document {q.doc_id!r} in the corpus")
                 continue
             near = ", ".join(repr(k) for k in sorted(by_id)[:3])
             raise ByoInputError(
@@ -243,6 +252,7 @@ def map_user_queries(
                 f"of the corpus ({len(by_id)} documents, e.g. {near})")
         if not q.evidence and not q.spans:
             funnel.no_evidence += 1
+            funnel.drop(q, "no evidence given")
             continue
         mapper = mappers.get(doc.doc_id)
         if mapper is None:
@@ -271,6 +281,9 @@ def map_user_queries(
                 steps.append("span")
         if not spans:
             funnel.unmapped += 1
+            shown = "; ".join(repr(e if len(e) <= 60 else e[:57] + "...") for e in q.evidence)
+            funnel.drop(q, f"no evidence found in {q.doc_id!r}" + (f": {shown}" if shown else
+                                                                     " (every span invalid)"))
             continue
         order = sorted(range(len(spans)), key=lambda i: spans[i])
         out.append(MappedQuestion(

@@ -48,20 +48,54 @@ def cache_key(request: dict[str, Any]) -> str:
 
 
 class CacheMiss(StructablateError, KeyError):
-    """A replay-only client met a request that is not in its cache."""
+    """A replay-only client met a request that is not in its cache.
 
-    def __init__(self, key: str, request: dict[str, Any] | None = None, path: str = ""):
+    The message says what to do: a recording holds only the prompts it was made from (the
+    bundled ones cover the bundled corpora), so the way out is a stage that needs no LLM or a
+    stage that generates. ``stage`` (the client's stage: ``induction``, ``contexts/<corpus>``,
+    ``queries/<corpus>``; None: unknown) picks the keys named.
+    """
+
+    def __init__(self, key: str, request: dict[str, Any] | None = None, path: str = "",
+                 stage: str | None = None):
         self.key = key
         self.request = request
+        self.stage = stage
         model = (request or {}).get("model", "?")
         where = f" in {path}" if path else ""
         super().__init__(
             f"LLM cache miss{where}: key {key} (model {model!r}) is not recorded and the client "
-            "is in replay mode"
+            "is in replay mode. A recording replays only the prompts it was made from (the "
+            "bundled recordings in resources/llm/ cover the bundled corpora only), so a new "
+            "corpus or a changed prompt setting misses. " + replay_hint(stage)
         )
 
     def __str__(self) -> str:  # KeyError would quote the message
         return self.args[0]
+
+
+_GENERATE = "{mode: cached, cache: null}`"
+
+
+def replay_hint(stage: str | None) -> str:
+    """What to set when a replayed stage misses: its LLM-free alternative and the keys that
+    make it generate instead (docs/byo.md, "Run it on your corpus"). ``stage`` as
+    :class:`CacheMiss` takes it; None names every stage."""
+    kind, _, corpus = (stage or "").partition("/")
+    name = corpus or "<name>"
+    hints = {
+        "induction": "structure induction: set `induction.inducer: texttiling` (no LLM), or "
+                     "generate with `induction.llm: " + _GENERATE + ".",
+        "contexts": "A1 contexts: leave A1 out of `conditions`, or generate with "
+                    "`contexts.llm: " + _GENERATE + ".",
+        "queries": f"generated questions of corpus {name!r}: give it a questions file "
+                   f"(`corpora.{name}.queries: my-queries.jsonl`), or generate with "
+                   f"`corpora.{name}.queries.llm: " + _GENERATE + ".",
+    }
+    chosen = [hints[kind]] if kind in hints else list(hints.values())
+    return ("To go on, for " + " For ".join(chosen) + " Generated answers are recorded under "
+            "<results>/cache/llm; the llama.cpp backend needs `pip install -e '.[llamacpp]'`. "
+            "See docs/byo.md (Run it on your corpus).")
 
 
 class GenerationCache:

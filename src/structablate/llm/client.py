@@ -195,7 +195,8 @@ class LLMClient:
                     self.stats.keys.append(key)
                 return hit["response"]["text"]
         if self.mode == "replay":
-            raise CacheMiss(key, record, str(self.cache.path) if self.cache else "")
+            raise CacheMiss(key, record, str(self.cache.path) if self.cache else "",
+                            stage=self.stage)
         return None
 
     def _record(self, key: str, record: dict[str, Any], gen: Generation,

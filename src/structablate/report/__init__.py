@@ -16,7 +16,7 @@ The report formats; the numbers come from :mod:`structablate.stats` (bootstraps,
 """
 
 from .guard import GuardSettings
-from .page import CellData, CorpusData, build_page, overview_html, write_page
+from .page import CellData, CorpusData, build_page, corpus_html, overview_html, write_page
 from .render import (
     FigureBlock,
     Note,
@@ -36,6 +36,7 @@ __all__ = [
     "PageSection",
     "TableBlock",
     "build_page",
+    "corpus_html",
     "overview_html",
     "page_html",
     "page_markdown",

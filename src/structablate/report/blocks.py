@@ -18,6 +18,7 @@ frames. Nothing here computes a statistic; the numbers come from :mod:`structabl
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 
 import polars as pl
@@ -349,6 +350,11 @@ def _capped(items: Sequence[str], cap: int = 10) -> str:
     return "; ".join(items[:cap]) + (f"; and {more} more" if more > 0 else "")
 
 
+def _reason(text: str) -> str:
+    """A skip reason without the advice to turn skipping on (it was on)."""
+    return re.sub(r"[,;]? or set skip_bad_files: true[^;)]*", "", str(text)).rstrip("; ")
+
+
 def dropped_inputs(build_report: Mapping | None, question_funnel: Mapping | None = None
                    ) -> list[str]:
     """Sentences naming every skipped input and every dropped question, with reasons, from a
@@ -360,7 +366,8 @@ def dropped_inputs(build_report: Mapping | None, question_funnel: Mapping | None
     skipped = rep.get("skipped")
     if isinstance(skipped, list) and skipped:
         out.append(f"{len(skipped)} input file(s) skipped: " + _capped(
-            [f"{s.get('where', '?')} ({s.get('reason', '?')})" for s in skipped]) + ".")
+            [f"{s.get('where', '?')} ({_reason(s.get('reason', '?'))})" for s in skipped])
+            + ".")
     src = rep.get("source") if isinstance(rep.get("source"), Mapping) else {}
     if isinstance(src.get("skipped"), Mapping):
         parts = [f"{n} {k.replace('_', ' ')}" for k, n in src["skipped"].items() if n]
@@ -378,6 +385,7 @@ def dropped_inputs(build_report: Mapping | None, question_funnel: Mapping | None
         if drops:
             out.append("Questions dropped: " + ", ".join(f"{n} {k}" for k, n in drops)
                        + f" (kept {funnel.get('kept', '?')}).")
+
     qf = question_funnel or {}
     statuses = qf.get("statuses")
     if isinstance(statuses, Mapping):
@@ -397,6 +405,28 @@ def dropped_inputs(build_report: Mapping | None, question_funnel: Mapping | None
             out.append("Unusable generations: " + ", ".join(
                 f"{k} {v}" for k, v in sorted(qf["unusable_reasons"].items())) + ".")
     return out
+
+
+def left_out_block(build_report: Mapping | None, *, key: str = "left-out",
+                   title: str = "Left out") -> TableBlock | None:
+    """Every skipped input file and every dropped question of a corpus build report, one row
+    each with its reason (None when the report lists none): ``skipped`` entries and the
+    question funnel's ``dropped`` list (``{"qid", "doc_id", "where", "reason"}``)."""
+    rep = build_report or {}
+    rows = [["input file skipped", str(s.get("where", "?")), _reason(s.get("reason", "?"))]
+            for s in rep.get("skipped") or [] if isinstance(s, Mapping)]
+    funnels = [rep, rep.get("queries") if isinstance(rep.get("queries"), Mapping) else None]
+    for funnel in funnels:
+        for d in (funnel or {}).get("dropped") or []:
+            if isinstance(d, Mapping):
+                rows.append(["question dropped",
+                             f"{d.get('qid', '?')} on {d.get('doc_id', '?')} "
+                             f"({d.get('where', '?')})", str(d.get("reason", "?"))])
+    if not rows:
+        return None
+    return TableBlock(key, title, ["what", "which", "why"], rows, align=["l", "l", "l"],
+                      note="The answers above rest on the documents and questions kept; these "
+                           "were not used.")
 
 
 # ---------------------------------------------------------------- BM25

@@ -27,14 +27,19 @@ PRIMARY_COLOR = "#c0392b"
 
 def save(fig: Figure, path: str | Path, dpi: int = 110) -> None:
     """Write ``fig`` (format from the suffix) with deterministic metadata, then close it."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fmt = path.suffix.lstrip(".").lower()
-    meta = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None}}.get(fmt, {})
-    extra = {"metadata": meta}
-    if fmt == "svg":
-        plt.rcParams["svg.hashsalt"] = "structablate"
-    fig.savefig(path, dpi=dpi, bbox_inches="tight", **extra)
+    save_all(fig, path, dpi=dpi)
+
+
+def save_all(fig: Figure, *paths: str | Path, dpi: int = 110) -> None:
+    """Write ``fig`` once per path (e.g. a PNG and an SVG of the same figure), then close it."""
+    for path in paths:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fmt = path.suffix.lstrip(".").lower()
+        meta = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None}}.get(fmt, {})
+        if fmt == "svg":
+            plt.rcParams["svg.hashsalt"] = "structablate"
+        fig.savefig(path, dpi=dpi, bbox_inches="tight", metadata=meta)
     plt.close(fig)
 
 

@@ -27,6 +27,7 @@ from .blocks import (
     dropped_inputs,
     funnel_block,
     guard_notes,
+    left_out_block,
     resolving_power_block,
     section_recall_block,
     size_matching_block,
@@ -161,12 +162,12 @@ def build_page(
     for corpus in corpora:
         blocks: list = []
         if "forest" in corpus.figures:
-            blocks.append(FigureBlock(f"forest-{corpus.name}", corpus.figures["forest"],
+            blocks.append(_figure(f"forest-{corpus.name}", corpus.figures["forest"],
                                  f"Forest plot of the contrasts of {corpus.name} ({metric}), "
                                  "95% clustered-bootstrap CIs, all cells."))
         if corpus.funnel is not None:
             if "funnel" in corpus.figures:
-                blocks.append(FigureBlock(f"funnel-{corpus.name}", corpus.figures["funnel"],
+                blocks.append(_figure(f"funnel-{corpus.name}", corpus.figures["funnel"],
                                      f"Corpus funnel of {corpus.name}."))
             blocks.append(funnel_block(corpus.funnel, key=f"funnel-{corpus.name}-table",
                                        title=f"Corpus funnel, {corpus.name}"))
@@ -197,14 +198,14 @@ def build_page(
                                          title=f"{metric} per condition, 95% clustered-bootstrap "
                                                f"CI, {label}"))
         if "bars" in c.figures:
-            blocks.append(FigureBlock(f"bars-{k}", c.figures["bars"],
+            blocks.append(_figure(f"bars-{k}", c.figures["bars"],
                                  f"Per-condition means with 95% document-clustered bootstrap "
                                  f"CIs, {label}."))
         if not c.dose.height:
             blocks.append(Note("breadcrumb-depth dose-response: needs A2, A3-d1, A3-d2 and A3 "
                                "(induced structure), which are not in this run.", "not-run"))
         if "dose" in c.figures:
-            blocks.append(FigureBlock(f"dose-{k}", c.figures["dose"],
+            blocks.append(_figure(f"dose-{k}", c.figures["dose"],
                                  f"Breadcrumb-depth dose-response, {label}."))
         if c.dose.height:
             for a, b in (("A3-d1", "A3-d2"), ("A3-d2", "A3")):
@@ -223,7 +224,7 @@ def build_page(
             blocks.append(Note("stage-1 section recall: no two-stage condition (A4, G4) in "
                                "this run.", "not-run"))
         if "section_recall" in c.figures:
-            blocks.append(FigureBlock(f"section-recall-{k}", c.figures["section_recall"],
+            blocks.append(_figure(f"section-recall-{k}", c.figures["section_recall"],
                                  f"Stage-1 section recall, {label}."))
         sections.append(PageSection(f"Cell {label}", blocks, key=f"cell-{k}"))
     return intro, sections
@@ -243,6 +244,13 @@ def _missing_contrasts(configured: Mapping[str, Mapping[str, Sequence[str]]] | N
                 parts.append(f"{family.rsplit('.', 1)[-1]} {name} ({a} − {b}) lacks "
                              + " and ".join(missing))
     return "; ".join(parts) or "every configured contrast's conditions ran"
+
+
+def _figure(key: str, src: str, caption: str) -> FigureBlock:
+    """A figure of the page, its SVG twin (written beside every PNG by the report rules)
+    linked under it."""
+    svg = src[: -len(".png")] + ".svg" if src.endswith(".png") else None
+    return FigureBlock(key, src, caption, formats={"SVG": svg} if svg else {})
 
 
 def _flagger(corpus: CorpusData | None, cell: CellData, guard: GuardSettings | None):
@@ -289,6 +297,10 @@ def _verdict_section(corpus: CorpusData, chosen: CellData, metric: str,
     blocks.append(Note("Left out of this corpus: " + " ".join(left_out) if left_out else
                        "Nothing was left out of this corpus: no input file skipped, no question "
                        "dropped."))
+    table = left_out_block(corpus.funnel, key=f"left-out-{corpus.name}",
+                           title=f"Left out of {corpus.name}, with reasons")
+    if table is not None:
+        blocks.append(table)
     return blocks
 
 
@@ -297,6 +309,16 @@ def overview_html(intro: list, sections: list[PageSection]) -> str:
     keep = [s for s in sections if s.key in ("provenance", "table-1-contrasts",
                                              "table-2-means")]
     return render.page_html(TITLE + ": overview", keep, intro)
+
+
+def corpus_html(sections: list[PageSection], corpus: str) -> str:
+    """One corpus's verdict and corpus sections as a standalone document (for --report):
+    tables and notes only, since a figure's relative link does not survive embedding (the
+    figures are report items of their own)."""
+    keep = [PageSection(s.title, [b for b in s.blocks if not isinstance(b, FigureBlock)],
+                        s.level, s.key)
+            for s in sections if s.key in (f"verdict-{corpus}", f"corpus-{corpus}")]
+    return render.page_html(f"{TITLE}: {corpus}", keep)
 
 
 def write_page(intro: list, sections: list[PageSection], markdown: str | Path,

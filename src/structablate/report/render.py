@@ -4,6 +4,10 @@ A page is a list of :class:`PageSection`; each holds blocks (:class:`TableBlock`
 :class:`FigureBlock`, :class:`Note`). The same blocks render to Markdown
 (``index.md``) and to a self-contained HTML page (``index.html``; figures are relative links),
 and a single table renders to a standalone HTML document for ``snakemake --report``.
+
+On the HTML page every table carries its Markdown and LaTeX (booktabs) source in a fold with a
+copy button, and every figure links its PNG and SVG files, so a table or figure goes into a
+paper without retyping.
 """
 
 from __future__ import annotations
@@ -33,11 +37,19 @@ class TableBlock:
 
 @dataclass
 class FigureBlock:
-    """A figure file on the page, linked relative to it."""
+    """A figure file on the page, linked relative to it; ``formats`` are the other files of
+    the same figure linked under it (e.g. ``{"SVG": "forest.svg"}``; the ``src`` is linked as
+    its own format)."""
 
     key: str
     src: str
     caption: str
+    formats: dict[str, str] = field(default_factory=dict)
+
+    def links(self) -> dict[str, str]:
+        """Format name -> file: ``src`` first, then ``formats``."""
+        own = self.src.rsplit(".", 1)[-1].upper() if "." in self.src else "file"
+        return {own: self.src, **{k: v for k, v in self.formats.items() if v != self.src}}
 
 
 @dataclass
@@ -85,7 +97,8 @@ def block_markdown(b) -> str:
     if isinstance(b, TableBlock):
         return table_markdown(b)
     if isinstance(b, FigureBlock):
-        return f"![{b.caption}]({b.src})\n\n*{b.caption}*"
+        links = " · ".join(f"[{k}]({v})" for k, v in b.links().items())
+        return f"![{b.caption}]({b.src})\n\n*{b.caption}* ({links})"
     if isinstance(b, Note):
         prefix = {"warning": "**⚠ Flag:** ", "not-run": "**Not run:** "}.get(b.kind, "")
         return prefix + b.text
@@ -101,6 +114,48 @@ def page_markdown(title: str, sections: Sequence[PageSection], intro: Sequence =
         parts.append("#" * s.level + " " + s.title)
         parts += [block_markdown(b) for b in s.blocks]
     return "\n\n".join(parts) + "\n"
+
+
+# ---------------------------------------------------------------- LaTeX
+
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
+                  "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
+                  "^": r"\textasciicircum{}"}
+_LATEX_UNICODE = {"−": "$-$", "–": "--", "—": "---", "Δ": r"$\Delta$", "±": r"$\pm$",
+                  "×": r"$\times$", "≥": r"$\geq$", "≤": r"$\leq$", "√": r"$\surd$",
+                  "›": r"$\rangle$", "⚠": "(!)", "α": r"$\alpha$", "≈": r"$\approx$",
+                  "→": r"$\rightarrow$", "…": r"\ldots{}", "·": r"$\cdot$"}
+
+
+def latex_escape(s: str) -> str:
+    """Text safe inside a LaTeX tabular cell (pdfLaTeX, no extra package): special characters
+    escaped, the report's Unicode symbols (minus sign, Δ, ±, dashes) as LaTeX commands."""
+    out = []
+    for ch in str(s):
+        out.append(_LATEX_SPECIAL.get(ch) or _LATEX_UNICODE.get(ch) or ch)
+    return "".join(out).replace("\n", " ")
+
+
+def table_latex(t: TableBlock) -> str:
+    """A booktabs ``table`` environment: caption from the title, label ``tab:<key>``, the note
+    as a footnote-sized paragraph under the tabular (needs ``\\usepackage{booktabs}``)."""
+    spec = "".join("r" if a == "r" else "l" for a in t.alignments())
+    lines = [r"\begin{table}[t]", r"\centering", r"\small"]
+    if t.title:
+        lines.append(rf"\caption{{{latex_escape(t.title)}}}")
+    lines.append(rf"\label{{tab:{slug(t.key)}}}")
+    lines.append(rf"\begin{{tabular}}{{{spec}}}")
+    lines.append(r"\toprule")
+    lines.append(" & ".join(latex_escape(c) for c in t.columns) + r" \\")
+    lines.append(r"\midrule")
+    for row in t.rows:
+        lines.append(" & ".join(latex_escape(c) for c in row) + r" \\")
+    lines.append(r"\bottomrule")
+    lines.append(r"\end{tabular}")
+    if t.note:
+        lines.append(rf"\par\footnotesize {latex_escape(t.note)}")
+    lines.append(r"\end{table}")
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- HTML
@@ -124,6 +179,18 @@ figcaption{font-size:.88em;color:#444}
 .warning{background:#fde8e8;border-left:5px solid #c0392b;padding:.5em .8em;margin:.5em 0}
 .not-run{background:#eef2f7;border-left:5px solid #7f8c8d;padding:.5em .8em;margin:.5em 0}
 nav ul{columns:2}
+details.source{margin:-.6em 0 1.2em;font-size:.82em}
+details.source summary{cursor:pointer;color:#1f5fa8}
+details.source pre{background:#f6f6f8;border:1px solid #ddd;padding:.5em;overflow-x:auto;
+max-height:22em;white-space:pre}
+details.source button{font-size:.9em;margin:.2em 0}
+.formats{font-size:.85em}
+"""
+
+COPY_JS = """
+function copySource(id){const t=document.getElementById(id).textContent;
+navigator.clipboard.writeText(t).then(()=>{const b=document.getElementById(id+'-btn');
+b.textContent='copied';setTimeout(()=>{b.textContent='copy'},1500)});}
 """
 
 
@@ -131,8 +198,9 @@ def _esc(s) -> str:
     return html.escape(str(s), quote=True)
 
 
-def table_html(t: TableBlock, highlight: Sequence[int] = ()) -> str:
-    """An HTML table; rows whose index is in ``highlight`` get class ``primary``."""
+def table_html(t: TableBlock, highlight: Sequence[int] = (), sources: bool = True) -> str:
+    """An HTML table; rows whose index is in ``highlight`` get class ``primary``; with
+    ``sources`` its Markdown and LaTeX follow (:func:`sources_html`)."""
     aligns = t.alignments()
     out = [f'<table id="{_esc(t.key)}">']
     if t.title:
@@ -148,7 +216,22 @@ def table_html(t: TableBlock, highlight: Sequence[int] = ()) -> str:
     out.append("</tbody></table>")
     if t.note:
         out.append(f'<p class="tnote">{_esc(t.note)}</p>')
+    if sources:
+        out.append(sources_html(t))
     return "\n".join(out)
+
+
+def sources_html(t: TableBlock) -> str:
+    """The table's Markdown and LaTeX source, each in a fold with a copy button."""
+    parts = []
+    for fmt, text in (("Markdown", table_markdown(t)), ("LaTeX", table_latex(t))):
+        sid = f"{t.key}-{fmt.lower()}"
+        parts.append(
+            f'<details class="source"><summary>{fmt}</summary>'
+            f'<button type="button" id="{_esc(sid)}-btn" '
+            f'onclick="copySource(\'{_esc(sid)}\')">copy</button>'
+            f'<pre id="{_esc(sid)}">{_esc(text)}</pre></details>')
+    return "\n".join(parts)
 
 
 def block_html(b) -> str:
@@ -157,8 +240,11 @@ def block_html(b) -> str:
             if b.columns and b.columns[-1] == "primary" else []
         return table_html(b, hl)
     if isinstance(b, FigureBlock):
+        links = " · ".join(f'<a href="{_esc(v)}" download>{_esc(k)}</a>'
+                           for k, v in b.links().items())
         return (f'<figure id="{_esc(b.key)}"><img src="{_esc(b.src)}" alt="{_esc(b.caption)}">'
-                f"<figcaption>{_esc(b.caption)}</figcaption></figure>")
+                f'<figcaption>{_esc(b.caption)} <span class="formats">({links})</span>'
+                "</figcaption></figure>")
     if isinstance(b, Note):
         label = {"warning": "<strong>⚠ Flag:</strong> ",
                  "not-run": "<strong>Not run:</strong> "}.get(b.kind, "")
@@ -181,7 +267,8 @@ def page_html(title: str, sections: Sequence[PageSection], intro: Sequence = ())
         body.append(f'<h{s.level} id="{_esc(s.key or slug(s.title))}">{_esc(s.title)}</h{s.level}>')
         body += [block_html(b) for b in s.blocks]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{_esc(title)}</title><style>{CSS}</style></head><body>\n"
+            f"<title>{_esc(title)}</title><style>{CSS}</style><script>{COPY_JS}</script>"
+            "</head><body>\n"
             + "\n".join(body) + "\n</body></html>\n")
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import fields
 
 import numpy as np
+from tqdm import tqdm
 
 from structablate.settings import HnswSettings
 
@@ -118,11 +119,15 @@ def _exact_float64(queries: np.ndarray, x64: np.ndarray, k: int, block: int):
     nq = queries.shape[0]
     idx_out = np.zeros((nq, k), dtype=np.int64)
     sc_out = np.zeros((nq, k), dtype=np.float32)
+    # a progress bar where stderr is a terminal or a workflow job's log (structablate.workflow)
+    bar = tqdm(total=nq, desc="exact search", unit="query", disable=None)
     for s in range(0, nq, block):
         scores = score_matrix(queries[s : s + block], x64)
         top = topk_desc(scores, k)
         idx_out[s : s + block] = top
         sc_out[s : s + block] = np.take_along_axis(scores, top, axis=1)
+        bar.update(min(block, nq - s))
+    bar.close()
     return idx_out, sc_out
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 import numpy as np
+from tqdm import tqdm
 
 DEFAULT_SEED = 20260710
 _BLOCK_ELEMS = 1 << 22  # indices per block (~32 MiB as int64)
@@ -89,6 +90,9 @@ def cluster_bootstrap(
     which = np.broadcast_to(which.ravel(), (sums.shape[1],))
     out = np.empty((n_boot, sums.shape[1]))
     done = 0
+    # a progress bar where stderr is a terminal or a workflow job's log (structablate.workflow)
+    bar = tqdm(total=n_boot, desc=f"bootstrap ({n_docs} documents)", unit="replicate",
+               disable=None)
     for idx in draw_blocks(rng, n_docs, n_boot, block_rows):
         b = idx.shape[0]
         idx += (np.arange(b, dtype=np.int64) * n_docs)[:, None]
@@ -100,6 +104,8 @@ def cluster_bootstrap(
         den = np.einsum("bd,dm->bm", counts, ucnts, optimize=False)
         out[done : done + b] = num / den[:, which]
         done += b
+        bar.update(b)
+    bar.close()
     return out[:, 0] if vec else out
 
 
