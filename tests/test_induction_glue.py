@@ -69,7 +69,7 @@ def test_induce_structure_script_replays_recorded_generations(tmp_path, monkeypa
     monkeypatch.setattr(sys, "stderr", sys.stderr)
     docs, paths = corpus(tmp_path)
     llm = {"model": "echo-model", "cache": str(tmp_path / "rec.jsonl"), "backend": "none"}
-    induction = {"inducer": "llm", "max_tokens": 512}
+    induction = {"inducer": "llm", "max_tokens": 512, "context_tokens": 8192}
     recorder = client_from_config(llm)
     recorder._backend = Echo()
     LLMInducer(recorder, InductionConfig.from_dict(induction)).induce_many(docs)

@@ -79,7 +79,7 @@ def make_inducer(
         if not llm_cfg:
             raise ValueError("induction.inducer is 'llm' but there is no llm config block")
         client = client_from_config(llm_cfg, base_dir=base_dir)
-        return LLMInducer(client, InductionConfig.from_dict(cfg))
+        return LLMInducer(client, InductionConfig.from_dict(cfg, llm_cfg))
     raise ValueError(f"induction.inducer must be one of {INDUCERS}, got {kind!r}")
 
 
@@ -97,7 +97,12 @@ def induce_documents(
     extra: dict[str, Any] = {}
     client = getattr(inducer, "client", None)
     if client is not None:
-        extra = {"model": client.model, "llm_mode": client.mode, "llm": client.stats.as_dict()}
+        from structablate.structure.induce import listing_budget
+
+        cfg = inducer.config
+        extra = {"model": client.model, "llm_mode": client.mode, "llm": client.stats.as_dict(),
+                 "context_tokens": cfg.context_tokens, "chars_per_token": cfg.chars_per_token,
+                 "listing_budget_chars": listing_budget(cfg)}
         client.close()
     if gold is None and any(d.sections for d in docs):
         gold = {d.doc_id: d.sections for d in docs}

@@ -242,4 +242,5 @@ class TextTilingInducer:
         if bad:  # pragma: no cover - a bug, not an input problem
             raise AssertionError(f"{doc.doc_id}: texttiling sections fail verification: {bad}")
         return InducedStructure(doc_id=doc.doc_id, sections=sections, status="valid",
-                                inducer=self.name, seconds=time.perf_counter() - t0)
+                                inducer=self.name, seconds=time.perf_counter() - t0,
+                                n_paragraphs=n)
