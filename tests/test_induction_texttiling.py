@@ -8,6 +8,7 @@ from functools import lru_cache
 
 import numpy as np
 import pytest
+from conftest import shared_file
 
 from structablate.corpus.flatten import DocumentBuilder
 from structablate.corpus.verify import verify_sections
@@ -21,12 +22,10 @@ from structablate.structure.texttiling import (
     sentence_embedder,
 )
 
-QASPER_TEST = "/work/shared/data/qasper/qasper-test-v0.3.json"
-
 
 @lru_cache(maxsize=1)
 def qasper():
-    with open(QASPER_TEST, encoding="utf-8") as fh:
+    with open(shared_file("qasper", "qasper-test-v0.3.json"), encoding="utf-8") as fh:
         return json.load(fh)
 
 

@@ -153,7 +153,8 @@ class InductionConfig:
         return cls(**known)
 
 
-def listing_budget(cfg: InductionConfig, title: str = "") -> int:
+def listing_budget(cfg: InductionConfig, title: str = "", *, fixed_chars: int | None = None,
+                   correction: bool | None = None) -> int:
     """Characters the numbered paragraph listing may take in one prompt.
 
     ``max_prompt_chars`` when set; else the context (``context_tokens``) minus the answers
@@ -170,11 +171,14 @@ def listing_budget(cfg: InductionConfig, title: str = "") -> int:
             "induction: the model's context length is unknown (the llm block sets neither "
             "llamacpp.n_ctx nor vllm.max_model_len); set induction.context_tokens, or "
             "induction.max_prompt_chars for a fixed listing budget")
-    rounds = 2 if cfg.self_correction else 1
-    messages = 4 if cfg.self_correction else 2
+    correction = cfg.self_correction if correction is None else correction
+    rounds = 2 if correction else 1
+    messages = 4 if correction else 2
     tokens = cfg.context_tokens - rounds * cfg.max_tokens - messages * MESSAGE_OVERHEAD_TOKENS
-    fixed = len(SYSTEM_PROMPT) + len(INSTRUCTIONS) + len(title) + 200  # formatted fields
-    if cfg.self_correction:
+    if fixed_chars is None:
+        fixed_chars = len(SYSTEM_PROMPT) + len(INSTRUCTIONS)
+    fixed = fixed_chars + len(title) + 200  # + the formatted fields
+    if correction:
         fixed += len(CORRECTION) + (cfg.max_quoted_violations + 1) * MAX_VIOLATION_CHARS
     budget = int(tokens * cfg.chars_per_token) - fixed
     if budget < 1000:
@@ -192,6 +196,8 @@ class InducedStructure:
 
     ``para_char_cap``: the cap the paragraphs were shown with (``None``: whole);
     ``truncated_paragraphs``: how many of the ``n_paragraphs`` were actually cut by it.
+    ``titles_from_llm``: for the hybrid inducer, how many headings the LLM wrote (the rest
+    are TF-IDF headings); ``None`` for the other inducers.
     """
 
     doc_id: str
@@ -204,6 +210,7 @@ class InducedStructure:
     seconds: float = 0.0
     n_paragraphs: int = 0
     truncated_paragraphs: int = 0
+    titles_from_llm: int | None = None
 
 
 def truncate_paragraph(text: str, cap: int | None) -> str:

@@ -79,6 +79,11 @@ def induction_report(
         "mean_seconds_per_doc": (sum(r.seconds for r in results) / n) if n else None,
         "statuses": {s: counts.get(s, 0) for s in STATUSES},
     }
+    titled = [r for r in results if r.titles_from_llm is not None]
+    if titled:
+        n_titles = sum(len(r.sections) for r in titled)
+        report["titles_from_llm"] = sum(r.titles_from_llm for r in titled)
+        report["titles_from_llm_share"] = report["titles_from_llm"] / n_titles if n_titles else 0.0
     if gold is not None:
         gold_counts = [len(gold[r.doc_id]) for r in results if r.doc_id in gold]
         report["mean_gold_sections_per_doc"] = (

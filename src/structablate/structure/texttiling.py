@@ -64,6 +64,11 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]{2,}")
 _PLACEHOLDER = re.compile(r"(?:bibref|inlineform|displayform|tabref|figref|secref)\d*")
 
 
+TITLE_SOURCES = ("tfidf", "llm")
+"""Where section headings come from: extractive TF-IDF terms, or an LLM (the hybrid inducer,
+:mod:`structablate.structure.titles`)."""
+
+
 @dataclass(frozen=True)
 class TextTilingConfig:
     """Knobs of the TextTiling inducer (config block ``induction.texttiling``)."""
@@ -76,6 +81,12 @@ class TextTilingConfig:
     min_section_paras: int = 2
     title_terms: int = 3
     batch_size: int = 32
+    titles: str = "tfidf"
+
+    def __post_init__(self):
+        if self.titles not in TITLE_SOURCES:
+            raise ValueError(f"induction.texttiling.titles must be one of {TITLE_SOURCES}, "
+                             f"got {self.titles!r}")
 
     @classmethod
     def from_dict(cls, cfg: dict[str, Any] | None) -> TextTilingConfig:
@@ -183,16 +194,43 @@ def tfidf_title(text: str, df: Counter, n_docs: int, k: int) -> str:
 
 
 class TextTilingInducer:
-    """Embedding TextTiling (see the module docstring)."""
+    """Embedding TextTiling (see the module docstring).
+
+    With a ``titler`` (:class:`structablate.structure.titles.LLMTitler`, the hybrid inducer)
+    the TF-IDF headings are replaced by the LLM's wherever it gives one; boundaries and levels
+    stay TextTiling's.
+    """
 
     name = "texttiling"
 
-    def __init__(self, config: TextTilingConfig | None = None, embed: Embed | None = None):
+    def __init__(self, config: TextTilingConfig | None = None, embed: Embed | None = None,
+                 titler=None):
         self.config = config or TextTilingConfig()
         self.embed = embed or sentence_embedder(self.config.model, self.config.batch_size)
+        self.titler = titler
+        if titler is not None:
+            self.name = "texttiling+llm-titles"
 
     def induce_many(self, docs: Sequence[FlatDocument]) -> list[InducedStructure]:
-        return [self.induce(d) for d in docs]
+        t0 = time.perf_counter()
+        planned = []
+        for doc in docs:
+            t1 = time.perf_counter()
+            planned.append((self.entries(doc), time.perf_counter() - t1))
+        titled = None
+        if self.titler is not None:
+            titled = self.titler.titles_many(docs, [e for e, _ in planned])
+        llm_seconds = (time.perf_counter() - t0 - sum(s for _, s in planned)) / max(1, len(docs))
+        out = []
+        for k, (doc, (entries, secs)) in enumerate(zip(docs, planned, strict=True)):
+            from_llm = None
+            if titled is not None:
+                entries = [Entry(t, e.level, e.start)
+                           for t, e in zip(titled[k].titles, entries, strict=True)]
+                from_llm = titled[k].from_llm
+                secs += llm_seconds
+            out.append(self._structure(doc, entries, secs, from_llm))
+        return out
 
     def boundaries(self, doc: FlatDocument) -> tuple[list[int], list[int]]:
         """(coarse, fine) section starts after paragraph 0; coarse is a subset of fine."""
@@ -211,8 +249,8 @@ class TextTilingInducer:
         fine = pick_boundaries(sim, depth, cfg.c_fine, minp)
         return fine, fine
 
-    def induce(self, doc: FlatDocument) -> InducedStructure:
-        t0 = time.perf_counter()
+    def entries(self, doc: FlatDocument) -> list[Entry]:
+        """The sections (TF-IDF title, level, first paragraph) of one document."""
         cfg = self.config
         n = len(doc.paragraphs)
         if n == 0:
@@ -237,10 +275,18 @@ class TextTilingInducer:
             else:
                 title = tfidf_title(text(lo, hi), df, len(fine_spans), cfg.title_terms)
                 entries.append(Entry(title or f"Section {len(entries) + 1}", 2, lo))
+        return entries
+
+    def _structure(self, doc: FlatDocument, entries: list[Entry], seconds: float,
+                   titles_from_llm: int | None) -> InducedStructure:
         sections = entries_to_sections(doc.paragraphs, entries)
         bad = verify_sections(doc.paragraphs, sections, check_level_steps=True)
         if bad:  # pragma: no cover - a bug, not an input problem
             raise AssertionError(f"{doc.doc_id}: texttiling sections fail verification: {bad}")
         return InducedStructure(doc_id=doc.doc_id, sections=sections, status="valid",
-                                inducer=self.name, seconds=time.perf_counter() - t0,
-                                n_paragraphs=n)
+                                inducer=self.name, seconds=seconds,
+                                n_paragraphs=len(doc.paragraphs),
+                                titles_from_llm=titles_from_llm)
+
+    def induce(self, doc: FlatDocument) -> InducedStructure:
+        return self.induce_many([doc])[0]

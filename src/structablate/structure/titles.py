@@ -1,0 +1,197 @@
+"""LLM headings for sections whose boundaries and levels come from elsewhere (TextTiling).
+
+The hybrid inducer (``induction.inducer: texttiling`` with ``texttiling.titles: llm``) keeps
+TextTiling's boundaries and levels and asks an LLM only for the headings: one call per
+document shows the sections, numbered hierarchically (``1``, ``1.1``, ``2``, …), each with its
+paragraphs, and the model answers ``{"titles": [...]}`` with exactly one heading per section,
+in order (a JSON schema fixes the count where the backend constrains decoding). The task is
+deliberately easier than full induction: the model never places a boundary or a level.
+
+Input size follows the induction's rule (:func:`structablate.structure.induce.listing_budget`):
+whole paragraphs when the document fits the model's context, else every paragraph cut to the
+first cap of ``para_char_caps`` that fits, else the sections are split into consecutive groups
+that fit at the smallest cap, one call per group. A missing, empty or surplus answer keeps the
+TF-IDF heading for the sections it does not cover, and the counts say how many headings came
+from the model.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from structablate.corpus.flatten import FlatDocument
+from structablate.llm.backends import ContextOverflowError
+from structablate.structure.induce import InductionConfig, listing_budget, truncate_paragraph
+from structablate.structure.tiling import MAX_TITLE_CHARS, Entry, clean_title
+
+log = logging.getLogger(__name__)
+
+TITLE_SYSTEM = "You write the missing headings of documents. You answer with JSON only."
+
+TITLE_INSTRUCTIONS = """\
+Below are the sections of {what}, numbered {first} to {last} (a number like 2.1 marks a \
+subsection of section 2). Their headings have been removed. Each section lists its \
+paragraphs.
+
+Write the heading of every section: a few words (at most eight) that name the section's \
+topic, as the author would write it. Do not copy a sentence from the text.
+
+Answer with JSON only, in this form, with exactly {n} headings in section order:
+{{"titles": ["<heading of section {first}>", ..., "<heading of section {last}>"]}}
+
+{listing}"""
+
+
+def titles_schema(n: int) -> dict[str, Any]:
+    """JSON schema of the answer: exactly ``n`` non-empty headings."""
+    return {
+        "type": "object",
+        "properties": {"titles": {
+            "type": "array", "minItems": n, "maxItems": n,
+            "items": {"type": "string", "minLength": 1, "maxLength": MAX_TITLE_CHARS},
+        }},
+        "required": ["titles"],
+        "additionalProperties": False,
+    }
+
+
+def section_numbers(entries: Sequence[Entry]) -> list[str]:
+    """Hierarchical numbers (``1``, ``1.1``, ``2``) of sections with the given levels."""
+    counters: list[int] = []
+    out = []
+    for e in entries:
+        depth = max(1, e.level)
+        counters = counters[:depth] + [0] * max(0, depth - len(counters))
+        counters[depth - 1] += 1
+        out.append(".".join(str(c) for c in counters[:depth]))
+    return out
+
+
+def parse_titles(text: str) -> list[str] | None:
+    """The headings of an answer (cleaned), or ``None`` when it holds no list of strings."""
+    s = text.strip()
+    try:
+        obj = json.loads(s)
+    except ValueError:
+        start = s.find("{")
+        try:
+            obj, _ = json.JSONDecoder().raw_decode(s[start:]) if start >= 0 else (None, 0)
+        except ValueError:
+            return None
+    if isinstance(obj, dict):
+        obj = obj.get("titles")
+    if not isinstance(obj, list):
+        return None
+    return [clean_title(t) for t in obj]
+
+
+@dataclass
+class TitledDocument:
+    """Headings for one document: the final titles and how many the model supplied."""
+
+    titles: list[str]
+    from_llm: int
+    calls: int
+
+
+class LLMTitler:
+    """Headings for given sections from an :class:`~structablate.llm.client.LLMClient`."""
+
+    def __init__(self, client, config: InductionConfig):
+        self.client = client
+        self.config = config
+
+    def _fixed_chars(self) -> int:
+        return len(TITLE_SYSTEM) + len(TITLE_INSTRUCTIONS)
+
+    def _listing(self, doc: FlatDocument, entries: Sequence[Entry], numbers: Sequence[str],
+                 ends: Sequence[int], idx: Sequence[int], cap: int | None) -> str:
+        blocks = []
+        for k in idx:
+            lines = [f"Section {numbers[k]}:"]
+            lines += [f"[{i}] {truncate_paragraph(doc.paragraph_text(i), cap)}"
+                      for i in range(entries[k].start, ends[k])]
+            blocks.append("\n".join(lines))
+        return "\n\n".join(blocks)
+
+    def budget(self) -> int:
+        """Characters the section listing of one call may take."""
+        return listing_budget(self.config, fixed_chars=self._fixed_chars(), correction=False)
+
+    def plan(self, doc: FlatDocument, entries: Sequence[Entry]
+             ) -> tuple[int | None, list[list[int]]]:
+        """The paragraph cap and the groups of section indices, one call each."""
+        n = len(doc.paragraphs)
+        ends = [e.start for e in entries[1:]] + [n]
+        numbers = section_numbers(entries)
+        budget = self.budget()
+        every = list(range(len(entries)))
+        for cap in (None, *self.config.para_char_caps):
+            if len(self._listing(doc, entries, numbers, ends, every, cap)) <= budget:
+                return cap, [every]
+        cap = self.config.para_char_caps[-1]
+        groups: list[list[int]] = [[]]
+        size = 0
+        for k in every:
+            block = len(self._listing(doc, entries, numbers, ends, [k], cap)) + 2
+            if groups[-1] and size + block > budget:
+                groups.append([])
+                size = 0
+            groups[-1].append(k)
+            size += block
+        return cap, groups
+
+    def requests(self, doc: FlatDocument, entries: Sequence[Entry]):
+        """The requests for one document, with the section indices each one covers."""
+        cap, groups = self.plan(doc, entries)
+        n = len(doc.paragraphs)
+        ends = [e.start for e in entries[1:]] + [n]
+        numbers = section_numbers(entries)
+        out = []
+        for g in groups:
+            what = "a document" if len(groups) == 1 else "one part of a document"
+            user = TITLE_INSTRUCTIONS.format(
+                what=what, first=numbers[g[0]], last=numbers[g[-1]], n=len(g),
+                listing=self._listing(doc, entries, numbers, ends, g, cap))
+            messages = [{"role": "system", "content": TITLE_SYSTEM},
+                        {"role": "user", "content": user}]
+            req = self.client.request(
+                messages, json_schema=titles_schema(len(g)) if self.config.use_schema else None,
+                max_tokens=min(self.config.max_tokens,
+                               32 + self.config.tokens_per_section * len(g)))
+            out.append((g, req))
+        return cap, out
+
+    def titles_many(self, docs: Sequence[FlatDocument],
+                    entries: Sequence[Sequence[Entry]]) -> list[TitledDocument]:
+        """Headings for every document's sections; TF-IDF ones (``entries``' titles) stay
+        where the model gives none."""
+        jobs = []
+        for d, (doc, ents) in enumerate(zip(docs, entries, strict=True)):
+            _, reqs = self.requests(doc, ents)
+            jobs.extend((d, g, r) for g, r in reqs)
+        try:
+            answers: list[str | None] = list(self.client.generate_many([r for _, _, r in jobs]))
+        except ContextOverflowError:
+            answers = []
+            for _, _, r in jobs:
+                try:
+                    answers.append(self.client.generate_many([r])[0])
+                except ContextOverflowError as exc:
+                    log.warning("%s", exc)
+                    answers.append(None)
+        out = [TitledDocument([e.title for e in ents], 0, 0) for ents in entries]
+        for (d, g, _), text in zip(jobs, answers, strict=True):
+            out[d].calls += 1
+            got = parse_titles(text) if text is not None else None
+            if not got:
+                continue
+            for k, title in zip(g, got, strict=False):  # surplus answers are ignored
+                if title:
+                    out[d].titles[k] = title
+                    out[d].from_llm += 1
+        return out
