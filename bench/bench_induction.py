@@ -13,7 +13,8 @@ and ``sections_gold.parquet``), the script induces the structure and reports per
   ``chunking.build.build_chunks`` builds them, with the embedder's tokenizer, ``t_max`` 350,
   ``t_min`` 60 unless given); boundary precision, recall and F1 where an induced section start
   within ``--tolerance`` paragraphs (default 1) of a gold section start counts as a hit
-  (one-to-one matching, nearest first; paragraph 0 is not a boundary);
+  (one-to-one matching, nearest first; paragraph 0 is not a boundary), and the exact F1
+  (tolerance 0);
 * cost: calls (generated and replayed), prompt and generated tokens, generation seconds,
   generated tokens per second, wall minutes, and the share of paragraphs shown truncated.
 
@@ -117,6 +118,7 @@ def evaluate(name: str, secs: dict[str, list[Section]], gold: dict[str, list[Sec
     out["chunks_per_doc"] = a2.height / len(secs)
     out["chunk_span_identity"] = chunk_span_identity(a2, g2)
     out.update(boundary_prf(gold, secs, tolerance))
+    out["boundary_f1_exact"] = boundary_prf(gold, secs, 0)["boundary_f1"]
     return out
 
 
