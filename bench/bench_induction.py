@@ -146,7 +146,8 @@ def run_candidate(cand: dict[str, Any], base_llm: dict[str, Any], corpus: str, f
     else:
         induction = dict(cand.get("induction") or {})
         llm = None
-        if induction.get("inducer", "llm") != "texttiling":
+        titles = (induction.get("texttiling") or {}).get("titles")
+        if induction.get("inducer", "llm") != "texttiling" or titles == "llm":
             llm = {**base_llm, **(cand.get("llm") or {})}
             for sub in ("llamacpp", "vllm", "openai"):
                 if sub in base_llm or sub in (cand.get("llm") or {}):
@@ -157,7 +158,9 @@ def run_candidate(cand: dict[str, Any], base_llm: dict[str, Any], corpus: str, f
         secs = dict(pairs)
         extra = {k: report.get(k) for k in (
             "statuses", "windowed", "truncated_paragraphs", "truncated_paragraph_share",
-            "truncated_documents", "llm", "model")}
+            "truncated_documents", "titles_from_llm", "titles_from_llm_share", "llm",
+            "model", "context_tokens", "listing_budget_chars")}
+        extra["titles"] = {d: [s.title for s in secs[d]] for d in list(secs)[:3]}
     out = {"candidate": name, "corpus": corpus, "wall_minutes": (time.perf_counter() - t0) / 60}
     out.update(evaluate(name, secs, gold, docs, paras, g2, counter, params, tolerance))
     out.update(extra)
