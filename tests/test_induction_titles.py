@@ -76,6 +76,7 @@ def test_llm_headings_replace_tfidf_ones_and_boundaries_stay():
         (s.para_start, s.para_end, s.level) for s in base.sections]
     assert [s.title for s in res.sections] == ["Topic 1", "Topic 2", "Topic 3"]
     assert res.titles_from_llm == 3 and res.inducer == "texttiling+llm-titles"
+    assert res.para_char_cap is None and res.truncated_paragraphs == 0
     assert verify_sections(doc.paragraphs, res.sections, check_level_steps=True) == []
     req = backend.requests[0]
     assert len(backend.requests) == 1 and req.json_schema["properties"]["titles"]["maxItems"] == 3
@@ -105,6 +106,7 @@ def test_a_small_budget_splits_the_sections_into_groups():
     assert len(backend.requests) > 1 and covered == ["1", "2", "3"]
     assert [s.title for s in res.sections] == ["H1", "H2", "H3"]
     assert all("…" in r.messages[1]["content"] for r in backend.requests)
+    assert res.para_char_cap == 20 and res.truncated_paragraphs == 13  # all cut
 
 
 def test_config_builds_the_hybrid_and_its_report(tmp_path, monkeypatch):

@@ -226,13 +226,13 @@ class TextTilingInducer:
         llm_seconds = (time.perf_counter() - t0 - sum(s for _, s in planned)) / max(1, len(docs))
         out = []
         for k, (doc, (entries, secs)) in enumerate(zip(docs, planned, strict=True)):
-            from_llm = None
+            res = None
             if titled is not None:
                 entries = [Entry(t, e.level, e.start)
                            for t, e in zip(titled[k].titles, entries, strict=True)]
-                from_llm = titled[k].from_llm
+                res = titled[k]
                 secs += llm_seconds
-            out.append(self._structure(doc, entries, secs, from_llm))
+            out.append(self._structure(doc, entries, secs, res))
         return out
 
     def thresholds(self) -> list[float]:
@@ -297,15 +297,17 @@ class TextTilingInducer:
         return entries
 
     def _structure(self, doc: FlatDocument, entries: list[Entry], seconds: float,
-                   titles_from_llm: int | None) -> InducedStructure:
+                   titled=None) -> InducedStructure:
         sections = entries_to_sections(doc.paragraphs, entries)
         bad = verify_sections(doc.paragraphs, sections, check_level_steps=True)
         if bad:  # pragma: no cover - a bug, not an input problem
             raise AssertionError(f"{doc.doc_id}: texttiling sections fail verification: {bad}")
-        return InducedStructure(doc_id=doc.doc_id, sections=sections, status="valid",
-                                inducer=self.name, seconds=seconds,
-                                n_paragraphs=len(doc.paragraphs),
-                                titles_from_llm=titles_from_llm)
+        return InducedStructure(
+            doc_id=doc.doc_id, sections=sections, status="valid", inducer=self.name,
+            seconds=seconds, n_paragraphs=len(doc.paragraphs),
+            titles_from_llm=titled.from_llm if titled is not None else None,
+            para_char_cap=titled.para_char_cap if titled is not None else None,
+            truncated_paragraphs=titled.truncated_paragraphs if titled is not None else 0)
 
     def induce(self, doc: FlatDocument) -> InducedStructure:
         return self.induce_many([doc])[0]

@@ -25,7 +25,12 @@ from typing import Any
 
 from structablate.corpus.flatten import FlatDocument
 from structablate.llm.backends import ContextOverflowError
-from structablate.structure.induce import InductionConfig, listing_budget, truncate_paragraph
+from structablate.structure.induce import (
+    InductionConfig,
+    count_truncated,
+    listing_budget,
+    truncate_paragraph,
+)
 from structablate.structure.tiling import MAX_TITLE_CHARS, Entry, clean_title
 
 log = logging.getLogger(__name__)
@@ -91,11 +96,15 @@ def parse_titles(text: str) -> list[str] | None:
 
 @dataclass
 class TitledDocument:
-    """Headings for one document: the final titles and how many the model supplied."""
+    """Headings for one document: the final titles, how many the model supplied, the calls,
+    and the paragraph cap the model saw the document with (``None``: whole paragraphs) with
+    the number of paragraphs it cut."""
 
     titles: list[str]
     from_llm: int
     calls: int
+    para_char_cap: int | None = None
+    truncated_paragraphs: int = 0
 
 
 class LLMTitler:
@@ -171,8 +180,10 @@ class LLMTitler:
         """Headings for every document's sections; TF-IDF ones (``entries``' titles) stay
         where the model gives none."""
         jobs = []
+        caps = []
         for d, (doc, ents) in enumerate(zip(docs, entries, strict=True)):
-            _, reqs = self.requests(doc, ents)
+            cap, reqs = self.requests(doc, ents)
+            caps.append(cap)
             jobs.extend((d, g, r) for g, r in reqs)
         try:
             answers: list[str | None] = list(self.client.generate_many([r for _, _, r in jobs]))
@@ -184,7 +195,8 @@ class LLMTitler:
                 except ContextOverflowError as exc:
                     log.warning("%s", exc)
                     answers.append(None)
-        out = [TitledDocument([e.title for e in ents], 0, 0) for ents in entries]
+        out = [TitledDocument([e.title for e in ents], 0, 0, cap, count_truncated(doc, cap))
+               for doc, ents, cap in zip(docs, entries, caps, strict=True)]
         for (d, g, _), text in zip(jobs, answers, strict=True):
             out[d].calls += 1
             got = parse_titles(text) if text is not None else None
