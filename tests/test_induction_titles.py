@@ -52,6 +52,9 @@ def test_parse_titles():
     assert parse_titles('{"titles": ["  Method\\n", "Results"]}') == ["Method", "Results"]
     assert parse_titles('Sure: {"titles": ["A"]} done') == ["A"]
     assert parse_titles("no json") is None and parse_titles('{"x": 1}') is None
+    # an answer cut off mid-list keeps its complete headings
+    assert parse_titles('{"titles": ["Method", "Res\\"ults\\"", "Discus') == [
+        "Method", 'Res"ults"']
     schema = titles_schema(3)["properties"]["titles"]
     assert schema["minItems"] == schema["maxItems"] == 3
 
@@ -134,3 +137,16 @@ def test_config_builds_the_hybrid_and_its_report(tmp_path, monkeypatch):
     assert rep["titles_from_llm_share"] == 1.0 and rep["llm"]["generated"] == 0
     assert rep["context_tokens"] == 4096 and rep["listing_budget_chars"] > 1000
     assert np.isclose(rep["mean_sections_per_doc"], 3.0)
+
+
+def test_a_call_covers_no_more_sections_than_its_answer_can_hold():
+    def fn(r):
+        return json.dumps({"titles": [f"H{n}" for n in sections_in(r)]})
+
+    # max_tokens 80: (80 - 32) // 24 = 2 headings per call, whatever the listing budget
+    cfg = InductionConfig(context_tokens=8192, max_tokens=80)
+    doc, backend, hybrid, _ = _hybrid(fn, cfg)
+    assert hybrid.titler.max_sections_per_call() == 2
+    res = hybrid.induce(doc)
+    assert [len(sections_in(r)) for r in backend.requests] == [2, 1]
+    assert [s.title for s in res.sections] == ["H1", "H2", "H3"]

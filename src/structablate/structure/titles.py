@@ -9,16 +9,18 @@ deliberately easier than full induction: the model never places a boundary or a 
 
 Input size follows the induction's rule (:func:`structablate.structure.induce.listing_budget`):
 whole paragraphs when the document fits the model's context, else every paragraph cut to the
-first cap of ``para_char_caps`` that fits, else the sections are split into consecutive groups
-that fit at the smallest cap, one call per group. A missing, empty or surplus answer keeps the
-TF-IDF heading for the sections it does not cover, and the counts say how many headings came
-from the model.
+first cap of ``para_char_caps`` that fits, else (as induction's windows) the sections are split
+into consecutive groups that fit at the smallest cap, one call per group. A call also covers
+at most ``(max_tokens - 32) // 24`` sections, so its answer is never cut off. A missing, empty or
+surplus answer keeps the TF-IDF heading for the sections it does not cover, and the counts say
+how many headings came from the model.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +53,13 @@ Answer with JSON only, in this form, with exactly {n} headings in section order:
 {listing}"""
 
 
+TOKENS_PER_TITLE = 24
+"""Answer tokens reserved per heading (at most eight words, quoted, comma): a call covers at
+most ``(max_tokens - 32) // TOKENS_PER_TITLE`` sections, so its answer is never cut off."""
+
+_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
 def titles_schema(n: int) -> dict[str, Any]:
     """JSON schema of the answer: exactly ``n`` non-empty headings."""
     return {
@@ -77,7 +86,8 @@ def section_numbers(entries: Sequence[Entry]) -> list[str]:
 
 
 def parse_titles(text: str) -> list[str] | None:
-    """The headings of an answer (cleaned), or ``None`` when it holds no list of strings."""
+    """The headings of an answer (cleaned), or ``None`` when it holds no list of strings. An
+    answer cut off mid-list keeps its complete headings."""
     s = text.strip()
     try:
         obj = json.loads(s)
@@ -86,7 +96,19 @@ def parse_titles(text: str) -> list[str] | None:
         try:
             obj, _ = json.JSONDecoder().raw_decode(s[start:]) if start >= 0 else (None, 0)
         except ValueError:
-            return None
+            obj = None
+        if obj is None:
+            m = re.search(r'"titles"\s*:\s*\[', s)
+            if not m:
+                return None
+            tail = s[m.end():]
+            items = []
+            for q in _STRING.finditer(tail):
+                rest = tail[q.end():].lstrip()
+                if not rest or rest[0] not in ",]":
+                    break  # the last string was cut off
+                items.append(json.loads(f'"{q.group(1)}"'))
+            return [clean_title(t) for t in items] or None
     if isinstance(obj, dict):
         obj = obj.get("titles")
     if not isinstance(obj, list):
@@ -138,21 +160,34 @@ class LLMTitler:
         ends = [e.start for e in entries[1:]] + [n]
         numbers = section_numbers(entries)
         budget = self.budget()
-        every = list(range(len(entries)))
-        for cap in (None, *self.config.para_char_caps):
-            if len(self._listing(doc, entries, numbers, ends, every, cap)) <= budget:
-                return cap, [every]
-        cap = self.config.para_char_caps[-1]
+        most = self.max_sections_per_call()
+        for cap in (None, *self.config.para_char_caps):  # one call, if any cap allows it
+            groups = self._groups(doc, entries, numbers, ends, cap, budget, most)
+            if groups is not None and len(groups) == 1:
+                return cap, groups
+        cap = self.config.para_char_caps[-1]  # else several calls at the smallest cap
+        return cap, self._groups(doc, entries, numbers, ends, cap, None, most)
+
+    def max_sections_per_call(self) -> int:
+        return max(1, (self.config.max_tokens - 32) // TOKENS_PER_TITLE)
+
+    def _groups(self, doc, entries, numbers, ends, cap, budget, most) -> list[list[int]] | None:
+        """Consecutive sections packed into calls of at most ``most`` sections and ``budget``
+        listing characters; ``None`` when one section alone exceeds the budget (``budget``
+        ``None``: no character limit, a section then goes alone)."""
+        hard = budget if budget is not None else self.budget()
         groups: list[list[int]] = [[]]
         size = 0
-        for k in every:
+        for k in range(len(entries)):
             block = len(self._listing(doc, entries, numbers, ends, [k], cap)) + 2
-            if groups[-1] and size + block > budget:
+            if budget is not None and block > budget:
+                return None
+            if groups[-1] and (size + block > hard or len(groups[-1]) >= most):
                 groups.append([])
                 size = 0
             groups[-1].append(k)
             size += block
-        return cap, groups
+        return groups
 
     def requests(self, doc: FlatDocument, entries: Sequence[Entry]):
         """The requests for one document, with the section indices each one covers."""
