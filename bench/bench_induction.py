@@ -167,11 +167,49 @@ def run_candidate(cand: dict[str, Any], base_llm: dict[str, Any], corpus: str, f
     return out
 
 
+TABLE_COLUMNS = (
+    ("candidate", "candidate"), ("corpus", "corpus"), ("docs", "n_documents"),
+    ("sections/doc", "sections_per_doc"), ("top-level/doc", "top_level_per_doc"),
+    ("single top-level", "single_top_level_share"), ("depth 1/2/3/4", "depth_share"),
+    ("section identity", "section_span_identity"), ("A2-G2 chunk identity",
+                                                    "chunk_span_identity"),
+    ("boundary F1 ±1", "boundary_f1"), ("exact F1", "boundary_f1_exact"),
+    ("calls", "calls"), ("prompt tok", "prompt_tokens"), ("gen tok", "completion_tokens"),
+    ("gen s", "generation_seconds"), ("min", "wall_minutes"),
+)
+
+
+def markdown_table(rows: list[dict[str, Any]]) -> str:
+    """One line per (candidate, corpus), the last row of each pair winning."""
+    last: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in rows:
+        last[(r["candidate"], r["corpus"])] = r
+    out = ["| " + " | ".join(h for h, _ in TABLE_COLUMNS) + " |",
+           "|" + " --- |" * len(TABLE_COLUMNS)]
+    for r in last.values():
+        llm = r.get("llm") or {}
+        cells = []
+        for _, key in TABLE_COLUMNS:
+            v = r.get(key, llm.get(key))
+            if key == "calls":
+                v = (llm.get("generated", 0) + llm.get("cache_hits", 0)) if llm else None
+            if key == "depth_share" and v:
+                v = "/".join(f"{100 * v.get(str(d), 0):.0f}" for d in range(1, 5))
+            elif key in ("single_top_level_share", "section_span_identity",
+                         "chunk_span_identity") and v is not None:
+                v = f"{100 * v:.1f}%"
+            elif isinstance(v, float):
+                v = f"{v:.2f}"
+            cells.append("—" if v is None else str(v))
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--corpus", action="append", required=True,
+    ap.add_argument("--corpus", action="append", default=[],
                     help="NAME=FOLDER with documents/paragraphs/sections_gold parquet files")
-    ap.add_argument("--candidates", required=True, help="YAML: llm (base block), candidates")
+    ap.add_argument("--candidates", help="YAML: llm (base block), candidates")
     ap.add_argument("--only", default=None, help="comma-separated candidate names")
     ap.add_argument("--docs", type=int, default=None, help="first N documents per corpus")
     ap.add_argument("--doc-ids", default=None,
@@ -182,8 +220,15 @@ def main() -> None:
     ap.add_argument("--t-min", type=int, default=60)
     ap.add_argument("--tolerance", type=int, default=1)
     ap.add_argument("--out", default=None, help="JSON file (rows are appended to a list)")
+    ap.add_argument("--table", action="store_true",
+                    help="print the --out file as a markdown table and exit")
     args = ap.parse_args()
+    if args.table:
+        print(markdown_table(json.loads(Path(args.out).read_text(encoding="utf-8"))))
+        return
 
+    if not args.corpus or not args.candidates:
+        ap.error("--corpus and --candidates are required (except with --table)")
     spec = yaml.safe_load(Path(args.candidates).read_text(encoding="utf-8"))
     cands = spec["candidates"]
     if args.only:
