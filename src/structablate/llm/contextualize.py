@@ -11,17 +11,26 @@ of consecutive prompts (requests are issued in document order), and vLLM's
 ``enable_prefix_caching`` (on by default in :class:`~structablate.llm.backends.VLLMBackend`)
 reuses the document's KV blocks across the batch.
 
-Long documents: with ``max_doc_chars`` set and a longer document, each chunk is shown a window
-of the document instead of all of it. The windows are fixed — ``max_doc_chars`` long, starting
-every ``max_doc_chars // 2`` characters (snapped to whitespace) — and a chunk gets the window
-whose centre is nearest its own centre (chunk spans are needed for this; without them every
-chunk gets the document's head). Chunks that share a window share the prompt prefix.
+Long documents: the recipe shows the whole document, and so does this module whenever the
+prompt fits the model's context. :class:`ContextsConfig` derives, per document, how many
+characters of it fit (:func:`document_char_budget`): the context length in tokens
+(``context_tokens``, by default the stage's ``llamacpp.n_ctx`` or ``vllm.max_model_len``) minus
+the answer (``max_tokens``) and the chat template, converted with ``chars_per_token`` (3.0,
+conservative: the bundled samples' documents hold 4.1-5.1 characters per token with the SmolLM2
+and Qwen2.5 tokenizers; text with code, formulas or non-Latin scripts holds fewer), minus the
+prompt's fixed text and the document's longest chunk. Only a longer document is shown in
+windows: each chunk sees a window of the document instead of all of it. The windows are fixed —
+the budget long, starting every half budget (snapped to whitespace) — and a chunk gets the
+window whose centre is nearest its own centre (chunk spans are needed for this; without them
+every chunk gets the document's head). Chunks that share a window share the prompt prefix.
+``max_doc_chars`` sets a fixed character budget instead.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 DOCUMENT_PROMPT = "<document>\n{doc_content}\n</document>\n"
@@ -34,6 +43,75 @@ CHUNK_PROMPT = (
 )
 
 Tokenizer = Any
+
+MESSAGE_OVERHEAD_TOKENS = 16
+"""Tokens reserved for the chat template around the single user message and the answer."""
+
+
+@dataclass(frozen=True)
+class ContextsConfig:
+    """Knobs of A1 contexts (config block ``contexts``; see ``docs/llm.md``).
+
+    ``context_max_tokens``: cap of a context in **embedder** tokens (paper: 80).
+    ``max_tokens``: generation limit in model tokens. ``context_tokens``: the model's context
+    length in tokens (``None``: from the stage's llm block,
+    :func:`structablate.llm.models.model_context_tokens`); it decides which documents are
+    shown whole, so it shapes the prompts and their cache keys. ``chars_per_token``: the
+    characters one model token is assumed to hold. ``max_doc_chars``: a fixed document budget
+    in characters instead of the derived one.
+    """
+
+    context_max_tokens: int = 80
+    max_tokens: int = 160
+    context_tokens: int | None = None
+    chars_per_token: float = 3.0
+    max_doc_chars: int | None = None
+
+    def __post_init__(self):
+        if self.chars_per_token <= 0:
+            raise ValueError(f"contexts.chars_per_token must be > 0, got {self.chars_per_token}")
+        for k in ("context_max_tokens", "max_tokens", "context_tokens", "max_doc_chars"):
+            v = getattr(self, k)
+            if v is not None and v <= 0:
+                raise ValueError(f"contexts.{k} must be > 0, got {v}")
+
+    @classmethod
+    def from_dict(cls, cfg: Mapping[str, Any] | None,
+                  llm_cfg: Mapping[str, Any] | None = None) -> ContextsConfig:
+        """From the ``contexts`` block (its ``llm`` key is ignored); ``context_tokens``
+        defaults to what ``llm_cfg`` (the stage's llm block) configures."""
+        cfg = dict(cfg or {})
+        known = {k: cfg[k] for k in cls.__dataclass_fields__ if k in cfg}
+        if known.get("context_tokens") is None and llm_cfg is not None:
+            from structablate.llm.models import model_context_tokens
+
+            known["context_tokens"] = model_context_tokens(llm_cfg)
+        return cls(**known)
+
+
+def document_char_budget(cfg: ContextsConfig, longest_chunk_chars: int) -> int:
+    """Characters of a document one prompt can show next to its longest chunk.
+
+    ``max_doc_chars`` when set; else ``(context_tokens - max_tokens - template) *
+    chars_per_token`` minus the prompt's fixed text and ``longest_chunk_chars``. Raises
+    ``ValueError`` when the context is unknown or leaves under 1,000 characters.
+    """
+    if cfg.max_doc_chars is not None:
+        return int(cfg.max_doc_chars)
+    if cfg.context_tokens is None:
+        raise ValueError(
+            "contexts: the model's context length is unknown (the llm block sets neither "
+            "llamacpp.n_ctx nor vllm.max_model_len); set contexts.context_tokens, or "
+            "contexts.max_doc_chars for a fixed document budget")
+    tokens = cfg.context_tokens - cfg.max_tokens - MESSAGE_OVERHEAD_TOKENS
+    budget = (int(tokens * cfg.chars_per_token) - len(DOCUMENT_PROMPT) - len(CHUNK_PROMPT)
+              - int(longest_chunk_chars))
+    if budget < 1000:
+        raise ValueError(
+            f"contexts: a context of {cfg.context_tokens} tokens leaves {budget} characters "
+            f"of the document next to a chunk of {longest_chunk_chars} characters; raise the "
+            "context (llm.llamacpp.n_ctx / llm.vllm.max_model_len / contexts.context_tokens)")
+    return budget
 
 
 def _counter(tokenizer: Tokenizer) -> Callable[[str], int]:
@@ -184,15 +262,23 @@ def contextualize_chunks(
     client,
     tokenizer: Tokenizer,
     *,
+    config: ContextsConfig | None = None,
     context_max_tokens: int = 80,
     max_tokens: int = 160,
     max_doc_chars: int | None = None,
     progress: bool = False,
+    report: dict[str, Any] | None = None,
 ):
     """A chunks table with ``prefix = context + " "`` and ``prefix_tokens`` recounted.
 
     ``chunks`` and ``documents`` are polars frames with the contract columns; rows keep their
     order. An empty context gives an empty prefix and 0 prefix tokens.
+
+    With ``config`` (the workflow's way) its fields replace the three keyword settings and each
+    document's budget is :func:`document_char_budget` for its longest chunk. Without it,
+    ``max_doc_chars`` is a fixed budget and ``None`` shows every document whole. ``report``,
+    when a dict, receives ``documents``, ``windowed_documents`` (shown in windows),
+    ``min_doc_char_budget`` and, with ``config``, ``context_tokens`` and ``chars_per_token``.
     """
     import polars as pl
 
@@ -203,21 +289,37 @@ def contextualize_chunks(
         rows.setdefault(d, []).append(i)
     starts = chunks["start"].to_list()
     ends = chunks["end"].to_list()
+    if config is not None:
+        context_max_tokens, max_tokens = config.context_max_tokens, config.max_tokens
     items = rows.items()
     if progress:
         from tqdm import tqdm
 
         items = tqdm(items, desc="contexts", unit="doc")
+    windowed = 0
+    budgets: list[int] = []
     for doc_id, idx in items:
         text = texts[doc_id]
         spans = [(starts[i], ends[i]) for i in idx]
+        budget = max_doc_chars
+        if config is not None:
+            budget = document_char_budget(config, max(b - a for a, b in spans))
+        if budget is not None:
+            budgets.append(budget)
+            windowed += len(text) > budget
         ctxs = contextualize(
             text, [text[a:b] for a, b in spans], client, tokenizer=tokenizer,
             context_max_tokens=context_max_tokens, max_tokens=max_tokens,
-            max_doc_chars=max_doc_chars, chunk_spans=spans,
+            max_doc_chars=budget, chunk_spans=spans,
         )
         for i, c in zip(idx, ctxs, strict=True):
             prefixes[i] = c + " " if c else ""
+    if report is not None:
+        report.update(documents=len(rows), windowed_documents=windowed,
+                      min_doc_char_budget=min(budgets) if budgets else None)
+        if config is not None:
+            report.update(context_tokens=config.context_tokens,
+                          chars_per_token=config.chars_per_token)
     count = _counter(tokenizer)
     counts = [count(p) if p else 0 for p in prefixes]
     return chunks.with_columns(

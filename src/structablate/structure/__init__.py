@@ -26,6 +26,8 @@ from structablate.structure.report import induction_report, span_identity, span_
 from structablate.structure.texttiling import TextTilingConfig, TextTilingInducer
 
 INDUCERS = ("llm", "texttiling")
+"""``texttiling`` with ``texttiling.titles: llm`` is the hybrid: TextTiling boundaries and
+levels, LLM headings (:mod:`structablate.structure.titles`)."""
 
 __all__ = [
     "INDUCERS",
@@ -72,14 +74,25 @@ def make_inducer(
     cfg = dict(induction_cfg or {})
     kind = cfg.get("inducer", "llm")
     if kind == "texttiling":
-        return TextTilingInducer(TextTilingConfig.from_dict(cfg.get("texttiling")))
+        tt = TextTilingConfig.from_dict(cfg.get("texttiling"))
+        titler = None
+        if tt.titles == "llm":
+            from structablate.llm.client import client_from_config
+            from structablate.structure.titles import LLMTitler
+
+            if not llm_cfg:
+                raise ValueError("induction.texttiling.titles is 'llm' but there is no llm "
+                                 "config block")
+            titler = LLMTitler(client_from_config(llm_cfg, base_dir=base_dir),
+                               InductionConfig.from_dict(cfg, llm_cfg))
+        return TextTilingInducer(tt, titler=titler)
     if kind == "llm":
         from structablate.llm.client import client_from_config
 
         if not llm_cfg:
             raise ValueError("induction.inducer is 'llm' but there is no llm config block")
         client = client_from_config(llm_cfg, base_dir=base_dir)
-        return LLMInducer(client, InductionConfig.from_dict(cfg))
+        return LLMInducer(client, InductionConfig.from_dict(cfg, llm_cfg))
     raise ValueError(f"induction.inducer must be one of {INDUCERS}, got {kind!r}")
 
 
@@ -95,9 +108,16 @@ def induce_documents(
     inducer = make_inducer(induction_cfg, llm_cfg, base_dir=base_dir)
     results = inducer.induce_many(docs)
     extra: dict[str, Any] = {}
-    client = getattr(inducer, "client", None)
+    llm_user = getattr(inducer, "titler", None) or inducer
+    client = getattr(llm_user, "client", None)
     if client is not None:
-        extra = {"model": client.model, "llm_mode": client.mode, "llm": client.stats.as_dict()}
+        from structablate.structure.induce import listing_budget
+
+        cfg = llm_user.config
+        extra = {"model": client.model, "llm_mode": client.mode, "llm": client.stats.as_dict(),
+                 "context_tokens": cfg.context_tokens, "chars_per_token": cfg.chars_per_token,
+                 "listing_budget_chars": (listing_budget(cfg) if llm_user is inducer
+                                          else llm_user.budget())}
         client.close()
     if gold is None and any(d.sections for d in docs):
         gold = {d.doc_id: d.sections for d in docs}

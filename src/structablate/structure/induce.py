@@ -1,28 +1,35 @@
 """LLM structure induction (paper §3.3, Appendix H).
 
-The model sees a document's paragraphs, numbered, with every heading stripped (the document
-title is shown unless ``show_title`` is off) and answers with a JSON section list (see
-:mod:`structablate.structure.tiling` for the format: 0-based, inclusive paragraph ranges). The
-answer is validated mechanically; a failing answer gets **one** self-correction round that
-quotes the violations back; whatever still fails is snapped to a legal tiling by the
+The model sees a document's paragraphs, numbered, with every heading stripped (the paper's
+input; the document title is shown only with ``show_title``) and answers with a JSON section
+list (see :mod:`structablate.structure.tiling` for the format: 0-based, inclusive paragraph
+ranges). The answer is validated mechanically; a failing answer gets **one** self-correction
+round that quotes the violations back; whatever still fails is snapped to a legal tiling by the
 deterministic repair. The result verifies with ``verify_sections(check_level_steps=True)``.
 
-Long documents. The prompt is sized in characters, not model tokens, so it — and the cache
-key — does not depend on which backend runs. The paragraph listing must fit in
-``max_prompt_chars`` (default 24,000 characters, about 6,000 tokens of English). First each
-paragraph is cut to the first ``cap`` characters (at a word boundary, marked with " …"), trying
-the caps of ``para_char_caps`` in order (full text first); if even the smallest cap does not
-fit, the document is split into consecutive, non-overlapping windows of paragraphs that each
-fit at the smallest cap, each window is induced on its own (paragraph numbers stay global) and
-the windows' sections are concatenated (a window boundary is always a section boundary; level
-steps are re-clamped across the seam).
+Long documents. The model sees whole paragraphs whenever the document fits the model's
+context; only a document that does not fit is shown with truncated paragraphs, and only one
+that does not fit even then is split into windows. The budget is in characters, so the prompt
+(and its cache key) does not depend on a tokenizer: :func:`listing_budget` turns the context
+length in tokens (``context_tokens``, by default the stage's ``llamacpp.n_ctx`` or
+``vllm.max_model_len``) into characters with ``chars_per_token`` (3.0, conservative: whole
+documents of the bundled QASPER and Wikipedia samples hold 4.0-5.1 characters per token with
+the Qwen2.5 and SmolLM2 tokenizers, their numbered prompts 3.3-4.7, densest with 120-character
+caps, and the correction message 3.6), after reserving the answers (``max_tokens`` per round, two
+rounds with self-correction), the correction message and the fixed prompt text. A document
+whose numbered listing exceeds the budget has each paragraph cut to the first ``cap``
+characters (at a word boundary, marked with " …"), trying the caps of ``para_char_caps`` in
+order; if even the smallest cap does not fit, the document is split into consecutive,
+non-overlapping windows of paragraphs that each fit at the smallest cap, each window is
+induced on its own (paragraph numbers stay global) and the windows' sections are concatenated
+(a window boundary is always a section boundary; level steps are re-clamped across the seam).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,8 +69,8 @@ title, and give each section a nesting level.
 
 Rules:
 1. Answer with JSON only, in this form:
-{{"sections": [{{"title": "Introduction", "level": 1, "{first}": {lo}, "{lastk}": {ex_last}}}, \
-{{"title": "...", "level": 2, "{first}": {ex_next}, "{lastk}": ...}}]}}
+{{"sections": [{{"title": <title>, "level": <level>, "{first}": <number>, "{lastk}": <number>}}, \
+...]}}
 2. "{first}" and "{lastk}" are the numbers of the section's first and last paragraph \
 (both included).
 3. Every paragraph belongs to exactly one section. List the sections in order: the first \
@@ -71,9 +78,10 @@ starts at paragraph {lo}, each next one starts right after the previous one's la
 paragraph, and the last one ends at paragraph {last}. No gaps, no overlaps.
 4. Level 1 is a top-level section, level 2 a subsection of the level-1 section before it, and \
 so on. The first section has level 1, and a section's level is at most one more than the \
-level of the section before it.
+level of the section before it. A document has several level-1 sections.
 5. A section that has subsections keeps at least its first paragraph for itself.
-6. Titles are short (at most eight words).
+6. A title names the section's topic in at most eight words; it is not a sentence copied \
+from a paragraph.
 
 Paragraphs:
 {listing}"""
@@ -84,34 +92,113 @@ Your answer breaks these rules:
 Answer again with the corrected JSON for paragraphs {lo} to {last}, and nothing else."""
 
 
+MESSAGE_OVERHEAD_TOKENS = 12
+"""Tokens a chat template adds per message (role markers), reserved in the budget."""
+
+MAX_VIOLATION_CHARS = 160
+"""Characters reserved per quoted violation in the correction message."""
+
+
 @dataclass(frozen=True)
 class InductionConfig:
-    """Knobs of LLM induction (config block ``induction``; see ``docs/llm.md``)."""
+    """Knobs of LLM induction (config block ``induction``; see ``docs/llm.md``).
+
+    ``context_tokens``: the model's context length in tokens; ``None`` takes it from the
+    stage's llm block (:func:`structablate.llm.models.model_context_tokens`). It sizes the
+    paragraph listing (:func:`listing_budget`), so it shapes the prompts and their cache keys:
+    replaying under another backend needs the same value (set it here explicitly).
+    ``max_prompt_chars``: an explicit listing budget in characters, overriding the derived one.
+    ``chars_per_token``: the characters one model token is assumed to hold (see the module
+    docstring). ``para_char_caps``: the per-paragraph caps tried, in order, when the whole
+    document does not fit. ``show_title``: show the document title in the prompt (default off:
+    the paper's model sees the paragraphs only).
+    """
 
     max_tokens: int = 2048
     tokens_per_section: int = 48
-    max_prompt_chars: int = 24000
-    para_char_caps: tuple[int | None, ...] = (None, 1000, 500, 250, 120)
+    context_tokens: int | None = None
+    max_prompt_chars: int | None = None
+    chars_per_token: float = 3.0
+    para_char_caps: tuple[int, ...] = (1000, 500, 250, 120)
     self_correction: bool = True
-    show_title: bool = True
+    show_title: bool = False
     use_schema: bool = True
     max_quoted_violations: int = 20
     doc_batch: int = 64
 
+    def __post_init__(self):
+        if self.chars_per_token <= 0:
+            raise ValueError(f"induction.chars_per_token must be > 0, got {self.chars_per_token}")
+        if not self.para_char_caps or any(c <= 0 for c in self.para_char_caps):
+            raise ValueError("induction.para_char_caps must be a non-empty list of positive "
+                             f"character counts, got {list(self.para_char_caps)}")
+        if self.context_tokens is not None and self.context_tokens <= 0:
+            raise ValueError(f"induction.context_tokens must be > 0, got {self.context_tokens}")
+
     @classmethod
-    def from_dict(cls, cfg: dict[str, Any] | None) -> InductionConfig:
+    def from_dict(cls, cfg: dict[str, Any] | None,
+                  llm_cfg: Mapping[str, Any] | None = None) -> InductionConfig:
+        """From the ``induction`` block; ``context_tokens`` defaults to what ``llm_cfg`` (the
+        stage's llm block) configures. ``null``/``full`` entries of ``para_char_caps`` (the
+        old "whole paragraphs first" step, now implicit) are skipped."""
         cfg = dict(cfg or {})
         known = {k: cfg[k] for k in cls.__dataclass_fields__ if k in cfg}
         if "para_char_caps" in known:
             known["para_char_caps"] = tuple(
-                None if c in (None, 0, "none", "full") else int(c)
-                for c in known["para_char_caps"])
+                int(c) for c in known["para_char_caps"] if c not in (None, 0, "none", "full"))
+        if known.get("context_tokens") is None and llm_cfg is not None:
+            from structablate.llm.models import model_context_tokens
+
+            known["context_tokens"] = model_context_tokens(llm_cfg)
         return cls(**known)
+
+
+def listing_budget(cfg: InductionConfig, title: str = "", *, fixed_chars: int | None = None,
+                   correction: bool | None = None) -> int:
+    """Characters the numbered paragraph listing may take in one prompt.
+
+    ``max_prompt_chars`` when set; else the context (``context_tokens``) minus the answers
+    (``max_tokens`` per round, two rounds with self-correction) and the chat template's
+    per-message tokens, converted with ``chars_per_token``, minus the characters of the fixed
+    prompt text, the title line and (with self-correction) the correction message quoting at
+    most ``max_quoted_violations`` violations. Raises ``ValueError`` when the context is
+    unknown or leaves no room.
+    """
+    if cfg.max_prompt_chars is not None:
+        return int(cfg.max_prompt_chars)
+    if cfg.context_tokens is None:
+        raise ValueError(
+            "induction: the model's context length is unknown (the llm block sets neither "
+            "llamacpp.n_ctx nor vllm.max_model_len); set induction.context_tokens, or "
+            "induction.max_prompt_chars for a fixed listing budget")
+    correction = cfg.self_correction if correction is None else correction
+    rounds = 2 if correction else 1
+    messages = 4 if correction else 2
+    tokens = cfg.context_tokens - rounds * cfg.max_tokens - messages * MESSAGE_OVERHEAD_TOKENS
+    if fixed_chars is None:
+        fixed_chars = len(SYSTEM_PROMPT) + len(INSTRUCTIONS)
+    fixed = fixed_chars + len(title) + 200  # + the formatted fields
+    if correction:
+        fixed += len(CORRECTION) + (cfg.max_quoted_violations + 1) * MAX_VIOLATION_CHARS
+    budget = int(tokens * cfg.chars_per_token) - fixed
+    if budget < 1000:
+        raise ValueError(
+            f"induction: a context of {cfg.context_tokens} tokens leaves {budget} characters "
+            f"for the paragraphs after {rounds} answer(s) of max_tokens={cfg.max_tokens}; "
+            "raise the context (llm.llamacpp.n_ctx / llm.vllm.max_model_len / "
+            "induction.context_tokens) or lower induction.max_tokens")
+    return budget
 
 
 @dataclass
 class InducedStructure:
-    """One document's induced sections and how they came about."""
+    """One document's induced sections and how they came about.
+
+    ``para_char_cap``: the cap the paragraphs were shown with (``None``: whole);
+    ``truncated_paragraphs``: how many of the ``n_paragraphs`` were actually cut by it.
+    ``titles_from_llm``: for the hybrid inducer, how many headings the LLM wrote (the rest
+    are TF-IDF headings); ``None`` for the other inducers.
+    """
 
     doc_id: str
     sections: list[Section]
@@ -121,6 +208,9 @@ class InducedStructure:
     para_char_cap: int | None = None
     violations: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    n_paragraphs: int = 0
+    truncated_paragraphs: int = 0
+    titles_from_llm: int | None = None
 
 
 def truncate_paragraph(text: str, cap: int | None) -> str:
@@ -139,20 +229,27 @@ def paragraph_listing(doc: FlatDocument, lo: int, hi: int, cap: int | None) -> s
     )
 
 
+def _title(doc: FlatDocument, cfg: InductionConfig) -> str:
+    return " ".join(doc.title.split()) if cfg.show_title else ""
+
+
 def plan_windows(
     doc: FlatDocument, cfg: InductionConfig
 ) -> tuple[int | None, list[tuple[int, int]]]:
-    """The paragraph cap and the windows ``[lo, hi)`` the document is induced in."""
+    """The paragraph cap (``None``: whole paragraphs) and the windows ``[lo, hi)`` the
+    document is induced in: whole paragraphs when the listing fits :func:`listing_budget`,
+    else the first cap of ``para_char_caps`` that fits, else windows at the smallest cap."""
     n = len(doc.paragraphs)
-    for cap in cfg.para_char_caps:
-        if len(paragraph_listing(doc, 0, n, cap)) <= cfg.max_prompt_chars:
+    budget = listing_budget(cfg, _title(doc, cfg))
+    for cap in (None, *cfg.para_char_caps):
+        if len(paragraph_listing(doc, 0, n, cap)) <= budget:
             return cap, [(0, n)]
     cap = cfg.para_char_caps[-1]
     windows: list[tuple[int, int]] = []
     lo, size = 0, 0
     for i in range(n):
         line = len(f"[{i}] {truncate_paragraph(doc.paragraph_text(i), cap)}") + 1
-        if i > lo and size + line > cfg.max_prompt_chars:
+        if i > lo and size + line > budget:
             windows.append((lo, i))
             lo, size = i, 0
         size += line
@@ -160,18 +257,24 @@ def plan_windows(
     return cap, windows
 
 
+def count_truncated(doc: FlatDocument, cap: int | None) -> int:
+    """Paragraphs of ``doc`` that ``cap`` cuts."""
+    if cap is None:
+        return 0
+    return sum(1 for i in range(len(doc.paragraphs)) if len(doc.paragraph_text(i)) > cap)
+
+
 def build_messages(
     doc: FlatDocument, lo: int, hi: int, cap: int | None, cfg: InductionConfig
 ) -> list[dict[str, str]]:
     """The first-round prompt for paragraphs ``[lo, hi)``."""
-    what = f'the document "{" ".join(doc.title.split())}"' if (
-        cfg.show_title and doc.title.strip()) else "a document"
+    title = _title(doc, cfg)
+    what = f'the document "{title}"' if title else "a document"
     if (lo, hi) != (0, len(doc.paragraphs)):
         what = f"one part of {what} (paragraphs {lo} to {hi - 1} of {len(doc.paragraphs)})"
-    ex_last = min(lo + 1, hi - 1)
     user = INSTRUCTIONS.format(
-        what=what, lo=lo, last=hi - 1, first=FIRST, lastk=LAST, ex_last=ex_last,
-        ex_next=ex_last + 1, listing=paragraph_listing(doc, lo, hi, cap),
+        what=what, lo=lo, last=hi - 1, first=FIRST, lastk=LAST,
+        listing=paragraph_listing(doc, lo, hi, cap),
     )
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
@@ -301,7 +404,8 @@ class LLMInducer:
             cap, windows = plans[d]
             out.append(InducedStructure(
                 doc_id=doc.doc_id, sections=sections, status=status, inducer=self.name,
-                n_windows=len(windows), para_char_cap=cap,
+                n_windows=len(windows), para_char_cap=cap, n_paragraphs=len(doc.paragraphs),
+                truncated_paragraphs=count_truncated(doc, cap),
                 violations=[v for j in by_doc[d] for v in j["violations"]],
                 seconds=elapsed,
             ))

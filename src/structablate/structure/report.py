@@ -54,8 +54,11 @@ def induction_report(
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Counts per status, usable/repaired documents, mean sections per document (and gold's),
-    and the share of induced section spans byte-identical to a gold section span."""
+    the share of induced section spans byte-identical to a gold section span, and how much of
+    the input the model saw cut: ``truncated_paragraphs`` of ``n_paragraphs`` (their share,
+    ``truncated_paragraph_share``) in ``truncated_documents`` documents."""
     n = len(results)
+    n_par = sum(r.n_paragraphs for r in results)
     counts = Counter(r.status for r in results)
     report: dict[str, Any] = {
         "inducer": inducer,
@@ -66,12 +69,21 @@ def induction_report(
         "repaired": counts.get("repaired", 0),
         "fallback": counts.get("fallback", 0),
         "windowed": sum(1 for r in results if r.n_windows > 1),
-        "truncated_paragraphs": sum(1 for r in results if r.para_char_cap is not None),
+        "truncated_documents": sum(1 for r in results if r.truncated_paragraphs),
+        "truncated_paragraphs": sum(r.truncated_paragraphs for r in results),
+        "n_paragraphs": sum(r.n_paragraphs for r in results),
+        "truncated_paragraph_share": (
+            sum(r.truncated_paragraphs for r in results) / n_par if n_par else 0.0),
         "mean_sections_per_doc": (sum(len(r.sections) for r in results) / n) if n else None,
         "max_depth": max((len(s.path) for r in results for s in r.sections), default=0),
         "mean_seconds_per_doc": (sum(r.seconds for r in results) / n) if n else None,
         "statuses": {s: counts.get(s, 0) for s in STATUSES},
     }
+    titled = [r for r in results if r.titles_from_llm is not None]
+    if titled:
+        n_titles = sum(len(r.sections) for r in titled)
+        report["titles_from_llm"] = sum(r.titles_from_llm for r in titled)
+        report["titles_from_llm_share"] = report["titles_from_llm"] / n_titles if n_titles else 0.0
     if gold is not None:
         gold_counts = [len(gold[r.doc_id]) for r in results if r.doc_id in gold]
         report["mean_gold_sections_per_doc"] = (

@@ -64,6 +64,11 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]{2,}")
 _PLACEHOLDER = re.compile(r"(?:bibref|inlineform|displayform|tabref|figref|secref)\d*")
 
 
+TITLE_SOURCES = ("tfidf", "llm")
+"""Where section headings come from: extractive TF-IDF terms, or an LLM (the hybrid inducer,
+:mod:`structablate.structure.titles`)."""
+
+
 @dataclass(frozen=True)
 class TextTilingConfig:
     """Knobs of the TextTiling inducer (config block ``induction.texttiling``)."""
@@ -73,9 +78,18 @@ class TextTilingConfig:
     c_coarse: float = -1.0
     c_fine: float = 0.0
     levels: int = 2
+    c_mid: float | None = None
     min_section_paras: int = 2
     title_terms: int = 3
     batch_size: int = 32
+    titles: str = "tfidf"
+
+    def __post_init__(self):
+        if self.levels not in (1, 2, 3):
+            raise ValueError(f"induction.texttiling.levels must be 1, 2 or 3, got {self.levels}")
+        if self.titles not in TITLE_SOURCES:
+            raise ValueError(f"induction.texttiling.titles must be one of {TITLE_SOURCES}, "
+                             f"got {self.titles!r}")
 
     @classmethod
     def from_dict(cls, cfg: dict[str, Any] | None) -> TextTilingConfig:
@@ -183,63 +197,117 @@ def tfidf_title(text: str, df: Counter, n_docs: int, k: int) -> str:
 
 
 class TextTilingInducer:
-    """Embedding TextTiling (see the module docstring)."""
+    """Embedding TextTiling (see the module docstring).
+
+    With a ``titler`` (:class:`structablate.structure.titles.LLMTitler`, the hybrid inducer)
+    the TF-IDF headings are replaced by the LLM's wherever it gives one; boundaries and levels
+    stay TextTiling's.
+    """
 
     name = "texttiling"
 
-    def __init__(self, config: TextTilingConfig | None = None, embed: Embed | None = None):
+    def __init__(self, config: TextTilingConfig | None = None, embed: Embed | None = None,
+                 titler=None):
         self.config = config or TextTilingConfig()
         self.embed = embed or sentence_embedder(self.config.model, self.config.batch_size)
+        self.titler = titler
+        if titler is not None:
+            self.name = "texttiling+llm-titles"
 
     def induce_many(self, docs: Sequence[FlatDocument]) -> list[InducedStructure]:
-        return [self.induce(d) for d in docs]
+        t0 = time.perf_counter()
+        planned = []
+        for doc in docs:
+            t1 = time.perf_counter()
+            planned.append((self.entries(doc), time.perf_counter() - t1))
+        titled = None
+        if self.titler is not None:
+            titled = self.titler.titles_many(docs, [e for e, _ in planned])
+        llm_seconds = (time.perf_counter() - t0 - sum(s for _, s in planned)) / max(1, len(docs))
+        out = []
+        for k, (doc, (entries, secs)) in enumerate(zip(docs, planned, strict=True)):
+            res = None
+            if titled is not None:
+                entries = [Entry(t, e.level, e.start)
+                           for t, e in zip(titled[k].titles, entries, strict=True)]
+                res = titled[k]
+                secs += llm_seconds
+            out.append(self._structure(doc, entries, secs, res))
+        return out
 
-    def boundaries(self, doc: FlatDocument) -> tuple[list[int], list[int]]:
-        """(coarse, fine) section starts after paragraph 0; coarse is a subset of fine."""
+    def thresholds(self) -> list[float]:
+        """The ``c`` of each level's pass, coarsest first."""
+        cfg = self.config
+        if cfg.levels == 1:
+            return [cfg.c_fine]
+        if cfg.levels == 2:
+            return [cfg.c_coarse, cfg.c_fine]
+        mid = cfg.c_mid if cfg.c_mid is not None else (cfg.c_coarse + cfg.c_fine) / 2
+        return [cfg.c_coarse, mid, cfg.c_fine]
+
+    def level_boundaries(self, doc: FlatDocument) -> list[list[int]]:
+        """Section starts after paragraph 0 for each level's pass, coarsest first; each pass
+        keeps every boundary of the passes before it."""
         cfg = self.config
         n = len(doc.paragraphs)
         if n < 2:
-            return [], []
+            return [[] for _ in self.thresholds()]
         emb = self.embed([doc.paragraph_text(i) for i in range(n)])
         sim = block_similarities(np.asarray(emb, dtype=np.float64), max(1, cfg.block_size))
         depth = depth_scores(sim)
         minp = max(1, cfg.min_section_paras)
-        if cfg.levels >= 2:
-            coarse = pick_boundaries(sim, depth, cfg.c_coarse, minp)
-            fine = pick_boundaries(sim, depth, cfg.c_fine, minp, forced=coarse)
-            return coarse, fine
-        fine = pick_boundaries(sim, depth, cfg.c_fine, minp)
-        return fine, fine
+        out: list[list[int]] = []
+        for c in self.thresholds():
+            out.append(pick_boundaries(sim, depth, c, minp, forced=out[-1] if out else ()))
+        return out
 
-    def induce(self, doc: FlatDocument) -> InducedStructure:
-        t0 = time.perf_counter()
+    def boundaries(self, doc: FlatDocument) -> tuple[list[int], list[int]]:
+        """(coarse, fine) section starts after paragraph 0; coarse is a subset of fine."""
+        passes = self.level_boundaries(doc)
+        return passes[0], passes[-1]
+
+    def entries(self, doc: FlatDocument) -> list[Entry]:
+        """The sections (TF-IDF title, level, first paragraph) of one document: a section
+        starting at a boundary first found by pass ``k`` has level ``k`` (paragraph 0: level
+        1), and its title speaks for its span up to the next boundary of level ``k`` or
+        lower."""
         cfg = self.config
         n = len(doc.paragraphs)
         if n == 0:
             raise ValueError(f"{doc.doc_id}: document has no paragraphs")
-        coarse, fine = self.boundaries(doc)
-        fine_starts = [0, *fine]
-        fine_spans = list(zip(fine_starts, [*fine, n], strict=True))
+        passes = self.level_boundaries(doc)
+        level_of = {0: 1}
+        for k, bounds in enumerate(passes, start=1):
+            for b in bounds:
+                level_of.setdefault(b, k)
+        starts = sorted(level_of)
+        fine_spans = list(zip(starts, [*starts[1:], n], strict=True))
 
         def text(lo: int, hi: int) -> str:
             return " ".join(doc.paragraph_text(i) for i in range(lo, hi))
 
         seg_terms = [set(_terms(text(lo, hi))) for lo, hi in fine_spans]
         df: Counter = Counter(t for s in seg_terms for t in s)
-        coarse_set = {0, *coarse}
-        coarse_end = {s: e for s, e in zip([0, *coarse], [*coarse, n], strict=True)}
         entries: list[Entry] = []
-        for lo, hi in fine_spans:
-            if lo in coarse_set:
-                span_end = coarse_end[lo] if cfg.levels >= 2 else hi
-                title = tfidf_title(text(lo, span_end), df, len(fine_spans), cfg.title_terms)
-                entries.append(Entry(title or f"Section {len(entries) + 1}", 1, lo))
-            else:
-                title = tfidf_title(text(lo, hi), df, len(fine_spans), cfg.title_terms)
-                entries.append(Entry(title or f"Section {len(entries) + 1}", 2, lo))
+        for j, lo in enumerate(starts):
+            level = level_of[lo]
+            end = next((b for b in starts[j + 1 :] if level_of[b] <= level), n)
+            title = tfidf_title(text(lo, end), df, len(fine_spans), cfg.title_terms)
+            entries.append(Entry(title or f"Section {len(entries) + 1}", level, lo))
+        return entries
+
+    def _structure(self, doc: FlatDocument, entries: list[Entry], seconds: float,
+                   titled=None) -> InducedStructure:
         sections = entries_to_sections(doc.paragraphs, entries)
         bad = verify_sections(doc.paragraphs, sections, check_level_steps=True)
         if bad:  # pragma: no cover - a bug, not an input problem
             raise AssertionError(f"{doc.doc_id}: texttiling sections fail verification: {bad}")
-        return InducedStructure(doc_id=doc.doc_id, sections=sections, status="valid",
-                                inducer=self.name, seconds=time.perf_counter() - t0)
+        return InducedStructure(
+            doc_id=doc.doc_id, sections=sections, status="valid", inducer=self.name,
+            seconds=seconds, n_paragraphs=len(doc.paragraphs),
+            titles_from_llm=titled.from_llm if titled is not None else None,
+            para_char_cap=titled.para_char_cap if titled is not None else None,
+            truncated_paragraphs=titled.truncated_paragraphs if titled is not None else 0)
+
+    def induce(self, doc: FlatDocument) -> InducedStructure:
+        return self.induce_many([doc])[0]
