@@ -121,6 +121,7 @@ def test_llm_stages_lists_the_stages_that_run(monkeypatch):
     monkeypatch.chdir(REPO)
     cfg = _bare(_cfg(conditions=["A0", "G2"]))
     cfg["llm"] = {"model": "m", "mode": "replay"}
+    cfg["induction"] = {"inducer": "llm"}
     cfg["size_match_structure"] = "gold"
     stages = Plan.from_config(cfg).llm_stages()
     assert stages == {"structure induction": None, "A1 contexts": None}

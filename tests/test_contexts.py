@@ -3,6 +3,7 @@ documents, the chunk-table glue, and prefix reuse in llama.cpp."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 
 import polars as pl

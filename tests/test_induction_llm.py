@@ -3,6 +3,7 @@ real GGUF model end to end (llama-cpp-python; skipped when it is not installed).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 

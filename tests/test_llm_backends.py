@@ -255,11 +255,11 @@ def test_llamacpp_settings_errors_name_the_key(block, key):
 def test_llamacpp_settings_errors_name_a_stage_block(monkeypatch):
     monkeypatch.chdir(REPO)
     cfg = yaml.safe_load((REPO / "config.yaml").read_text())
-    cfg["induction"]["llm"]["llamacpp"] = {"n_ctx": -5}
-    with pytest.raises(ValueError, match=r"induction\.llm\.llamacpp\.n_ctx: -5 is less than"):
+    cfg["contexts"]["llm"]["llamacpp"] = {"n_ctx": -5}
+    with pytest.raises(ValueError, match=r"contexts\.llm\.llamacpp\.n_ctx: -5 is less than"):
         Plan.from_config(cfg)
-    cfg["induction"]["llm"]["llamacpp"] = {"x": 1}
-    with pytest.raises(ValueError, match=r"induction\.llm\.llamacpp: Additional properties "
+    cfg["contexts"]["llm"]["llamacpp"] = {"x": 1}
+    with pytest.raises(ValueError, match=r"contexts\.llm\.llamacpp: Additional properties "
                        r"are not allowed \('x'"):
         Plan.from_config(cfg)
 

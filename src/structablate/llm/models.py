@@ -147,7 +147,7 @@ def model_context_tokens(llm_cfg: Mapping[str, Any] | None) -> int | None:
     """The context length in tokens that a stage's llm block gives its model, or ``None``.
 
     ``llamacpp``: ``llamacpp.n_ctx`` (default: that of
-    :class:`~structablate.llm.backends.LlamaCppBackend`);
+    :class:`~structablate.settings.LlamaCppSettings`);
     ``vllm``: ``vllm.max_model_len`` (``None`` when unset: vLLM then takes the model's own
     limit, which is not known without loading it); ``openai`` and ``none``: ``None`` (the
     server's limit is not visible from the config). Callers that size prompts by it take an
@@ -160,11 +160,9 @@ def model_context_tokens(llm_cfg: Mapping[str, Any] | None) -> int | None:
     if backend == "llamacpp":
         if sub.get("n_ctx") is not None:
             return int(sub["n_ctx"])
-        import inspect
+        from structablate.settings import LlamaCppSettings
 
-        from structablate.llm.backends import LlamaCppBackend
-
-        return int(inspect.signature(LlamaCppBackend.__init__).parameters["n_ctx"].default)
+        return LlamaCppSettings().n_ctx
     if backend == "vllm" and sub.get("max_model_len") is not None:
         return int(sub["max_model_len"])
     return None
