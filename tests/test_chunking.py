@@ -7,12 +7,17 @@ import pytest
 from structablate.chunking.build import build_chunks, chunk_texts
 from structablate.chunking.fixed import fixed_windows
 from structablate.chunking.prefix import breadcrumb_elements, render_breadcrumb
-from structablate.chunking.sentences import document_sentence_spans, sentence_spans
 from structablate.chunking.spans import balanced_groups
-from structablate.chunking.structural import structural_chunks, top_sections
+from structablate.chunking.structural import structural_chunks
 from structablate.conditions import condition
-from structablate.corpus.flatten import documents_frame, paragraphs_frame, sections_frame
+from structablate.corpus.flatten import (
+    documents_frame,
+    paragraphs_frame,
+    sections_frame,
+    top_sections,
+)
 from structablate.settings import ChunkingSettings
+from structablate.text.sentences import document_sentence_spans, sentence_spans
 
 T_MAX, T_MIN = 350, 60
 

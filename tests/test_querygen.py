@@ -11,8 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from structablate.chunking.structural import top_sections
-from structablate.corpus.flatten import DocumentBuilder
+from structablate.corpus.flatten import DocumentBuilder, top_sections
 from structablate.llm.backends import Backend, Generation, Request
 from structablate.llm.cache import open_cache
 from structablate.llm.client import LLMClient

@@ -8,13 +8,13 @@ import polars as pl
 import pytest
 
 from structablate.chunking.build import build_chunks
-from structablate.chunking.structural import top_sections
 from structablate.conditions import condition
 from structablate.corpus.flatten import (
     documents_frame,
     paragraphs_frame,
     sections_frame,
     sections_from_frame,
+    top_sections,
 )
 from structablate.report.guard import GuardSettings, comparison_flags
 from structablate.settings import ChunkingSettings

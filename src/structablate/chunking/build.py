@@ -23,8 +23,7 @@ from tqdm import tqdm
 
 from structablate.chunking.fixed import fixed_windows
 from structablate.chunking.prefix import render_breadcrumb
-from structablate.chunking.sentences import sentence_spans
-from structablate.chunking.structural import ChunkSpan, structural_chunks, top_sections
+from structablate.chunking.structural import ChunkSpan, structural_chunks
 from structablate.chunking.tokens import CorpusTokens, TokenCounter, tokenize_corpus
 from structablate.conditions import Condition
 from structablate.corpus.flatten import (
@@ -32,9 +31,11 @@ from structablate.corpus.flatten import (
     Section,
     paragraphs_from_frame,
     sections_from_frame,
+    top_sections,
 )
 from structablate.settings import ChunkingSettings, Settings
 from structablate.tables import frame
+from structablate.text.sentences import sentence_spans
 
 log = logging.getLogger(__name__)
 
@@ -238,7 +239,7 @@ def chunk_stats(
     ``structural_tokens_max`` and ``n_over_t_max`` (chunks over ``t_max``, all from merges).
     With the ``sections`` table the boundaries followed, they report ``n_cross_section`` and
     ``n_cross_top``: structural chunks whose text lies in two or more sections, or in two or
-    more top-level sections (:func:`~structablate.chunking.structural.top_sections`).
+    more top-level sections (:func:`~structablate.corpus.flatten.top_sections`).
     """
     n = chunks.height
     ct, pt = chunks["content_tokens"], chunks["prefix_tokens"]

@@ -65,7 +65,7 @@ class CorpusData:
     query-generation funnel where questions were generated; ``questions_generated`` says so
     explicitly (None: inferred, :func:`synthetic_queries`); ``structure_quality`` and
     ``comparison_checks`` come from :func:`structablate.structure.quality.
-    corpus_structure_report`; ``bm25`` is the BM25 report (:func:`structablate.bm25.
+    corpus_structure_report`; ``bm25`` is the BM25 report (:func:`structablate.retrieval.bm25.
     bm25_report`)."""
 
     name: str
