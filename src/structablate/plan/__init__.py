@@ -545,5 +545,6 @@ _RULES: dict[str, Callable[[Plan, Settings, dict[str, str]], dict[str, Any]]] = 
         "embedders": s.embedders, "rerankers": s.rerankers, "llm": p.llm_stages(),
         "conditions": p.conditions, "measures": s.metrics.measures,
         "primary": _statistics(p, s).primary, "size_match_structure": s.size_match_structure,
-        "inducer": s.induction.inducer, "guard": s.report.guard},
+        "inducer": s.induction.inducer, "stage_conditions": p.stage_conditions(),
+        "guard": s.report.guard},
 }
