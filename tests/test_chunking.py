@@ -14,7 +14,7 @@ from structablate.corpus.flatten import (
     documents_frame,
     paragraphs_frame,
     sections_frame,
-    top_sections,
+    top_section_ids,
 )
 from structablate.settings import ChunkingSettings
 from structablate.text.sentences import document_sentence_spans, sentence_spans
@@ -112,7 +112,7 @@ def test_small_section_merges_into_same_top_level_neighbour(counter):
     assert len(spans) == 2
     assert spans[1].start == doc.paragraphs[1].start  # "Tiny bit." joined Methods, not Intro
     assert spans[1].section_idx == 2 and spans[1].top_section == 1
-    assert top_sections(doc.sections) == [0, 1, 1]
+    assert top_section_ids(doc.sections) == [0, 1, 1]
 
 
 def test_fixed_windows_snap_to_sentence_starts(counter):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from structablate.corpus.flatten import documents_from_frames, top_sections
+from structablate.corpus.flatten import documents_from_frames, top_section_ids
 from structablate.text.rouge import rouge_l, rouge_quantiles
 from structablate.text.sentences import sentence_spans
 from structablate.text.words import ngrams, tokenize
@@ -84,4 +84,4 @@ def test_documents_from_frames_round_trips_and_top_sections_group():
     assert documents_from_frames(documents_frame([doc], "c"), paragraphs_frame([doc]))[0] \
         .sections == []
     # Intro and its child form group 0; Next (section 2) and its grandchild form group 2
-    assert top_sections(doc.sections) == [0, 0, 2, 2]
+    assert top_section_ids(doc.sections) == [0, 0, 2, 2]

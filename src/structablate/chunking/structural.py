@@ -57,7 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from structablate.chunking.spans import Unit, balanced_groups, make_units
-from structablate.corpus.flatten import Paragraph, Section, top_sections
+from structablate.corpus.flatten import Paragraph, Section, top_section_ids
 from structablate.text.sentences import sentence_spans
 
 
@@ -102,7 +102,7 @@ def structural_chunks(
     """
     if t_min < 0 or t_max <= 0 or t_min > t_max:
         raise ValueError(f"need 0 <= t_min <= t_max and t_max > 0 (got {t_min}, {t_max})")
-    tops = top_sections(sections)
+    tops = top_section_ids(sections)
     pieces: list[_Piece] = []
     for s, top in zip(sections, tops, strict=True):
         spans: list[tuple[int, int]] = []

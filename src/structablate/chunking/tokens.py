@@ -30,7 +30,7 @@ import numpy as np
 import polars as pl
 from tqdm import tqdm
 
-from structablate.models import resolve_model_path
+from structablate.model_paths import resolve_model_path
 
 # Normalizers and pre-tokenizers that act on each character or on whitespace-delimited words
 # alone: under them, the tokens of a span cut at whitespace are the document's tokens inside it.

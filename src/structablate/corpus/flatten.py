@@ -245,7 +245,7 @@ def documents_from_frames(
     return out
 
 
-def top_sections(sections: Sequence[Section]) -> list[int]:
+def top_section_ids(sections: Sequence[Section]) -> list[int]:
     """For every section, the ``section_idx`` of the top-level section it sits in.
 
     A new top-level group starts at every level-1 section and wherever the first heading of the

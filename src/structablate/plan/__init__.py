@@ -410,9 +410,9 @@ class Plan:
 
     def _check_models(self) -> None:
         """Every embedder, reranker and tokenizer model can be found before any job runs
-        (:func:`structablate.models.check_model`: local folder, ``pkg:`` module, or a hub id
+        (:func:`structablate.model_paths.check_model`: local folder, ``pkg:`` module, or a hub id
         in the local cache when jobs run offline)."""
-        from structablate.models import check_model
+        from structablate.model_paths import check_model
 
         s = self.settings
         models = [(f"embedders.{n}.model", e.model, "sentence-transformers")
