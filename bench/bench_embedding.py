@@ -145,7 +145,7 @@ def cmd_speed(args) -> None:
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from structablate.models import resolve_model_path
+    from structablate.model_paths import resolve_model_path
 
     torch.set_num_threads(args.threads)
     chunks, _ = g2_texts(args.qasper, args.papers)

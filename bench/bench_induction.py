@@ -5,7 +5,7 @@ file) and every corpus folder (the workflow's ``documents.parquet``, ``paragraph
 and ``sections_gold.parquet``), the script induces the structure and reports per corpus:
 
 * sections per document, top-level sections per document (distinct top-level groups, the
-  routing unit of A4: ``chunking.structural.top_sections``), the depth distribution (share of
+  routing unit of A4: ``corpus.flatten.top_section_ids``), the depth distribution (share of
   sections at each true depth ``len(path)``), and the share of documents with a single
   top-level section;
 * agreement with gold: the share of induced section spans ``[start, end)`` identical to a gold
@@ -42,14 +42,19 @@ from typing import Any
 
 import polars as pl
 import yaml
+from structablate.report.tables import chunk_span_identity
 
 from structablate.chunking.build import ChunkingParams, build_chunks
-from structablate.chunking.structural import top_sections
 from structablate.chunking.tokens import TokenCounter
 from structablate.conditions import condition
-from structablate.corpus.flatten import Section, sections_frame, sections_from_frame
-from structablate.report.tables import chunk_span_identity
-from structablate.structure import documents_from_frames, induce_documents
+from structablate.corpus.flatten import (
+    Section,
+    documents_from_frames,
+    sections_frame,
+    sections_from_frame,
+    top_section_ids,
+)
+from structablate.structure import induce_documents
 from structablate.structure.report import span_identity_share
 
 
@@ -89,7 +94,7 @@ def boundary_prf(gold: dict[str, list[Section]], induced: dict[str, list[Section
 def shape(secs_by_doc: dict[str, list[Section]]) -> dict[str, Any]:
     """Sections, top-level groups and depths per document."""
     n = len(secs_by_doc)
-    tops = [len(set(top_sections(s))) for s in secs_by_doc.values()]
+    tops = [len(set(top_section_ids(s))) for s in secs_by_doc.values()]
     depths = Counter(len(x.path) for s in secs_by_doc.values() for x in s)
     total = sum(depths.values())
     return {

@@ -9,7 +9,7 @@ context (the first context of a document pays for the document prefix, the rest 
 
 ``--qasper`` defaults to ``$STRUCTABLATE_DATA/qasper/qasper-test-v0.3.json``.
 
-``--model`` is a known packaged GGUF name or a path (see structablate.llm.models).
+``--model`` is a known packaged GGUF name or a path (see structablate.llm.gguf).
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ def smollm2_gguf() -> Path:
     """
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama_cpp is not importable (install the 'llamacpp' extra)")
-    from structablate.llm.models import resolve_gguf
+    from structablate.llm.gguf import resolve_gguf
 
     try:
         return resolve_gguf(GGUF)

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 from rank_bm25 import BM25Okapi
 
-from structablate.bm25 import (
+from structablate.retrieval.bm25 import (
     BM25_REPORT_KEYS,
     BM25Index,
     bm25_gold_top1,

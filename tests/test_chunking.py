@@ -7,12 +7,17 @@ import pytest
 from structablate.chunking.build import build_chunks, chunk_texts
 from structablate.chunking.fixed import fixed_windows
 from structablate.chunking.prefix import breadcrumb_elements, render_breadcrumb
-from structablate.chunking.sentences import document_sentence_spans, sentence_spans
 from structablate.chunking.spans import balanced_groups
-from structablate.chunking.structural import structural_chunks, top_sections
+from structablate.chunking.structural import structural_chunks
 from structablate.conditions import condition
-from structablate.corpus.flatten import documents_frame, paragraphs_frame, sections_frame
+from structablate.corpus.flatten import (
+    documents_frame,
+    paragraphs_frame,
+    sections_frame,
+    top_section_ids,
+)
 from structablate.settings import ChunkingSettings
+from structablate.text.sentences import document_sentence_spans, sentence_spans
 
 T_MAX, T_MIN = 350, 60
 
@@ -107,7 +112,7 @@ def test_small_section_merges_into_same_top_level_neighbour(counter):
     assert len(spans) == 2
     assert spans[1].start == doc.paragraphs[1].start  # "Tiny bit." joined Methods, not Intro
     assert spans[1].section_idx == 2 and spans[1].top_section == 1
-    assert top_sections(doc.sections) == [0, 1, 1]
+    assert top_section_ids(doc.sections) == [0, 1, 1]
 
 
 def test_fixed_windows_snap_to_sentence_starts(counter):

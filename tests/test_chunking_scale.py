@@ -11,14 +11,12 @@ import polars as pl
 import pytest
 from conftest import REPO, shared_file
 
-from structablate.chunking import sentences as sent_mod
 from structablate.chunking.build import (
     build_chunks,
     chunk_stats,
     chunk_texts,
     structural_bound,
 )
-from structablate.chunking.sentences import word_starts_array
 from structablate.chunking.structural import structural_chunks
 from structablate.chunking.tokens import (
     TokenCounter,
@@ -34,6 +32,8 @@ from structablate.corpus.flatten import (
     sections_frame,
 )
 from structablate.settings import ChunkingSettings
+from structablate.text import sentences as sent_mod
+from structablate.text.sentences import word_starts_array
 
 CHUNKSETS = ("A0", "A2", "A3-d1", "A3-d2", "A3", "P", "G2", "G3")
 

@@ -73,7 +73,7 @@ def test_truncation_with_the_embedders_tokenizer(counter):
 def test_truncation_with_hf_tokenizer_and_plain_counter(counter):
     from transformers import AutoTokenizer
 
-    from structablate.models import resolve_model_path
+    from structablate.model_paths import resolve_model_path
 
     hf = AutoTokenizer.from_pretrained(resolve_model_path(EMBEDDER))
     cut = truncate_to_tokens(LONG, hf, 80)
@@ -221,7 +221,7 @@ def test_derived_budget_fits_the_real_tokenizer_on_the_bundled_sample(sample_cor
         pytest.skip("llama_cpp is not importable")
     from llama_cpp import Llama
 
-    from structablate.llm.models import resolve_gguf
+    from structablate.llm.gguf import resolve_gguf
 
     try:
         path = resolve_gguf("smollm2-135m-instruct-q4_1")

@@ -255,7 +255,7 @@ def test_context_overflow_falls_back_instead_of_crashing():
 # ------------------------------------------------------- the context budget (issue 15 §4)
 
 def test_context_length_comes_from_the_stage_llm_block():
-    from structablate.llm.models import model_context_tokens
+    from structablate.llm.gguf import model_context_tokens
 
     llama = {"backend": "llamacpp", "llamacpp": {"n_ctx": 4096}}
     assert InductionConfig.from_dict({}, llama).context_tokens == 4096
@@ -326,7 +326,7 @@ def test_derived_budget_fits_the_real_tokenizer_on_the_bundled_sample(sample_cor
         pytest.skip("llama_cpp is not importable")
     from llama_cpp import Llama
 
-    from structablate.llm.models import resolve_gguf
+    from structablate.llm.gguf import resolve_gguf
 
     try:
         path = resolve_gguf("smollm2-135m-instruct-q4_1")

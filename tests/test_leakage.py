@@ -5,12 +5,9 @@ from __future__ import annotations
 import pytest
 from rouge_score import rouge_scorer
 
-from structablate.queries.leakage import (
-    check_leakage,
-    rouge_l,
-    shared_ngrams,
-    tokenize,
-)
+from structablate.queries.leakage import check_leakage, shared_ngrams
+from structablate.text.rouge import rouge_l
+from structablate.text.words import tokenize
 
 EVIDENCE = (
     "The battle of the Bulge began in December 1944 in the Ardennes forest of Belgium, when "

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from conftest import REPO
 
-from structablate.llm import models
+from structablate.llm import gguf
 from structablate.llm.backends import (
     LlamaCppBackend,
     Request,
@@ -141,30 +141,30 @@ def test_split_gguf_is_joined_and_checked(tmp_path, monkeypatch):
     parts = [b"GGUF" + b"a" * 1000, b"b" * 500, b"c" * 7]
     fake_model_package(tmp_path, monkeypatch, parts)
     good = hashlib.sha256(b"".join(parts)).hexdigest()
-    spec = models.PackagedModel(
+    spec = gguf.PackagedModel(
         filename="fake.gguf",
         parts=tuple((f"fake-gguf-part{i}==1", f"fake_gguf_part{i}", "data/part.bin")
                     for i in range(3)),
         sha256=good, description="test")
-    monkeypatch.setitem(models.KNOWN_MODELS, "fake", spec)
-    out = models.resolve_gguf("fake", tmp_path / "models")
+    monkeypatch.setitem(gguf.KNOWN_MODELS, "fake", spec)
+    out = gguf.resolve_gguf("fake", tmp_path / "models")
     assert out.read_bytes() == b"".join(parts)
-    assert models.resolve_gguf(str(out)) == out  # an existing path is used as is
-    monkeypatch.setitem(models.KNOWN_MODELS, "bad", models.PackagedModel(
+    assert gguf.resolve_gguf(str(out)) == out  # an existing path is used as is
+    monkeypatch.setitem(gguf.KNOWN_MODELS, "bad", gguf.PackagedModel(
         filename="bad.gguf", parts=spec.parts, sha256="0" * 64, description="test"))
     with pytest.raises(ValueError, match="sha256"):
-        models.resolve_gguf("bad", tmp_path / "models")
+        gguf.resolve_gguf("bad", tmp_path / "models")
     assert not (tmp_path / "models" / "bad.gguf").exists()
     with pytest.raises(FileNotFoundError, match="known packaged model"):
-        models.resolve_gguf("no-such-model")
+        gguf.resolve_gguf("no-such-model")
 
 
 def test_known_models_are_pinned():
-    for name, m in models.KNOWN_MODELS.items():
+    for name, m in gguf.KNOWN_MODELS.items():
         assert len(m.sha256) == 64, name
         assert all("==" in req for req, _, _ in m.parts), name
-    assert models.KNOWN_MODELS["qwen2.5-coder-0.5b-instruct-q4_k_m"].sha256.startswith("1d961463")
-    big = models.KNOWN_MODELS["qwen2.5-coder-1.5b-instruct-q4_k_m"]
+    assert gguf.KNOWN_MODELS["qwen2.5-coder-0.5b-instruct-q4_k_m"].sha256.startswith("1d961463")
+    big = gguf.KNOWN_MODELS["qwen2.5-coder-1.5b-instruct-q4_k_m"]
     assert big.sha256.startswith("cc324af0") and len(big.parts) == 22
     # the 22 wheels are joined in order: part N's member is data/partNN.bin
     assert [p[2] for p in big.parts] == [f"data/part{i:02d}.bin" for i in range(1, 23)]
@@ -177,10 +177,10 @@ def test_packaged_qwen_1_5b_joins_to_its_checksum():
     """The 1.5B model fetched from its 22 PyPI wheels (about 1.1 GB; skipped offline) is a
     Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF."""
     try:
-        path = models.resolve_gguf("qwen2.5-coder-1.5b-instruct-q4_k_m")
+        path = gguf.resolve_gguf("qwen2.5-coder-1.5b-instruct-q4_k_m")
     except Exception as exc:
         pytest.skip(f"Qwen2.5-Coder-1.5B wheels not available: {exc}")
-    assert models._sha256(path) == models.KNOWN_MODELS[
+    assert gguf._sha256(path) == gguf.KNOWN_MODELS[
         "qwen2.5-coder-1.5b-instruct-q4_k_m"].sha256
     if importlib.util.find_spec("llama_cpp") is None:
         return

@@ -83,7 +83,7 @@ PAPER_MODELS = ("BAAI/bge-small-en-v1.5", "BAAI/bge-large-en-v1.5", "BAAI/bge-re
 @pytest.fixture(autouse=True)
 def paper_models_in_the_hub_cache(tmp_path_factory, monkeypatch):
     """The plan refuses, before any job, a hub model that offline jobs could not load
-    (structablate.models.check_model). The paper's models cannot be downloaded here, so a
+    (structablate.model_paths.check_model). The paper's models cannot be downloaded here, so a
     Hugging Face cache of this session holds a stand-in snapshot of each, laid out as
     ``huggingface_hub`` lays out a download; nothing in these tests loads their weights."""
     cache = tmp_path_factory.getbasetemp() / "hf-hub-cache"

@@ -155,7 +155,7 @@ def test_packaged_gguf_is_found_where_the_llamacpp_backend_looks():
     status = locate(need)
     if status.state != "ok":
         pytest.skip(f"SmolLM2 GGUF not unpacked on this machine ({status.where})")
-    from structablate.llm.models import resolve_gguf
+    from structablate.llm.gguf import resolve_gguf
 
     assert status.source == "package"
     assert status.where == str(resolve_gguf(need.name))

@@ -11,8 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from structablate.chunking.structural import top_sections
-from structablate.corpus.flatten import DocumentBuilder
+from structablate.corpus.flatten import DocumentBuilder, top_section_ids
 from structablate.llm.backends import Backend, Generation, Request
 from structablate.llm.cache import open_cache
 from structablate.llm.client import LLMClient
@@ -79,7 +78,7 @@ def wiki_docs(tmp_path_factory):
 
 def _check_invariants(doc, cands, cfg):
     groups = top_level_groups(doc)
-    tops = dict(zip([s.section_idx for s in doc.sections], top_sections(doc.sections),
+    tops = dict(zip([s.section_idx for s in doc.sections], top_section_ids(doc.sections),
                     strict=True))
     sentence_spans = []
     for c in cands:

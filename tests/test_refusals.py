@@ -306,7 +306,7 @@ def test_a_hub_model_is_accepted_when_cached_or_when_jobs_may_download(offline_h
 
 
 def test_jobs_are_offline_unless_the_environment_says_otherwise():
-    from structablate.models import hub_offline
+    from structablate.model_paths import hub_offline
 
     assert hub_offline({}) and hub_offline({"HF_HUB_OFFLINE": "1"})
     assert hub_offline({"TRANSFORMERS_OFFLINE": "yes"})

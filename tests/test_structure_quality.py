@@ -8,13 +8,13 @@ import polars as pl
 import pytest
 
 from structablate.chunking.build import build_chunks
-from structablate.chunking.structural import top_sections
 from structablate.conditions import condition
 from structablate.corpus.flatten import (
     documents_frame,
     paragraphs_frame,
     sections_frame,
     sections_from_frame,
+    top_section_ids,
 )
 from structablate.report.guard import GuardSettings, comparison_flags
 from structablate.settings import ChunkingSettings
@@ -201,7 +201,7 @@ def test_top_groups_agree_with_the_chunker_on_real_gold(corpus, nested_chunks):
     mine = top_groups(gold)
     theirs = []
     for doc_id, secs in sorted(sections_from_frame(gold).items()):
-        theirs += [(doc_id, s.section_idx, t) for s, t in zip(secs, top_sections(secs),
+        theirs += [(doc_id, s.section_idx, t) for s, t in zip(secs, top_section_ids(secs),
                                                               strict=True)]
     assert list(mine.iter_rows()) == theirs
     # and with the top_section the chunk table records (what routing ranks)

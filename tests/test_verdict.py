@@ -312,7 +312,8 @@ def test_page_verdict_section_shows_guard_table_bm25_and_left_out():
     intro, sections = build_page(
         [cell], [corpus], embedders={"e": {"model": "pkg:m"}}, rerankers={"none": {}},
         conditions=["A3", "A4"], measures=[METRIC],
-        primary={"metric": METRIC, "embedder": "e", "reranker": "none"}, llm=llm)
+        primary={"metric": METRIC, "embedder": "e", "reranker": "none"}, llm=llm,
+        stage_conditions={"induction": ["A3", "A4"], "contexts": []})
     verdict = next(s for s in sections if s.key == "verdict-c")
     keys = [getattr(b, "key", None) for b in verdict.blocks]
     assert "structure-quality-c" in keys and "verdict-c" in keys

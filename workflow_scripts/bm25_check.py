@@ -1,8 +1,8 @@
 """Glue: G2 chunks + documents + queries + qrels -> the BM25 report (gold-top-1 within the
 question's document, the paper's figure, and over the whole corpus) and its per-query table."""
 
-from structablate.bm25 import bm25_report
 from structablate.io import read_parquet, write_json, write_parquet
+from structablate.retrieval.bm25 import bm25_report
 from structablate.tables import check_table
 from structablate.workflow import setup
 

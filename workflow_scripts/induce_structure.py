@@ -3,10 +3,10 @@ them) -> induced sections table + induction report."""
 
 from pathlib import Path
 
-from structablate.corpus.flatten import sections_frame
+from structablate.corpus.flatten import documents_from_frames, sections_frame
 from structablate.io import read_parquet, write_json, write_parquet
 from structablate.settings import dump
-from structablate.structure import documents_from_frames, induce_documents
+from structablate.structure import induce_documents
 from structablate.workflow import setup
 
 

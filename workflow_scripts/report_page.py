@@ -78,7 +78,7 @@ def main(smk):
         cells, corpora, embedders=dump(s["embedders"]), rerankers=dump(s["rerankers"]),
         conditions=s["conditions"], measures=list(s["measures"]), primary=dump(s["primary"]),
         llm=llm, size_match_structure=s["size_match_structure"], inducer=s["inducer"],
-        guard=s["guard"])
+        stage_conditions=s["stage_conditions"], guard=s["guard"])
     write_page(intro, sections, smk.output.markdown, smk.output.html)
     Path(smk.output.overview).write_text(overview_html(intro, sections), encoding="utf-8")
     for name, path in zip(s["corpora"], smk.output.verdicts, strict=True):

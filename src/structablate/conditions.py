@@ -21,15 +21,6 @@ class Condition:
     retrieval: str  # "flat" | "two_stage"
     chunkset: str  # name of the chunk table / embedding file this condition reads
 
-    @property
-    def needs_llm(self) -> bool:
-        """Whether this condition needs an LLM when structure is induced by the LLM inducer."""
-        return self.prefix == "context" or self.structure == "induced"
-
-    def uses_llm(self, inducer: str = "llm") -> bool:
-        """Whether this condition calls the LLM, given the configured structure inducer."""
-        return self.prefix == "context" or (self.structure == "induced" and inducer == "llm")
-
 
 CONDITIONS: dict[str, Condition] = {
     c.name: c

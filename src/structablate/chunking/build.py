@@ -23,8 +23,7 @@ from tqdm import tqdm
 
 from structablate.chunking.fixed import fixed_windows
 from structablate.chunking.prefix import render_breadcrumb
-from structablate.chunking.sentences import sentence_spans
-from structablate.chunking.structural import ChunkSpan, structural_chunks, top_sections
+from structablate.chunking.structural import ChunkSpan, structural_chunks
 from structablate.chunking.tokens import CorpusTokens, TokenCounter, tokenize_corpus
 from structablate.conditions import Condition
 from structablate.corpus.flatten import (
@@ -32,9 +31,11 @@ from structablate.corpus.flatten import (
     Section,
     paragraphs_from_frame,
     sections_from_frame,
+    top_section_ids,
 )
 from structablate.settings import ChunkingSettings, Settings
 from structablate.tables import frame
+from structablate.text.sentences import sentence_spans
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +134,7 @@ def build_chunks(
                 paragraph_sentences=para_sents,
             )
             target = sum(c.tokens for c in ref_spans) / len(ref_spans)
-            tops = top_sections(s)
+            tops = top_section_ids(s)
             bounds = [(x.start, x.end, x.section_idx, t) for x, t in zip(s, tops, strict=True)]
             sents = [x for ps in para_sents for x in ps]  # document_sentence_spans
             spans = fixed_windows(
@@ -238,7 +239,7 @@ def chunk_stats(
     ``structural_tokens_max`` and ``n_over_t_max`` (chunks over ``t_max``, all from merges).
     With the ``sections`` table the boundaries followed, they report ``n_cross_section`` and
     ``n_cross_top``: structural chunks whose text lies in two or more sections, or in two or
-    more top-level sections (:func:`~structablate.chunking.structural.top_sections`).
+    more top-level sections (:func:`~structablate.corpus.flatten.top_section_ids`).
     """
     n = chunks.height
     ct, pt = chunks["content_tokens"], chunks["prefix_tokens"]
@@ -274,7 +275,7 @@ def _crossings(chunks: pl.DataFrame, sections: pl.DataFrame) -> dict[str, int]:
     big = np.int64(1) << np.int64(40)
     keys, sec_id, top_id = [], [], []
     for d, ss in secs.items():
-        tops = top_sections(ss)
+        tops = top_section_ids(ss)
         for x, t in zip(ss, tops, strict=True):
             keys.append(doc_code[d] * big + x.start)
             sec_id.append(doc_code[d] * big + x.section_idx)

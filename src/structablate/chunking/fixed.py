@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from structablate.chunking.sentences import word_starts_array
 from structablate.chunking.structural import ChunkSpan
+from structablate.text.sentences import word_starts_array
 
 
 def fixed_windows(

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from structablate.chunking.sentences import word_starts_array
+from structablate.text.sentences import word_starts_array
 
 
 @dataclass(frozen=True)

@@ -56,9 +56,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from structablate.chunking.sentences import sentence_spans
 from structablate.chunking.spans import Unit, balanced_groups, make_units
-from structablate.corpus.flatten import Paragraph, Section
+from structablate.corpus.flatten import Paragraph, Section, top_section_ids
+from structablate.text.sentences import sentence_spans
 
 
 @dataclass(frozen=True)
@@ -70,25 +70,6 @@ class ChunkSpan:
     section_idx: int
     top_section: int
     tokens: int
-
-
-def top_sections(sections: Sequence[Section]) -> list[int]:
-    """For every section, the ``section_idx`` of the top-level section it sits in.
-
-    A new top-level group starts at every level-1 section and wherever the first heading of the
-    path changes (a gold parent heading without paragraphs of its own has no row, so its
-    children open the group).
-    """
-    out: list[int] = []
-    current = -1
-    prev_root: str | None = None
-    for s in sections:
-        root = s.path[0] if s.path else s.title
-        if s.level == 1 or current < 0 or root != prev_root:
-            current = s.section_idx
-        prev_root = root
-        out.append(current)
-    return out
 
 
 @dataclass
@@ -116,12 +97,12 @@ def structural_chunks(
     """Plan the structural chunks of one document (see module docstring for the rules).
 
     ``paragraph_sentences[i]`` may hold the sentence spans of ``paragraphs[i]`` (as
-    :func:`~structablate.chunking.sentences.sentence_spans` gives them) when the caller has
+    :func:`~structablate.text.sentences.sentence_spans` gives them) when the caller has
     them already.
     """
     if t_min < 0 or t_max <= 0 or t_min > t_max:
         raise ValueError(f"need 0 <= t_min <= t_max and t_max > 0 (got {t_min}, {t_max})")
-    tops = top_sections(sections)
+    tops = top_section_ids(sections)
     pieces: list[_Piece] = []
     for s, top in zip(sections, tops, strict=True):
         spans: list[tuple[int, int]] = []

@@ -30,7 +30,7 @@ import numpy as np
 import polars as pl
 from tqdm import tqdm
 
-from structablate.models import resolve_model_path
+from structablate.model_paths import resolve_model_path
 
 # Normalizers and pre-tokenizers that act on each character or on whitespace-delimited words
 # alone: under them, the tokens of a span cut at whitespace are the document's tokens inside it.
@@ -161,7 +161,7 @@ class CorpusTokens:
 
     When built with the paragraphs table, ``sentences[sptr[i]:sptr[i+1]]`` holds the document's
     sentence spans ``[start, end)`` in document order, each paragraph split by
-    :func:`~structablate.chunking.sentences.sentence_spans` (tokenizer-independent, stored
+    :func:`~structablate.text.sentences.sentence_spans` (tokenizer-independent, stored
     here so that every chunkset reads them instead of splitting again), and
     ``paragraphs_sha256[i]`` the :func:`paragraphs_digest` of the paragraphs they came from.
     """
@@ -285,7 +285,7 @@ def tokenize_corpus(
     With the corpus ``paragraphs`` table, the sentence spans of every paragraph are computed
     and stored too (every document of ``documents`` needs paragraphs then).
     """
-    from structablate.chunking.sentences import sentence_spans
+    from structablate.text.sentences import sentence_spans
 
     doc_ids = documents["doc_id"].to_list()
     texts = documents["text"].to_list()

@@ -31,8 +31,8 @@ from structablate.corpus import html, jsonl, markdown
 from structablate.corpus.files import (
     ByoInputError,
     HeadingStack,
+    InputUnit,
     SourceFile,
-    Unit,
     list_files,
     read_text,
 )
@@ -52,7 +52,7 @@ class Adapter:
 
     kind: str
     extensions: tuple[str, ...]
-    iter_units: Callable[[UserCorpus, str], Iterator[Unit]]
+    iter_units: Callable[[UserCorpus, str], Iterator[InputUnit]]
 
 
 ADAPTERS: Mapping[str, Adapter] = MappingProxyType({
@@ -73,7 +73,7 @@ def adapter(kind: object, source_name: str) -> Adapter:
     return found
 
 
-def iter_units(corpus: UserCorpus, source_name: str) -> Iterator[Unit]:
+def iter_units(corpus: UserCorpus, source_name: str) -> Iterator[InputUnit]:
     """The input units of a corpus entry, from the adapter its ``type`` names."""
     return adapter(corpus.type, source_name).iter_units(corpus, source_name)
 

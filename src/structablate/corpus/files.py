@@ -42,7 +42,7 @@ class SourceFile:
 
 # A unit of input: where it comes from ("file" or "file:line"), the doc_id it will most likely
 # get (None when only parsing can tell), and a thunk that parses it.
-Unit = tuple[str, str | None, Callable[[], FlatDocument]]
+InputUnit = tuple[str, str | None, Callable[[], FlatDocument]]
 
 
 def list_files(spec: str | Sequence[str], extensions: Sequence[str]) -> list[SourceFile]:
@@ -151,7 +151,7 @@ class HeadingStack:
 
 def file_units(
     corpus: UserCorpus, extensions: Sequence[str], parse: Callable[..., FlatDocument],
-) -> Iterator[Unit]:
+) -> Iterator[InputUnit]:
     """One unit per file of ``corpus.path`` for the file-per-document adapters (Markdown,
     HTML), deferring parsing to ``parse(text, doc_id=..., default_title=..., where=...,
     lead_heading=..., heading_separator=..., code_blocks=...)``; ``extensions`` are the

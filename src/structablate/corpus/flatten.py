@@ -224,3 +224,41 @@ def paragraphs_from_frame(df: pl.DataFrame) -> dict[str, list[Paragraph]]:
     for paras in out.values():
         paras.sort(key=lambda p: p.para_idx)
     return out
+
+
+def documents_from_frames(
+    documents: pl.DataFrame,
+    paragraphs: pl.DataFrame,
+    sections: pl.DataFrame | None = None,
+) -> list[FlatDocument]:
+    """FlatDocuments from ``documents`` + ``paragraphs`` (+ optional gold ``sections``) tables,
+    in the documents table's order."""
+    paras = paragraphs_from_frame(paragraphs)
+    secs = sections_from_frame(sections) if sections is not None else {}
+    out = []
+    for r in documents.iter_rows(named=True):
+        out.append(FlatDocument(
+            doc_id=r["doc_id"], title=r["title"] or "", text=r["text"],
+            paragraphs=paras.get(r["doc_id"], []), sections=secs.get(r["doc_id"], []),
+            topic=r.get("topic"),
+        ))
+    return out
+
+
+def top_section_ids(sections: Sequence[Section]) -> list[int]:
+    """For every section, the ``section_idx`` of the top-level section it sits in.
+
+    A new top-level group starts at every level-1 section and wherever the first heading of the
+    path changes (a gold parent heading without paragraphs of its own has no row, so its
+    children open the group).
+    """
+    out: list[int] = []
+    current = -1
+    prev_root: str | None = None
+    for s in sections:
+        root = s.path[0] if s.path else s.title
+        if s.level == 1 or current < 0 or root != prev_root:
+            current = s.section_idx
+        prev_root = root
+        out.append(current)
+    return out

@@ -36,7 +36,7 @@ from lxml import etree
 from structablate.corpus.files import (
     ByoInputError,
     HeadingStack,
-    Unit,
+    InputUnit,
     file_units,
 )
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
@@ -213,6 +213,6 @@ def parse_html(
     return builder.build(source=where)
 
 
-def iter_units(corpus: UserCorpus, name: str) -> Iterator[Unit]:
+def iter_units(corpus: UserCorpus, name: str) -> Iterator[InputUnit]:
     """One unit per HTML file of ``corpus.path``."""
     return file_units(corpus, EXTENSIONS, parse_html)

@@ -35,7 +35,7 @@ from pathlib import Path
 from structablate.corpus.files import (
     ByoInputError,
     HeadingStack,
-    Unit,
+    InputUnit,
     list_files,
 )
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
@@ -180,13 +180,13 @@ def _from_offsets(builder, text, sections, where, lead, sep) -> int:
     return len(spans)
 
 
-def iter_units(corpus: UserCorpus, name: str) -> Iterator[Unit]:
+def iter_units(corpus: UserCorpus, name: str) -> Iterator[InputUnit]:
     """One unit per non-blank line of every JSONL file of ``corpus.path``."""
     for sf in list_files(corpus.path, tuple(corpus.extensions or EXTENSIONS)):
         yield from _file_units(sf.path, corpus.lead_heading, corpus.heading_separator)
 
 
-def _file_units(path: Path, lead: str, sep: str | None) -> Iterator[Unit]:
+def _file_units(path: Path, lead: str, sep: str | None) -> Iterator[InputUnit]:
     """Lines are decoded one by one, so a line that is not UTF-8 is bad on its own."""
     data = Path(path).read_bytes()
     if data.startswith(b"\xef\xbb\xbf"):

@@ -58,7 +58,7 @@ from mdit_py_plugins.footnote import footnote_plugin
 from structablate.corpus.files import (
     ByoInputError,
     HeadingStack,
-    Unit,
+    InputUnit,
     file_units,
 )
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
@@ -290,6 +290,6 @@ def parse_markdown(
     return builder.build(topic=topic, source=where)
 
 
-def iter_units(corpus: UserCorpus, name: str) -> Iterator[Unit]:
+def iter_units(corpus: UserCorpus, name: str) -> Iterator[InputUnit]:
     """One unit per Markdown file of ``corpus.path``."""
     return file_units(corpus, EXTENSIONS, parse_markdown)

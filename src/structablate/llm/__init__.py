@@ -5,7 +5,7 @@
 * :mod:`~structablate.llm.backends` — ``vllm`` (in process), ``openai`` (any compatible server),
   ``llamacpp`` (in-process GGUF);
 * :mod:`~structablate.llm.cache` — the persistent content-addressed generation cache;
-* :mod:`~structablate.llm.models` — offline GGUF models shipped inside PyPI wheels;
+* :mod:`~structablate.llm.gguf` — offline GGUF models shipped inside PyPI wheels;
 * :mod:`~structablate.llm.contextualize` — A1 situating contexts.
 """
 

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from structablate.errors import StructablateError
 from structablate.settings import LlamaCppSettings, dump, parse
 
 log = logging.getLogger(__name__)
@@ -92,7 +93,7 @@ class Backend:
 # OpenAI-compatible HTTP server
 
 
-class BackendError(RuntimeError):
+class BackendError(StructablateError, RuntimeError):
     """A backend failed for good (after retries, or on a non-retryable answer)."""
 
 

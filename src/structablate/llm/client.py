@@ -318,7 +318,7 @@ def _backend_factory(llm: LLMSettings, model: str, seed: int) -> Callable[[], Ba
                 response_format=o.response_format, extra_body=o.extra_body)
         if llm.backend == "llamacpp":
             from structablate.llm.backends import LlamaCppBackend
-            from structablate.llm.models import resolve_gguf
+            from structablate.llm.gguf import resolve_gguf
 
             path = resolve_gguf(llm.llamacpp.model_path or model, llm.llamacpp.model_dir)
             return LlamaCppBackend(str(path), llm.llamacpp, seed=seed)

@@ -55,7 +55,7 @@ class ContextsConfig:
     ``context_max_tokens``: cap of a context in **embedder** tokens (paper: 80).
     ``max_tokens``: generation limit in model tokens. ``context_tokens``: the model's context
     length in tokens (``None``: from the stage's llm block,
-    :func:`structablate.llm.models.model_context_tokens`); it decides which documents are
+    :func:`structablate.llm.gguf.model_context_tokens`); it decides which documents are
     shown whole, so it shapes the prompts and their cache keys. ``chars_per_token``: the
     characters one model token is assumed to hold. ``max_doc_chars``: a fixed document budget
     in characters instead of the derived one.
@@ -83,7 +83,7 @@ class ContextsConfig:
         cfg = dict(cfg or {})
         known = {k: cfg[k] for k in cls.__dataclass_fields__ if k in cfg}
         if known.get("context_tokens") is None and llm_cfg is not None:
-            from structablate.llm.models import model_context_tokens
+            from structablate.llm.gguf import model_context_tokens
 
             known["context_tokens"] = model_context_tokens(llm_cfg)
         return cls(**known)

@@ -410,9 +410,9 @@ class Plan:
 
     def _check_models(self) -> None:
         """Every embedder, reranker and tokenizer model can be found before any job runs
-        (:func:`structablate.models.check_model`: local folder, ``pkg:`` module, or a hub id
+        (:func:`structablate.model_paths.check_model`: local folder, ``pkg:`` module, or a hub id
         in the local cache when jobs run offline)."""
-        from structablate.models import check_model
+        from structablate.model_paths import check_model
 
         s = self.settings
         models = [(f"embedders.{n}.model", e.model, "sentence-transformers")
@@ -545,5 +545,6 @@ _RULES: dict[str, Callable[[Plan, Settings, dict[str, str]], dict[str, Any]]] = 
         "embedders": s.embedders, "rerankers": s.rerankers, "llm": p.llm_stages(),
         "conditions": p.conditions, "measures": s.metrics.measures,
         "primary": _statistics(p, s).primary, "size_match_structure": s.size_match_structure,
-        "inducer": s.induction.inducer, "guard": s.report.guard},
+        "inducer": s.induction.inducer, "stage_conditions": p.stage_conditions(),
+        "guard": s.report.guard},
 }

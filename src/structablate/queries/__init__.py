@@ -10,14 +10,8 @@ import polars as pl
 
 from structablate.queries.balance import balance
 from structablate.queries.config import QTYPES, QueryGenSettings
-from structablate.queries.leakage import (
-    LeakageCheck,
-    check_leakage,
-    rouge_l,
-    shared_ngrams,
-    tokenize,
-)
-from structablate.queries.pipeline import QueryGenResult, generate_queries, rouge_quantiles
+from structablate.queries.leakage import LeakageCheck, check_leakage, shared_ngrams
+from structablate.queries.pipeline import QueryGenResult, generate_queries
 from structablate.queries.spans import Candidate, sample_candidates, sample_document
 from structablate.settings import parse
 
@@ -31,12 +25,9 @@ __all__ = [
     "check_leakage",
     "generate_queries",
     "generate_queries_from_frames",
-    "rouge_l",
-    "rouge_quantiles",
     "sample_candidates",
     "sample_document",
     "shared_ngrams",
-    "tokenize",
 ]
 
 
@@ -48,7 +39,7 @@ def generate_queries_from_frames(
     cfg: QueryGenSettings | dict | None = None,
 ) -> QueryGenResult:
     """:func:`generate_queries` over the corpus tables (documents, paragraphs, gold sections)."""
-    from structablate.structure import documents_from_frames
+    from structablate.corpus.flatten import documents_from_frames
 
     if not isinstance(cfg, QueryGenSettings):
         cfg = parse(QueryGenSettings, cfg)

@@ -9,67 +9,21 @@ With several gold spans (multihop) ROUGE-L is computed against each span separat
 maximum counts; the n-gram test rejects a query sharing an n-gram with any span. Both tests
 compare **strictly**: ROUGE-L exactly 0.35 passes, 0.35 plus anything rejects.
 
-Normalization (one tokenizer for both tests, :func:`tokenize`):
-
-1. Unicode NFKD, combining marks dropped (``Göttingen`` → ``gottingen``: an unaccented copy
-   of a name is still a copy), then case-folded;
-2. tokens are the maximal runs of letters and digits; every other character (punctuation,
-   hyphens, apostrophes, symbols) separates tokens, so ``Apollo's`` → ``apollo s`` and
-   ``mid-1968`` → ``mid 1968``;
-3. **stopwords are kept** and nothing is stemmed.
-
-Stopwords are kept because the paper's filter is about *verbatim* copying, and a 4-gram such
-as ``the battle of the`` is one; dropping stopwords would turn the n-gram test into a test of
-skip-grams over content words (``battle bulge``) and would change ROUGE-L values relative to
-the ``rouge-score`` package the threshold was set with. On ASCII text the tokenizer gives
-exactly the tokens of ``rouge-score``'s default tokenizer without stemming (lower-case, split
-on anything not ``[a-z0-9]``), so the ROUGE-L values are the package's; the Unicode steps only
-add accented and non-Latin letters, which the default tokenizer would delete.
+Both tests use the lexical tokens of :func:`structablate.text.words.tokenize` (NFKD,
+case-folded runs of letters and digits, stopwords kept, nothing stemmed; that module says
+why) and ROUGE-L is :func:`structablate.text.rouge.rouge_l` over the same tokens.
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rouge_score import rouge_scorer
-
-_TOKEN = re.compile(r"[^\W_]+")
+from structablate.text.rouge import rouge_l
+from structablate.text.words import ngrams, tokenize
 
 ROUGE_MAX = 0.35
 NGRAM_BLOCK = 4
-
-
-def normalize(text: str) -> str:
-    """NFKD, combining marks removed, case-folded (step 1 of the module docstring)."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
-
-
-def tokenize(text: str) -> list[str]:
-    """Leakage tokens of ``text``: runs of letters/digits of the normalized text."""
-    return _TOKEN.findall(normalize(text))
-
-
-class _Tokenizer:
-    """``rouge-score`` tokenizer interface over :func:`tokenize`."""
-
-    def tokenize(self, text: str) -> list[str]:
-        return tokenize(text)
-
-
-_SCORER = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False, tokenizer=_Tokenizer())
-
-
-def rouge_l(query: str, evidence: str) -> float:
-    """ROUGE-L F1 of ``query`` (prediction) against ``evidence`` (target)."""
-    return float(_SCORER.score(evidence, query)["rougeL"].fmeasure)
-
-
-def ngrams(tokens: Sequence[str], n: int) -> set[tuple[str, ...]]:
-    return {tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)}
 
 
 def shared_ngrams(query: str, evidence: str, n: int = NGRAM_BLOCK) -> list[str]:

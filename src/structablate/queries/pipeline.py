@@ -28,14 +28,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from structablate.corpus.flatten import FlatDocument
 from structablate.llm.backends import ContextOverflowError
 from structablate.queries.balance import balance
 from structablate.queries.config import QueryGenSettings
-from structablate.queries.leakage import LeakageCheck, check_leakage, tokenize
+from structablate.queries.leakage import LeakageCheck, check_leakage
 from structablate.queries.prompts import (
     paraphrase_messages,
     parse_query,
@@ -45,6 +44,8 @@ from structablate.queries.prompts import (
 from structablate.queries.spans import Candidate, sample_candidates
 from structablate.settings import dump
 from structablate.tables import frame
+from structablate.text.rouge import rouge_quantiles
+from structablate.text.words import tokenize
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,6 @@ PAPER_FUNNEL = {
     "documents": 200,
     "rouge_l_typical": [0.02, 0.13],
 }
-QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 STATUSES = ("no_query", "query_leak", "no_paraphrase", "paraphrase_leak", "survivor", "final")
 
 
@@ -109,16 +109,6 @@ def _usable(q: str | None, cfg: QueryGenSettings, reasons: Counter, step: str) -
         reasons[f"{step}:{why}"] += 1
         return None
     return q
-
-
-def rouge_quantiles(values: Sequence[float]) -> dict[str, float] | None:
-    """Quantiles (keys ``q0`` … ``q100``) and mean of ``values``; ``None`` when empty."""
-    if not len(values):
-        return None
-    arr = np.asarray(values, dtype=float)
-    out = {f"q{round(q * 100)}": round(float(np.quantile(arr, q)), 4) for q in QUANTILES}
-    out["mean"] = round(float(arr.mean()), 4)
-    return out
 
 
 def generate_queries(

@@ -10,11 +10,11 @@ has too few eligible spans):
 * **multihop** — two such spans (``multihop_sentences``, default 1–2 sentences each) in
   **different top-level sections**;
 * **structural** — one whole top-level section (the level-1 section with all its subsections,
-  :func:`structablate.chunking.structural.top_sections`), between ``structural_min_chars`` and
+  :func:`structablate.corpus.flatten.top_section_ids`), between ``structural_min_chars`` and
   ``structural_max_chars``.
 
 Sentence windows never cross a paragraph (sentences from
-:func:`structablate.chunking.sentences.sentence_spans`, trimmed). Within a document the sentence
+:func:`structablate.text.sentences.sentence_spans`, trimmed). Within a document the sentence
 spans of all candidates are pairwise disjoint (no two queries share an evidence sentence) and
 structural candidates are distinct sections. Spans are half-open character offsets on the flat
 text; a multihop pair is stored in document order.
@@ -38,10 +38,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from structablate.chunking.sentences import sentence_spans
-from structablate.chunking.structural import top_sections
-from structablate.corpus.flatten import FlatDocument
+from structablate.corpus.flatten import FlatDocument, top_section_ids
 from structablate.queries.config import QueryGenSettings, per_doc_count
+from structablate.text.sentences import sentence_spans
 
 Span = tuple[int, int]
 
@@ -81,7 +80,7 @@ def top_level_groups(doc: FlatDocument) -> dict[int, tuple[int, int]]:
     if not doc.sections:
         return {}
     groups: dict[int, tuple[int, int]] = {}
-    for sec, top in zip(doc.sections, top_sections(doc.sections), strict=True):
+    for sec, top in zip(doc.sections, top_section_ids(doc.sections), strict=True):
         s, e = groups.get(top, (sec.start, sec.end))
         groups[top] = (min(s, sec.start), max(e, sec.end))
     return groups
@@ -89,7 +88,7 @@ def top_level_groups(doc: FlatDocument) -> dict[int, tuple[int, int]]:
 
 def _para_tops(doc: FlatDocument) -> list[int]:
     out = [-1] * len(doc.paragraphs)
-    for sec, top in zip(doc.sections, top_sections(doc.sections), strict=True):
+    for sec, top in zip(doc.sections, top_section_ids(doc.sections), strict=True):
         for p in range(sec.para_start, sec.para_end):
             out[p] = top
     return out

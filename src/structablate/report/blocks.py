@@ -434,7 +434,7 @@ def left_out_block(build_report: Mapping | None, *, key: str = "left-out",
 
 PAPER_BM25 = {"qasper": 0.227, "wikipedia": 0.363}
 """The paper's BM25 gold-top-1 (Appendix I), by corpus kind; within the question's document is
-the comparable scope (see :mod:`structablate.bm25`)."""
+the comparable scope (see :mod:`structablate.retrieval.bm25`)."""
 
 
 def bm25_sentence(bm25: Mapping | None, corpus_kind: str | None = None) -> str:

@@ -65,7 +65,7 @@ class CorpusData:
     query-generation funnel where questions were generated; ``questions_generated`` says so
     explicitly (None: inferred, :func:`synthetic_queries`); ``structure_quality`` and
     ``comparison_checks`` come from :func:`structablate.structure.quality.
-    corpus_structure_report`; ``bm25`` is the BM25 report (:func:`structablate.bm25.
+    corpus_structure_report`; ``bm25`` is the BM25 report (:func:`structablate.retrieval.bm25.
     bm25_report`)."""
 
     name: str
@@ -109,10 +109,13 @@ def build_page(
     llm: Mapping | None = None,
     size_match_structure: str = "induced",
     inducer: str = "llm",
+    stage_conditions: Mapping[str, Sequence[str]],
     guard: GuardSettings | None = None,
     contrasts: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
 ) -> tuple[list, list[PageSection]]:
-    """(intro blocks, sections) of the summary page. ``guard``: the structure-quality guard's
+    """(intro blocks, sections) of the summary page. ``stage_conditions``: which LLM stage each
+    condition needs (:meth:`structablate.plan.Plan.stage_conditions`); ``guard``: the
+    structure-quality guard's
     thresholds (default :class:`GuardSettings`); ``contrasts``: the configured contrast
     families (``{"statistics.contrasts": {name: [a, b]}, "statistics.extra_contrasts": …}``),
     so a question or contrast that did not run says why (without it the paper's C1–C4 are
@@ -132,11 +135,12 @@ def build_page(
             sections.append(PageSection(
                 f"Verdict: {corpus.name}",
                 _verdict_section(corpus, chosen, metric, guard, embedders, rerankers, llm,
-                                 conditions, inducer, contrasts),
+                                 conditions, inducer, stage_conditions, contrasts),
                 key=f"verdict-{corpus.name}"))
     sections += [PageSection("Run provenance: models and flags", provenance_blocks(
         embedders, rerankers, [c.cell for c in cells], observed, llm, conditions,
-        size_match_structure, primary, inducer), key="provenance")]
+        size_match_structure, primary, inducer, stage_conditions=stage_conditions),
+        key="provenance")]
 
     # Table 1 across cells: the pre-registered family first, primary metric
     allc = [c.contrasts for c in cells if c.contrasts.height]
@@ -264,7 +268,7 @@ def _flagger(corpus: CorpusData | None, cell: CellData, guard: GuardSettings | N
 
 def _verdict_section(corpus: CorpusData, chosen: CellData, metric: str,
                      guard: GuardSettings | None, embedders, rerankers, llm, conditions,
-                     inducer, configured=None) -> list:
+                     inducer, stage_conditions, configured=None) -> list:
     """The verdict of one corpus: flags, answers, the guard table, BM25, what was left out."""
     blocks: list = []
     if synthetic_queries(corpus):
@@ -272,7 +276,7 @@ def _verdict_section(corpus: CorpusData, chosen: CellData, metric: str,
             f"The questions of {corpus.name} are SYNTHETIC: an LLM wrote them from "
             "evidence spans the pipeline chose, behind a lexical-leakage filter "
             "(docs/queries.md). They are not questions your users asked.", "warning"))
-    _, replay = llm_status(llm, conditions, inducer)
+    _, replay = llm_status(llm, conditions, inducer, stage_conditions=stage_conditions)
     # another corpus's question generation does not concern this corpus
     blocks += [Note(f, "warning") for f in replay
                if not f.startswith("queries (") or f.startswith(f"queries ({corpus.name})")]

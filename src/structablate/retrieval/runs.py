@@ -117,7 +117,7 @@ def rerank_run(
     """
     import torch
 
-    from structablate.models import resolve_model_path
+    from structablate.model_paths import resolve_model_path
     from structablate.retrieval.rerank import load_cross_encoder, rerank
 
     qids = queries["qid"].to_list()

@@ -9,14 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import polars as pl
-
-from structablate.corpus.flatten import (
-    FlatDocument,
-    Section,
-    paragraphs_from_frame,
-    sections_from_frame,
-)
+from structablate.corpus.flatten import FlatDocument, Section
 from structablate.structure.induce import (
     InducedStructure,
     InductionConfig,
@@ -36,32 +29,12 @@ __all__ = [
     "LLMInducer",
     "TextTilingConfig",
     "TextTilingInducer",
-    "documents_from_frames",
     "induce_documents",
     "induction_report",
     "make_inducer",
     "span_identity",
     "span_identity_share",
 ]
-
-
-def documents_from_frames(
-    documents: pl.DataFrame,
-    paragraphs: pl.DataFrame,
-    sections: pl.DataFrame | None = None,
-) -> list[FlatDocument]:
-    """FlatDocuments from ``documents`` + ``paragraphs`` (+ optional gold ``sections``) tables,
-    in the documents table's order."""
-    paras = paragraphs_from_frame(paragraphs)
-    secs = sections_from_frame(sections) if sections is not None else {}
-    out = []
-    for r in documents.iter_rows(named=True):
-        out.append(FlatDocument(
-            doc_id=r["doc_id"], title=r["title"] or "", text=r["text"],
-            paragraphs=paras.get(r["doc_id"], []), sections=secs.get(r["doc_id"], []),
-            topic=r.get("topic"),
-        ))
-    return out
 
 
 def make_inducer(

@@ -104,7 +104,7 @@ class InductionConfig:
     """Knobs of LLM induction (config block ``induction``; see ``docs/llm.md``).
 
     ``context_tokens``: the model's context length in tokens; ``None`` takes it from the
-    stage's llm block (:func:`structablate.llm.models.model_context_tokens`). It sizes the
+    stage's llm block (:func:`structablate.llm.gguf.model_context_tokens`). It sizes the
     paragraph listing (:func:`listing_budget`), so it shapes the prompts and their cache keys:
     replaying under another backend needs the same value (set it here explicitly).
     ``max_prompt_chars``: an explicit listing budget in characters, overriding the derived one.
@@ -147,7 +147,7 @@ class InductionConfig:
             known["para_char_caps"] = tuple(
                 int(c) for c in known["para_char_caps"] if c not in (None, 0, "none", "full"))
         if known.get("context_tokens") is None and llm_cfg is not None:
-            from structablate.llm.models import model_context_tokens
+            from structablate.llm.gguf import model_context_tokens
 
             known["context_tokens"] = model_context_tokens(llm_cfg)
         return cls(**known)

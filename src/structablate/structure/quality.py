@@ -28,8 +28,8 @@ at most once (a greedy sweep in document order, which is a maximum matching for 
 windows); F1 ``= 2·TP / (n_predicted + n_gold)``, summed over documents (micro), NaN when
 neither side has a boundary.
 
-**Top-level groups** follow the chunker's rule (:func:`structablate.chunking.structural.
-top_sections`): a new group starts at every level-1 section and wherever the first heading of
+**Top-level groups** follow the chunker's rule (:func:`structablate.corpus.flatten.
+top_section_ids`): a new group starts at every level-1 section and wherever the first heading of
 the path changes. Two-stage routing ranks the pairs ``(doc_id, top_section)`` of a chunk table
 (:mod:`structablate.retrieval.two_stage`): stage 1 ranks *every* such section of the corpus and
 keeps ``hier_top_sections`` of them, so the candidate pool is all sections of the corpus.

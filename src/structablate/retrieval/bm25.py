@@ -13,7 +13,7 @@ Stated choices:
 * **tokenization** (:func:`bm25_tokenize`) — Unicode NFKD with combining marks removed,
   case-folded, tokens = maximal runs of letters and digits (punctuation separates tokens), no
   stopword removal, no stemming; the same rule as the leakage filter
-  (:func:`structablate.queries.leakage.tokenize`);
+  (:func:`structablate.text.words.tokenize`);
 * **BM25** — ``rank_bm25.BM25Okapi`` with its defaults (``k1`` 1.5, ``b`` 0.75, ``epsilon``
   0.25: a negative idf is floored at ``epsilon`` times the mean idf). ``BM25Okapi`` fits the
   index (term frequencies, document lengths, idf); the scores are computed with the same
@@ -42,7 +42,8 @@ from rank_bm25 import BM25Okapi
 from scipy import sparse
 
 from structablate.metrics.relevance import relevant_to_any
-from structablate.queries.leakage import tokenize as bm25_tokenize
+from structablate.text.rouge import rouge_l, rouge_quantiles
+from structablate.text.words import tokenize as bm25_tokenize
 
 __all__ = ["BM25Index", "BM25_REPORT_KEYS", "PAPER_GOLD_TOP1", "bm25_gold_top1", "bm25_report",
            "bm25_tokenize", "evidence_rouge"]
@@ -209,9 +210,6 @@ def evidence_rouge(
 ) -> tuple[dict[str, Any] | None, pl.DataFrame]:
     """ROUGE-L F1 of each query against its gold evidence (maximum over its spans), with the
     leakage filter's tokenizer; returns quantiles (overall and per qtype) and per-query values."""
-    from structablate.queries.leakage import rouge_l
-    from structablate.queries.pipeline import rouge_quantiles
-
     texts = dict(documents.select("doc_id", "text").iter_rows())
     gold: dict[str, list[tuple[str, int, int]]] = {}
     for qid, doc_id, s, e in qrels.select("qid", "doc_id", "start", "end").iter_rows():
