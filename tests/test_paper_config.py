@@ -213,3 +213,17 @@ def test_local_files_alternative_builds_from_v03_files(tmp_path, paper, monkeypa
     assert funnel["papers"] == len(papers) == 15
     for key in ("questions", "kept", "papers_with_kept_questions", "funnel"):
         assert funnel[key] == whole[key], key
+
+
+def test_cluster_docs_state_the_grid():
+    """docs/cluster.md's job table and total are the grid counted above."""
+    text = (REPO / "docs" / "cluster.md").read_text(encoding="utf-8")
+    assert f"The paper's grid is {sum(PAPER_JOBS.values())} jobs" in text
+    table = text.split("The paper's grid is")[1].split("\n\n")[1]
+    stated: dict[str, int] = {}
+    for row in table.splitlines()[2:]:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        n = int(re.match(r"\d+", cells[1]).group())
+        for rule in re.findall(r"`(\w+)`", cells[0]):
+            stated[rule] = n
+    assert stated == PAPER_JOBS
