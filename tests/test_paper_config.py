@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -21,34 +22,36 @@ from structablate.plan import Plan
 PAPER = REPO / "config" / "paper.yaml"
 BGE_INSTRUCTION = "Represent this sentence for searching relevant passages: "
 
-# The paper's grid, counted by hand. Per corpus: 2 embedders x 2 rerankers, the reranker on
-# bge_large only = 3 cells; 2 corpora = 6 cells; 11 conditions each.
+# The paper's grid, counted by hand from config/paper.yaml. Per corpus: 2 embedders x 2
+# rerankers, the reranker on bge_large only = 3 cells; 2 corpora = 6 cells; 11 conditions each.
 # The 11 conditions use 9 chunksets (A4 reads A3's chunks, G4 reads G3's): A0 A1 A2 A3-d1 A3-d2
 # A3 P G2 G3. `chunk` cuts 8 of them (A1 is derived from A0's windows by `contextualize`).
-# Per corpus: 1 corpus build, 1 bm25_check, 1 induce_structure, 1 contextualize,
-# 1 structure_quality, 1 report_corpus; 8 chunk; 9 chunksets x 2 embedders = 18 embed_chunks;
-# 2 embed_queries; 11 conditions x 2 embedders = 22 retrieve; 11 x 1 reranked embedder = 11
-# rerank; 3 cells x 11 conditions = 33 score and 33 trec_export; 3 summarize_cell, contrasts
-# and report_cell. Only Wikipedia-FA generates questions (1 generate_queries; QASPER brings its
-# own). Once per run: summary_markdown, report_page, all.
-# Total: 2 x (6 + 8 + 18 + 2 + 22 + 11 + 33 + 33 + 3 + 3 + 3) + 1 + 3 = 2 x 142 + 4 = 288.
+# Per corpus: 1 corpus build, 1 tokenize_corpus, 1 bm25_check, 1 induce_structure,
+# 1 contextualize, 1 structure_quality, 1 report_corpus (7); 8 chunk; 9 chunksets x 2 embedders
+# = 18 embed_chunks; 2 embed_queries; 11 conditions x 2 embedders = 22 retrieve; 11 conditions x
+# 1 reranked embedder = 11 rerank; 3 cells x 11 conditions = 33 trec_export; one score, one
+# summarize_cell, one contrasts and one report_cell per cell (3 each, 12).
+# Per corpus: 7 + 8 + 18 + 2 + 22 + 11 + 33 + 12 = 113.
+# Only Wikipedia-FA generates questions (1 generate_queries; QASPER brings its own). Once per
+# run: summary_markdown, report_page, all.
+# Total: 2 x 113 + 1 + 3 = 230.
 PAPER_JOBS = {
-    "build_qasper": 1, "build_wikipedia": 1, "generate_queries": 1,
+    "build_qasper": 1, "build_wikipedia": 1, "generate_queries": 1, "tokenize_corpus": 2,
     "bm25_check": 2, "induce_structure": 2, "contextualize": 2, "structure_quality": 2,
     "report_corpus": 2, "chunk": 16, "embed_chunks": 36, "embed_queries": 4, "retrieve": 44,
-    "rerank": 22, "score": 66, "trec_export": 66, "summarize_cell": 6, "contrasts": 6,
+    "rerank": 22, "score": 6, "trec_export": 66, "summarize_cell": 6, "contrasts": 6,
     "report_cell": 6, "summary_markdown": 1, "report_page": 1, "all": 1,
 }
-assert sum(PAPER_JOBS.values()) == 288
-# The same grid on QASPER alone (the local-files alternative below): one corpus's 142 + 3.
+assert sum(PAPER_JOBS.values()) == 230
+# The same grid on QASPER alone (the local-files alternative below): one corpus's 113 + 3.
 QASPER_JOBS = {
-    "build_qasper": 1, "bm25_check": 1, "induce_structure": 1, "contextualize": 1,
-    "structure_quality": 1, "report_corpus": 1, "chunk": 8, "embed_chunks": 18,
-    "embed_queries": 2, "retrieve": 22, "rerank": 11, "score": 33, "trec_export": 33,
-    "summarize_cell": 3, "contrasts": 3, "report_cell": 3, "summary_markdown": 1,
-    "report_page": 1, "all": 1,
+    "build_qasper": 1, "tokenize_corpus": 1, "bm25_check": 1, "induce_structure": 1,
+    "contextualize": 1, "structure_quality": 1, "report_corpus": 1, "chunk": 8,
+    "embed_chunks": 18, "embed_queries": 2, "retrieve": 22, "rerank": 11, "score": 3,
+    "trec_export": 33, "summarize_cell": 3, "contrasts": 3, "report_cell": 3,
+    "summary_markdown": 1, "report_page": 1, "all": 1,
 }
-assert sum(QASPER_JOBS.values()) == 145
+assert sum(QASPER_JOBS.values()) == 116
 
 
 def job_counts(output: str) -> dict[str, int]:
@@ -80,18 +83,27 @@ def paper():
 PAPER_MODELS = ("BAAI/bge-small-en-v1.5", "BAAI/bge-large-en-v1.5", "BAAI/bge-reranker-v2-m3")
 
 
-@pytest.fixture(autouse=True)
-def paper_models_in_the_hub_cache(tmp_path_factory, monkeypatch):
-    """The plan refuses, before any job, a hub model that offline jobs could not load
-    (structablate.model_paths.check_model). The paper's models cannot be downloaded here, so a
-    Hugging Face cache of this session holds a stand-in snapshot of each, laid out as
-    ``huggingface_hub`` lays out a download; nothing in these tests loads their weights."""
-    cache = tmp_path_factory.getbasetemp() / "hf-hub-cache"
+def stand_in_hub_cache(root: Path) -> Path:
+    """A Hugging Face hub cache under ``root`` holding a stand-in snapshot of each of the
+    paper's models, laid out as ``huggingface_hub`` lays out a download. The plan refuses,
+    before any job, a hub model that offline jobs could not load
+    (structablate.model_paths.check_model); the paper's models cannot be downloaded here, and
+    nothing that uses this cache loads their weights."""
+    cache = root / "hf-hub-cache"
     for repo in PAPER_MODELS:
         snap = cache / ("models--" + repo.replace("/", "--")) / "snapshots" / ("0" * 40)
         snap.mkdir(parents=True, exist_ok=True)
         (snap / "config.json").write_text("{}")
-    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    return cache
+
+
+@pytest.fixture(scope="module", autouse=True)
+def paper_models_in_the_hub_cache(tmp_path_factory):
+    """HF_HUB_CACHE points at :func:`stand_in_hub_cache` for this module's tests (module
+    scope, so module-scoped fixtures that plan the grid see it too)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HF_HUB_CACHE", str(stand_in_hub_cache(tmp_path_factory.getbasetemp())))
+        yield
 
 
 def test_paper_config_validates_with_the_papers_models(paper):
@@ -201,3 +213,17 @@ def test_local_files_alternative_builds_from_v03_files(tmp_path, paper, monkeypa
     assert funnel["papers"] == len(papers) == 15
     for key in ("questions", "kept", "papers_with_kept_questions", "funnel"):
         assert funnel[key] == whole[key], key
+
+
+def test_cluster_docs_state_the_grid():
+    """docs/cluster.md's job table and total are the grid counted above."""
+    text = (REPO / "docs" / "cluster.md").read_text(encoding="utf-8")
+    assert f"The paper's grid is {sum(PAPER_JOBS.values())} jobs" in text
+    table = text.split("The paper's grid is")[1].split("\n\n")[1]
+    stated: dict[str, int] = {}
+    for row in table.splitlines()[2:]:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        n = int(re.match(r"\d+", cells[1]).group())
+        for rule in re.findall(r"`(\w+)`", cells[0]):
+            stated[rule] = n
+    assert stated == PAPER_JOBS
