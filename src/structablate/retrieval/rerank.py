@@ -72,6 +72,8 @@ class RerankStats:
     truncated: int = 0
     padded_tokens: int = 0
     seconds_scoring: float = 0.0
+    batches: dict[int, int] = field(default_factory=dict)
+    """Batches run per padded length (tokens)."""
     extra: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
@@ -82,6 +84,7 @@ class RerankStats:
             "pairs_scored": self.scored,
             "truncated": self.truncated,
             "padded_tokens": self.padded_tokens,
+            "batches_per_length": {str(k): v for k, v in sorted(self.batches.items())},
             "seconds_scoring": round(self.seconds_scoring, 3),
             "pairs_per_second": (round(self.scored / self.seconds_scoring, 2)
                                  if self.seconds_scoring else None),
@@ -260,6 +263,8 @@ def score_pairs(pairs: Sequence[tuple[str, str]], scorer: PairScorer,
         lengths = scorer.token_lengths(todo)
         stats.truncated += sum(n > scorer.max_seq_length for n in lengths)
         stats.padded_tokens += sum(padded * scorer.batch_size for padded, _ in plan)
+        for padded, _ in plan:
+            stats.batches[padded] = stats.batches.get(padded, 0) + 1
         got = scorer.score(todo, progress=progress, plan=plan,
                            desc=f"{desc} [{c + len(part)}/{len(missing)}]")
         scores[part] = got
