@@ -187,6 +187,9 @@ def main() -> None:
     ap.add_argument("--papers", type=int, default=30, help="papers of the slice (test file)")
     ap.add_argument("--questions", type=int, default=8, help="questions timed (50 pairs each)")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=BATCH,
+                    help="pairs per batch of the CPU timing (the projection uses 64); a small "
+                         "timed sample needs a small batch, or fixed shapes run mostly filler")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-fidelity", action="store_true")
@@ -206,6 +209,8 @@ def main() -> None:
               "qasper-test-v0.3.json"):
         n_q_all += sum(len(p.get("qas", [])) for p in json.loads(
             (args.qasper_dir / f).read_text()).values())
+    print(f"slice: {len(chunks)} G2 chunks, {len(questions)} questions; {n_q_all} QASPER "
+          "questions in all", flush=True)
     rng = random.Random(args.seed)
     qs = rng.sample(questions, min(args.questions, len(questions)))
     groups = [[(q, c) for c in rng.sample(chunks, min(TOP_N, len(chunks)))] for q in qs]
@@ -215,7 +220,7 @@ def main() -> None:
     ce = load_cross_encoder(resolve_model_path(MODEL), device="cpu", max_length=MAX_SEQ)
     tok = ce.tokenizer
     identity = torch.nn.Identity()
-    scorer = PairScorer(ce, MODEL, batch_size=BATCH, length_bucket=BUCKET,
+    scorer = PairScorer(ce, MODEL, batch_size=args.batch, length_bucket=BUCKET,
                         max_seq_length=MAX_SEQ)
     pair_lengths = [_lengths(tok, [q for q, _ in g], [c for _, c in g]) for g in groups]
     flat_len = [n for g in pair_lengths for n in g]
@@ -226,16 +231,17 @@ def main() -> None:
         return scorer.score(pairs)
 
     def raw_all():
-        return ce.predict(pairs, batch_size=BATCH, activation_fn=identity,
+        return ce.predict(pairs, batch_size=args.batch, activation_fn=identity,
                           show_progress_bar=False)
 
     def per_query():
-        return np.concatenate([ce.predict(g, batch_size=BATCH, activation_fn=identity,
+        return np.concatenate([ce.predict(g, batch_size=args.batch, activation_fn=identity,
                                           show_progress_bar=False) for g in groups])
 
     timings = {}
     for name, fn in (("project", project), ("raw_predict_all", raw_all),
                      ("per_question_predict", per_query)):
+        print(f"timing {name}", flush=True)
         fn()  # warm-up
         walls = []
         for _ in range(args.rounds):
@@ -244,12 +250,13 @@ def main() -> None:
             walls.append(time.perf_counter() - t)
         timings[name] = statistics.median(walls)
     n = len(pairs)
-    _, fixed_tokens = _fixed_shape_tokens(flat_len, BATCH)
+    bs = args.batch
+    _, fixed_tokens = _fixed_shape_tokens(flat_len, bs)
     srt = sorted(flat_len, reverse=True)
-    raw_tokens = sum(max(srt[k:k + BATCH]) * len(srt[k:k + BATCH])
-                     for k in range(0, len(srt), BATCH))
+    raw_tokens = sum(max(srt[k:k + bs]) * len(srt[k:k + bs]) for k in range(0, len(srt), bs))
     print(f"{n} pairs ({len(qs)} questions x {TOP_N} G2 chunks, {args.papers} QASPER test "
-          f"papers), mean {statistics.fmean(flat_len):.0f} tokens; {args.threads} threads; "
+          f"papers), mean {statistics.fmean(flat_len):.0f} tokens; batch {bs}; "
+          f"{args.threads} threads; "
           f"medians of {args.rounds}")
     print("| path | pairs/s | x raw predict | padded tokens / real | GFLOP/s (useful) |")
     print("|---|---:|---:|---:|---:|")
@@ -265,7 +272,7 @@ def main() -> None:
                "padded_over_real": {k: v / sum(flat_len) for k, v in pads.items()}}
 
     if not args.skip_fidelity:
-        bf = PairScorer(ce, MODEL, dtype="bfloat16", batch_size=BATCH, length_bucket=BUCKET,
+        bf = PairScorer(ce, MODEL, dtype="bfloat16", batch_size=bs, length_bucket=BUCKET,
                         max_seq_length=MAX_SEQ)
         t = time.perf_counter()
         b = bf.score(pairs)

@@ -95,6 +95,8 @@ def main() -> None:
     ap.add_argument("--dtype", default=None, help="override every model's dtype")
     ap.add_argument("--embedder-model", default=OFFLINE)
     ap.add_argument("--reranker-model", default=OFFLINE)
+    ap.add_argument("--conditions", nargs="+", default=None,
+                    help="a subset of the config's conditions (default: all)")
     ap.add_argument("--peak-tflops", type=float, default=989.0)
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = ap.parse_args()
@@ -111,7 +113,7 @@ def main() -> None:
     dtype = args.dtype or ("float32" if args.device == "cpu" else None)
     t0 = time.perf_counter()
     texts, chunkset_of, questions = slice_chunksets(args.qasper, args.papers,
-                                                    list(cfg.conditions))
+                                                    args.conditions or list(cfg.conditions))
     print(f"{args.papers} papers: {len(questions)} questions, chunksets "
           f"{ {k: len(v) for k, v in texts.items()} } ({time.perf_counter() - t0:.1f} s)")
     dev = torch.device(args.device)
