@@ -22,8 +22,8 @@ config's batch shapes and precision. Each rule reports items/s and, from the mod
 achieved TFLOP/s and its share of ``--peak-tflops`` (default: the H200's dense bf16 peak), the
 figure ``bench/bench_rerank.py`` assumes.
 
-Dry run on a CPU: ``--device cpu`` (precision forced to float32 unless ``--dtype`` says
-otherwise) with a few papers checks the script end to end.
+Dry run on a CPU: ``--device cpu --batch-size 8`` (precision forced to float32 unless
+``--dtype`` says otherwise) with a paper or two checks the script end to end.
 """
 
 from __future__ import annotations
@@ -93,6 +93,9 @@ def main() -> None:
     ap.add_argument("--config", type=Path, default=REPO / "config" / "paper.yaml")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--dtype", default=None, help="override every model's dtype")
+    ap.add_argument("--batch-size", type=int, default=None,
+                    help="override every model's batch size (a CPU dry run: the paper's "
+                         "256/128/64-row fixed shapes are mostly filler on a few papers)")
     ap.add_argument("--embedder-model", default=OFFLINE)
     ap.add_argument("--reranker-model", default=OFFLINE)
     ap.add_argument("--conditions", nargs="+", default=None,
@@ -130,7 +133,8 @@ def main() -> None:
     runs: dict[tuple[str, str], np.ndarray] = {}
     for ename, ecfg in cfg.embedders.items():
         ecfg = dataclasses.replace(ecfg, model=args.embedder_model, device=args.device,
-                                   dtype=dtype or ecfg.dtype)
+                                   dtype=dtype or ecfg.dtype,
+                                   batch_size=args.batch_size or ecfg.batch_size)
         emb = Embedder(ecfg)
         hf = emb.model[0].auto_model.config
         qtexts = [ecfg.query_instruction + q for q in questions]
@@ -169,7 +173,8 @@ def main() -> None:
         ce = load_cross_encoder(resolve_model_path(args.reranker_model), device=args.device,
                                 max_length=rr.max_seq_length)
         scorer = PairScorer(ce, args.reranker_model, dtype=dtype or rr.dtype,
-                            batch_size=rr.batch_size, length_bucket=rr.length_bucket,
+                            batch_size=args.batch_size or rr.batch_size,
+                            length_bucket=rr.length_bucket,
                             max_seq_length=rr.max_seq_length)
         hf = ce.config
         with tempfile.TemporaryDirectory() as tmp, ScoreStore(Path(tmp) / "scores") as cache:
