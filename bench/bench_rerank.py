@@ -103,8 +103,10 @@ def _per_query_tokens(groups) -> int:
 
 
 def _flops_of_plan(lengths, batch, flops) -> float:
-    plan = plan_batches(lengths, BUCKET, batch, MAX_SEQ)
-    return sum(flops(p) * batch for p, _ in plan)
+    """FLOPs of the fixed-shape batches at grid scale: each text at its bucket length. A job
+    of the grid has tens of thousands of texts or pairs, so the filler rows of a bucket's last
+    batch (at most ``batch - 1`` per bucket) are negligible there, unlike on a small sample."""
+    return sum(flops(min(MAX_SEQ, -(-n // BUCKET) * BUCKET)) for n in lengths)
 
 
 def projection(chunk_lengths, query_lengths_bge, pair_groups, n_questions_qasper,
