@@ -34,8 +34,10 @@ rule rerank:
         queries=P.queries(W["corpus"]),
     output:
         run=P.run(W["corpus"], W["embedder"], W["reranker"], W["condition"]),
+        report=P.rerank_report(W["corpus"], W["embedder"], W["reranker"], W["condition"]),
     params:
         settings=trigger("rerank"),
+        cache=P.cache("rerank_scores"),
     wildcard_constraints:
         reranker=_alternatives([r for r in PLAN.rerankers if r != "none"]),
     threads: 8

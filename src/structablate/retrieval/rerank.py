@@ -7,12 +7,25 @@ positions. Scores are the model's raw outputs (logits: no sigmoid, which would s
 create ties); results below ``top_n`` get NaN, since their first-stage scores are on another
 scale. Consumers must order by rank.
 
-Determinism: the model runs in eval mode without gradients, and each query's candidates form
-their own ``predict`` call, so a query's scores do not depend on which other queries share the
-run (sentence-transformers sorts a call's inputs by length before batching). Scores are
-bit-identical across calls with the same ``batch_size`` on the same hardware; another
-``batch_size`` pads batches differently and can move scores in the last bits, so fix it in the
-config.
+Determinism and batching: pairs of *all* queries are scored together in fixed-shape batches,
+the technique of :mod:`structablate.embedding`. Each pair's token length (question + chunk with
+the model's special tokens) is rounded up to a multiple of ``length_bucket`` (capped at the
+truncation length); pairs of one bucket are padded to that length, and every batch is filled to
+``batch_size`` rows with empty pairs. Every forward pass therefore has one of a few shapes
+``[batch_size, bucket]``, and a pair's score is a function of the pair alone (plus model,
+precision, truncation length, bucket and batch size), never of its neighbours: scored alone, in
+another query's company or from the cache, it is the same float. Scores are byte-identical run
+to run on the same hardware.
+
+Precision: ``dtype`` (``float32``, ``float16``, ``bfloat16``, ``auto``) is the precision of the
+transformer layers, resolved like the embedders' (:func:`structablate.embedding.resolve_dtype`:
+``auto`` is bf16 on CUDA GPUs that compute it natively, float32 elsewhere, CPUs included).
+Logits are always returned as float32.
+
+Cache: a :class:`~structablate.store.ScoreStore` keyed by ``(model signature, precision,
+question text, chunk text)``. A pair met in another condition (A3/A4 share chunk texts, so do
+chunks two chunksets cut identically) or in a rerun is served from the cache instead of being
+scored; the store's shards make it safe for many jobs on many nodes (docs/cache.md).
 
 ``trained`` says whether the cross-encoder has a trained relevance head. No trained
 cross-encoder ships offline here, so tests build one from the offline MiniLM bi-encoder with a
@@ -27,27 +40,73 @@ from __future__ import annotations
 
 import logging
 import os
+import time
+import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+from tqdm import tqdm
+
+from structablate.embedding import cpu_has_native_bf16, plan_batches, resolve_dtype
+from structablate.store import ScoreStore
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TOP_N = 50
+DEFAULT_BATCH_SIZE = 64
+DEFAULT_LENGTH_BUCKET = 32
+
+
+@dataclass
+class RerankStats:
+    """Bookkeeping of one :func:`score_pairs` call: ``pairs`` asked for, ``unique_pairs``
+    among them, ``cache_hits`` (unique pairs served from the cache), ``scored`` (unique pairs
+    run through the model), ``padded_tokens`` (tokens of the batches run, padding included),
+    ``seconds_scoring`` (wall seconds in the model)."""
+
+    pairs: int = 0
+    unique_pairs: int = 0
+    cache_hits: int = 0
+    scored: int = 0
+    truncated: int = 0
+    padded_tokens: int = 0
+    seconds_scoring: float = 0.0
+    batches: dict[int, int] = field(default_factory=dict)
+    """Batches run per padded length (tokens)."""
+    extra: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        d = {
+            "pairs": self.pairs,
+            "unique_pairs": self.unique_pairs,
+            "pairs_from_cache": self.cache_hits,
+            "pairs_scored": self.scored,
+            "truncated": self.truncated,
+            "padded_tokens": self.padded_tokens,
+            "batches_per_length": {str(k): v for k, v in sorted(self.batches.items())},
+            "seconds_scoring": round(self.seconds_scoring, 3),
+            "pairs_per_second": (round(self.scored / self.seconds_scoring, 2)
+                                 if self.seconds_scoring else None),
+        }
+        d.update(self.extra)
+        return d
 
 
 @dataclass(frozen=True)
 class RerankResult:
     """``idx`` [nq, K] chunk rows (first-stage padding ``-1`` kept at the end), ``scores``
     [nq, K] float32 (NaN below ``top_n`` and on padding), ``reranked`` [nq, K] bool (inside the
-    re-scored head), ``trained`` (the model has a trained relevance head), ``model`` (name)."""
+    re-scored head), ``trained`` (the model has a trained relevance head), ``model`` (name),
+    ``dtype`` (the resolved precision), ``stats`` (pairs scored vs served from the cache)."""
 
     idx: np.ndarray
     scores: np.ndarray
     reranked: np.ndarray
     trained: bool
     model: str
+    dtype: str = "float32"
+    stats: RerankStats = field(default_factory=RerankStats)
 
 
 def has_trained_head(model) -> bool:
@@ -70,17 +129,170 @@ def load_cross_encoder(
     return model
 
 
+class PairScorer:
+    """A loaded ``CrossEncoder`` run on fixed-shape batches of (question, chunk) pairs.
+
+    ``model`` is a loaded ``CrossEncoder``; ``name`` the model's name for cache keys and
+    reports. ``dtype`` is resolved on the model's device (never ``auto`` afterwards): on a CPU a
+    lower precision runs through autocast (weights stay float32), on a GPU the transformer is
+    cast. ``max_seq_length`` (tokens) defaults to the model's, capped at 512.
+    """
+
+    def __init__(self, model, name: str, *, dtype: str = "float32",
+                 batch_size: int = DEFAULT_BATCH_SIZE,
+                 length_bucket: int = DEFAULT_LENGTH_BUCKET,
+                 max_seq_length: int | None = None):
+        import torch
+
+        if batch_size < 1 or length_bucket < 1:
+            raise ValueError("reranker batch_size and length_bucket must be >= 1")
+        self._torch = torch
+        self.model = model
+        self.model.eval()
+        self.name = name
+        self.device = str(model.device)
+        self.dtype = resolve_dtype(dtype, self.device)
+        self.batch_size = int(batch_size)
+        self.length_bucket = int(length_bucket)
+        own = getattr(model, "max_seq_length", None) or 512
+        self.max_seq_length = int(max_seq_length or min(int(own), 512))
+        self.tokenizer = model.tokenizer
+        self._hf = model[0].model  # the transformers *ForSequenceClassification module
+        self._autocast = None
+        if self.dtype != "float32":
+            tdtype = getattr(torch, self.dtype)
+            if torch.device(self.device).type == "cpu":
+                if self.dtype == "bfloat16" and not cpu_has_native_bf16():
+                    warnings.warn(f"reranker {name!r}: dtype bfloat16 on a CPU without "
+                                  "AVX512-BF16/AMX is emulated and slower than float32",
+                                  stacklevel=2)
+                self._autocast = tdtype
+            else:
+                self._hf.to(tdtype)
+
+    @property
+    def signature(self) -> str:
+        """What a score depends on besides the pair and the precision (part of the cache key)."""
+        return (f"{self.name}|len={self.max_seq_length}|bucket={self.length_bucket}|"
+                f"batch={self.batch_size}|logit")
+
+    def token_lengths(self, pairs: Sequence[tuple[str, str]]) -> list[int]:
+        """Token counts of the pairs with special tokens, before truncation."""
+        if not pairs:
+            return []
+        enc = self.tokenizer([q for q, _ in pairs], [c for _, c in pairs],
+                             add_special_tokens=True, truncation=False, verbose=False)
+        return [len(ids) for ids in enc["input_ids"]]
+
+    def plan(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[int, list[int]]]:
+        """The fixed-shape batches ``(padded_length, rows)`` that :meth:`score` runs."""
+        return plan_batches(self.token_lengths(pairs), self.length_bucket, self.batch_size,
+                            self.max_seq_length)
+
+    def _score_batch(self, batch: list[tuple[str, str]], padded: int) -> np.ndarray:
+        torch = self._torch
+        feats = self.tokenizer([q for q, _ in batch], [c for _, c in batch],
+                               padding="max_length", truncation="longest_first",
+                               max_length=padded, return_tensors="pt")
+        feats = {k: v.to(self.device) for k, v in feats.items()}
+        with torch.inference_mode():
+            if self._autocast is not None:
+                with torch.autocast("cpu", dtype=self._autocast):
+                    logits = self._hf(**feats).logits
+            else:
+                logits = self._hf(**feats).logits
+            return logits.float()[:, 0].cpu().numpy()
+
+    def score(self, pairs: Sequence[tuple[str, str]], *, progress: bool = False,
+              desc: str = "rerank", plan: list[tuple[int, list[int]]] | None = None
+              ) -> np.ndarray:
+        """Raw logits (float32) of ``pairs``, row ``i`` for ``pairs[i]``."""
+        out = np.zeros(len(pairs), dtype=np.float32)
+        plan = self.plan(pairs) if plan is None else plan
+        filler = [("", "")] * self.batch_size
+        for padded, rows in tqdm(plan, desc=desc, disable=not progress, unit="batch"):
+            batch = [pairs[i] for i in rows] + filler[: self.batch_size - len(rows)]
+            out[rows] = self._score_batch(batch, padded)[: len(rows)]
+        return out
+
+
+def score_pairs(pairs: Sequence[tuple[str, str]], scorer: PairScorer,
+                cache: ScoreStore | None = None, *, progress: bool = False,
+                desc: str = "rerank", commit_every: int = 8192
+                ) -> tuple[np.ndarray, RerankStats]:
+    """float32 scores of ``pairs`` (row per pair), scoring only what ``cache`` lacks.
+
+    Duplicate pairs are scored once. New scores are committed to ``cache`` every
+    ``commit_every`` pairs (a killed job loses at most that many); before each further part the
+    cache is re-read, so concurrent jobs that share pairs do not score them twice.
+    """
+    stats = RerankStats(pairs=len(pairs))
+    order: dict[tuple[str, str], int] = {}
+    for p in pairs:
+        order.setdefault(p, len(order))
+    unique = list(order)
+    stats.unique_pairs = len(unique)
+    scores = np.zeros(len(unique), dtype=np.float32)
+    keys = [ScoreStore.key(scorer.signature, scorer.dtype, q, c) for q, c in unique]
+    missing = list(range(len(unique)))
+
+    def fill(rows: list[int]) -> list[int]:
+        found = cache.get_scores([keys[i] for i in rows])
+        still = []
+        for i in rows:
+            v = found.get(keys[i])
+            if v is None:
+                still.append(i)
+            else:
+                scores[i] = np.float32(v)  # stored exactly (a float32 widened to float64)
+        stats.cache_hits += len(rows) - len(still)
+        return still
+
+    if cache is not None:
+        missing = fill(missing)
+    t0 = time.perf_counter()
+    for c in range(0, len(missing), commit_every):
+        part = missing[c: c + commit_every]
+        if cache is not None and c > 0:
+            cache.refresh(force=True)
+            part = fill(part)
+        if not part:
+            continue
+        todo = [unique[i] for i in part]
+        plan = scorer.plan(todo)
+        lengths = scorer.token_lengths(todo)
+        stats.truncated += sum(n > scorer.max_seq_length for n in lengths)
+        stats.padded_tokens += sum(padded * scorer.batch_size for padded, _ in plan)
+        for padded, _ in plan:
+            stats.batches[padded] = stats.batches.get(padded, 0) + 1
+        got = scorer.score(todo, progress=progress, plan=plan,
+                           desc=f"{desc} [{c + len(part)}/{len(missing)}]")
+        scores[part] = got
+        stats.scored += len(part)
+        if cache is not None:
+            cache.put_scores([(keys[i], float(got[j])) for j, i in enumerate(part)])
+            cache.flush()
+    stats.seconds_scoring = time.perf_counter() - t0
+    if cache is not None and cache.quarantined:
+        stats.extra["cache_quarantined"] = list(cache.quarantined)
+    return scores[[order[p] for p in pairs]], stats
+
+
 def rerank(
     run_idx: np.ndarray,
     query_texts: Sequence[str],
     chunk_texts: Sequence[str],
     model_name_or_path,
     top_n: int = DEFAULT_TOP_N,
-    batch_size: int = 64,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     *,
     trained: bool | None = None,
     device: str | None = None,
     max_length: int | None = None,
+    dtype: str = "float32",
+    length_bucket: int = DEFAULT_LENGTH_BUCKET,
+    cache: ScoreStore | None = None,
+    progress: bool = False,
 ) -> RerankResult:
     """Rerank the top ``top_n`` of each row of ``run_idx`` with a cross-encoder.
 
@@ -88,9 +300,9 @@ def rerank(
     ``query_texts``; ``chunk_texts[i]`` is the text of chunk row ``i`` (use the text that was
     embedded, prefix included, so the condition's treatment reaches the reranker).
     ``model_name_or_path`` is a name, a local path, or an already loaded ``CrossEncoder``.
+    The pairs of all queries are scored together in fixed-shape batches (module docstring),
+    those in ``cache`` are not scored again.
     """
-    import torch
-
     run = np.asarray(run_idx, dtype=np.int64)
     if run.ndim != 2 or run.shape[0] != len(query_texts):
         raise ValueError("run_idx must be [n_queries, K], row-aligned with query_texts")
@@ -99,36 +311,36 @@ def rerank(
         model = load_cross_encoder(name, device=device, max_length=max_length)
     else:
         model = model_name_or_path
-        model.eval()
         config = getattr(model, "config", None)
         name = str(getattr(config, "_name_or_path", "") or type(model).__name__)
     is_trained = has_trained_head(model) if trained is None else bool(trained)
     if not is_trained:
         log.warning("reranker %s has no trained relevance head: scores are not relevance", name)
+    scorer = PairScorer(model, name, dtype=dtype, batch_size=batch_size,
+                        length_bucket=length_bucket, max_seq_length=max_length)
 
     nq, width = run.shape
     head = min(top_n, width)
     idx = run.copy()
     scores = np.full((nq, width), np.nan, dtype=np.float32)
     reranked = np.zeros((nq, width), dtype=bool)
-    identity = torch.nn.Identity()
-    with torch.inference_mode():
-        for i in range(nq):
-            cand = run[i, :head]
-            cand = cand[cand >= 0]
-            if cand.size == 0:
-                continue
-            pairs = [(query_texts[i], chunk_texts[int(c)]) for c in cand]
-            s = model.predict(
-                pairs,
-                batch_size=min(batch_size, len(pairs)),
-                activation_fn=identity,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-            s = np.asarray(s, dtype=np.float32).reshape(len(pairs))
-            order = np.lexsort((np.arange(cand.size), -s))  # score desc, first-stage rank asc
-            idx[i, : cand.size] = cand[order]
-            scores[i, : cand.size] = s[order]
-            reranked[i, : cand.size] = True
-    return RerankResult(idx=idx, scores=scores, reranked=reranked, trained=is_trained, model=name)
+    cands = []
+    pairs: list[tuple[str, str]] = []
+    for i in range(nq):
+        cand = run[i, :head]
+        cand = cand[cand >= 0]
+        cands.append(cand)
+        pairs.extend((query_texts[i], chunk_texts[int(c)]) for c in cand)
+    flat, stats = score_pairs(pairs, scorer, cache, progress=progress)
+    at = 0
+    for i, cand in enumerate(cands):
+        s = flat[at: at + cand.size]
+        at += cand.size
+        if cand.size == 0:
+            continue
+        order = np.lexsort((np.arange(cand.size), -s))  # score desc, first-stage rank asc
+        idx[i, : cand.size] = cand[order]
+        scores[i, : cand.size] = s[order]
+        reranked[i, : cand.size] = True
+    return RerankResult(idx=idx, scores=scores, reranked=reranked, trained=is_trained,
+                        model=name, dtype=scorer.dtype, stats=stats)

@@ -7,7 +7,8 @@ import polars as pl
 
 from structablate.conditions import Condition
 from structablate.retrieval.flat import search_with_report
-from structablate.settings import RetrievalSettings
+from structablate.settings import RerankerSettings, RetrievalSettings
+from structablate.store import ScoreStore
 from structablate.tables import frame
 
 
@@ -99,27 +100,31 @@ def rerank_run(
     queries: pl.DataFrame,
     chunks: pl.DataFrame,
     chunk_texts: list[str],
-    model: str,
+    reranker: RerankerSettings,
     *,
-    top_n: int = 50,
-    trained: bool | None = None,
     seed: int = 20260710,
-    device: str | None = None,
-) -> pl.DataFrame:
-    """Reorder the top ``top_n`` of every query of ``run`` with a cross-encoder.
+    cache: ScoreStore | None = None,
+    progress: bool = False,
+) -> tuple[pl.DataFrame, dict]:
+    """Reorder the top ``reranker.top_n`` of every query of ``run`` with a cross-encoder.
 
     ``chunk_texts`` are the embedded texts (prefix + content), row-aligned with ``chunks``,
     so the condition's prefix reaches the reranker too. Rows below ``top_n`` keep their order.
     The reranked table keeps the first-stage ``stage`` and diagnostics, takes the cross-encoder
     score in ``score`` (null below ``top_n``), and adds ``first_stage_rank`` and
     ``reranker_trained``. The torch seed is fixed before loading, so a cross-encoder whose head
-    is not trained (a test fixture) is at least reproducible; reports must flag it.
+    is not trained (a test fixture) is at least reproducible; reports must flag it. Pairs of
+    all queries are scored in fixed-shape batches, those in ``cache`` are not scored again
+    (:mod:`structablate.retrieval.rerank`). Returns the table and a report: model, resolved
+    precision, batch shape, pairs scored vs served from the cache.
     """
     import torch
 
     from structablate.model_paths import resolve_model_path
     from structablate.retrieval.rerank import load_cross_encoder, rerank
 
+    if not reranker.model:
+        raise ValueError("rerank_run: the reranker has no model (rerankers.<name>.model)")
     qids = queries["qid"].to_list()
     row_of = {c: i for i, c in enumerate(chunks["chunk_id"].to_list())}
     ordered = run.sort(["qid", "rank"])
@@ -132,8 +137,12 @@ def rerank_run(
         idx[i, counters[i]] = row_of[c]
         counters[i] += 1
     torch.manual_seed(seed)
-    ce = load_cross_encoder(resolve_model_path(model), device=device)
-    res = rerank(idx, queries["text"].to_list(), chunk_texts, ce, top_n=top_n, trained=trained)
+    ce = load_cross_encoder(resolve_model_path(reranker.model), device=reranker.device,
+                            max_length=reranker.max_seq_length)
+    res = rerank(idx, queries["text"].to_list(), chunk_texts, ce, top_n=reranker.top_n,
+                 trained=reranker.trained, batch_size=reranker.batch_size,
+                 length_bucket=reranker.length_bucket, max_length=reranker.max_seq_length,
+                 dtype=reranker.dtype, cache=cache, progress=progress)
     first = {(q, c): (r, s, st) for q, c, r, s, st in ordered.select(
         "qid", "chunk_id", "rank", "stage", "section_recall").iter_rows()}
     extra = ordered.group_by("qid").agg(pl.col("n_backfill").first())
@@ -161,4 +170,7 @@ def rerank_run(
         pl.Series("section_recall", rows["section_recall"], dtype=pl.Boolean),
         pl.Series("first_stage_rank", rows["first_stage_rank"], dtype=pl.Int32),
         pl.lit(bool(res.trained)).alias("reranker_trained"),
-    )
+    ), {"model": reranker.model, "dtype": res.dtype, "device": reranker.device,
+        "trained": bool(res.trained), "top_n": reranker.top_n,
+        "batch_size": reranker.batch_size, "length_bucket": reranker.length_bucket,
+        "queries": len(qids), **res.stats.as_dict()}

@@ -363,6 +363,16 @@ class RerankerSettings:
         None, doc="embedders whose runs this reranker reorders (null: all)")
     trained: bool | None = setting(None, doc="false for a cross-encoder without trained "
                                              "weights (reports flag it)")
+    batch_size: int = setting(64, minimum=1, doc="(question, chunk) pairs of every fixed-shape "
+                                                 "batch, across questions")
+    length_bucket: int = setting(32, minimum=1, doc="batches are padded to a multiple of this "
+                                                    "many tokens")
+    max_seq_length: int | None = setting(None, minimum=8, doc="truncation length of a pair in "
+                                                              "tokens (null: the model's)")
+    device: str = setting("cpu", runtime=True, doc="torch device (cpu, cuda, cuda:1)")
+    dtype: Literal["float32", "float16", "bfloat16", "auto"] = setting(
+        "float32", doc="precision of the transformer layers (auto: bf16 on CUDA GPUs that "
+        "compute it natively, float32 elsewhere, CPUs included; docs/embedding.md)")
 
 
 # ============================================================================ stages
