@@ -203,7 +203,7 @@ def main() -> None:
 
     import torch
 
-    from structablate.models import resolve_model_path
+    from structablate.model_paths import resolve_model_path
     from structablate.retrieval.rerank import PairScorer, load_cross_encoder
 
     torch.set_num_threads(args.threads)

@@ -167,7 +167,7 @@ def main() -> None:
     for rname, rr in cfg.rerankers.items():
         if rname == "none" or not rr.model:
             continue
-        from structablate.models import resolve_model_path
+        from structablate.model_paths import resolve_model_path
 
         torch.manual_seed(1234)
         ce = load_cross_encoder(resolve_model_path(args.reranker_model), device=args.device,
