@@ -12,7 +12,8 @@ from structablate.chunking.build import chunk_stats
 from structablate.chunking.tokens import TokenCounter
 from structablate.io import read_parquet, write_json, write_parquet
 from structablate.llm.client import client_from_config
-from structablate.llm.contextualize import contextualize_chunks
+from structablate.llm.contextualize import ContextsConfig, contextualize_chunks
+from structablate.settings import dump
 from structablate.tables import check_table
 from structablate.workflow import setup
 
@@ -26,17 +27,20 @@ def main(smk):
     client = client_from_config(settings["llm"], base_dir=Path.cwd(),
                                 stage=f"contexts/{smk.wildcards.corpus}")
     counter = TokenCounter.from_model(settings["tokenizer"])
+    # the document budget derives from the model's context (contexts.context_tokens, else the
+    # stage's llm block): it shapes the prompts, so it is part of what a recording replays
+    report: dict = {}
     out = contextualize_chunks(
         chunks, read_parquet(smk.input.documents), client, counter,
-        context_max_tokens=cfg.context_max_tokens, max_tokens=cfg.max_tokens,
-        max_doc_chars=cfg.max_doc_chars, progress=True,
+        config=ContextsConfig.from_dict(dump(cfg), dump(settings["llm"])), progress=True,
+        report=report,
     )
     stats = client.stats.as_dict()
     client.close()
     log.info("contexts for %d chunks: %s", out.height, stats)
     write_parquet(out, smk.output.chunks)
     write_json({"chunkset": "A1", "model": client.model, "llm_mode": client.mode,
-                "empty_contexts": int((out["prefix"] == "").sum()), "llm": stats,
+                "empty_contexts": int((out["prefix"] == "").sum()), "llm": stats, **report,
                 **chunk_stats(out)}, smk.output.stats)
 
 
