@@ -42,9 +42,8 @@ from typing import Any
 
 import polars as pl
 import yaml
-from structablate.report.tables import chunk_span_identity
 
-from structablate.chunking.build import ChunkingParams, build_chunks
+from structablate.chunking.build import build_chunks
 from structablate.chunking.tokens import TokenCounter
 from structablate.conditions import condition
 from structablate.corpus.flatten import (
@@ -54,7 +53,9 @@ from structablate.corpus.flatten import (
     sections_from_frame,
     top_section_ids,
 )
+from structablate.settings import ChunkingSettings
 from structablate.structure import induce_documents
+from structablate.structure.quality import span_identity as chunk_span_identity
 from structablate.structure.report import span_identity_share
 
 
@@ -108,13 +109,13 @@ def shape(secs_by_doc: dict[str, list[Section]]) -> dict[str, Any]:
 
 
 def chunks_for(sections: pl.DataFrame, docs: pl.DataFrame, paras: pl.DataFrame,
-               counter: TokenCounter, params: ChunkingParams, name: str) -> pl.DataFrame:
+               counter: TokenCounter, params: ChunkingSettings, name: str) -> pl.DataFrame:
     return build_chunks(condition(name), docs, paras, sections, counter, params, progress=False)
 
 
 def evaluate(name: str, secs: dict[str, list[Section]], gold: dict[str, list[Section]],
              docs: pl.DataFrame, paras: pl.DataFrame, g2: pl.DataFrame,
-             counter: TokenCounter, params: ChunkingParams, tolerance: int) -> dict[str, Any]:
+             counter: TokenCounter, params: ChunkingSettings, tolerance: int) -> dict[str, Any]:
     out = shape(secs)
     out["section_span_identity"] = span_identity_share(gold, secs)
     frame = sections_frame([(d, secs[d]) for d in docs["doc_id"].to_list() if d in secs])
@@ -129,7 +130,7 @@ def evaluate(name: str, secs: dict[str, list[Section]], gold: dict[str, list[Sec
 
 def run_candidate(cand: dict[str, Any], base_llm: dict[str, Any], corpus: str, folder: Path,
                   n_docs: int | None, doc_ids: list[str] | None, cache_dir: Path,
-                  counter: TokenCounter, params: ChunkingParams,
+                  counter: TokenCounter, params: ChunkingSettings,
                   tolerance: int) -> dict[str, Any]:
     docs = pl.read_parquet(folder / "documents.parquet")
     paras = pl.read_parquet(folder / "paragraphs.parquet")
@@ -245,7 +246,7 @@ def main() -> None:
     cache_dir = Path(args.cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
     counter = TokenCounter.from_model(args.tokenizer)
-    params = ChunkingParams(t_max=args.t_max, t_min=args.t_min)
+    params = ChunkingSettings(t_max=args.t_max, t_min=args.t_min)
     rows = []
     out_path = Path(args.out) if args.out else None
     if out_path and out_path.exists():

@@ -52,9 +52,18 @@ def dry_run(project, workflow):
     return job_counts(proc.stdout), proc.stdout + proc.stderr
 
 
-# what follows any change of a cell's scores: its aggregates and the report
+# What follows any change of a cell's scores: per corpus (one cell each: minilm, no reranker)
+# its summary, contrasts, cell report and corpus report (4 rules x 2 corpora), then once for
+# the run the Markdown summary, the report page and `all`.
 AGGREGATES = {"summarize_cell": 2, "contrasts": 2, "summary_markdown": 1, "report_cell": 2,
               "report_corpus": 2, "report_page": 1, "all": 1}
+# What a change to A0's windows reruns, per corpus (x 2): A0's chunk table (1 chunk job),
+# its vectors (1 embed_chunks), A0's run (1 retrieve) and TREC export (1 trec_export; one per
+# condition), the cell's score job (1: `score` is one job per cell and writes every
+# condition's scores) and the structure-quality table (1: it reads every chunkset's chunks
+# and stats, A0's among them); G2/G3/G4 and the corpus, tokens, structure and BM25 check stay.
+PER_A0 = {"chunk": 2, "embed_chunks": 2, "retrieve": 2, "trec_export": 2, "score": 2,
+          "structure_quality": 2}
 
 
 def test_run_writes_scores_for_every_condition(project):
@@ -97,9 +106,7 @@ def test_snap_edit_reruns_only_fixed_window_branch(project, workflow):
         counts, out = dry_run(project, workflow)
     finally:
         (project / "config.yaml").write_text(original)
-    # per corpus: A0's chunks, vectors, run, scores and TREC export, then the aggregates
-    per_a0 = {"chunk": 2, "embed_chunks": 2, "retrieve": 2, "score": 2, "trec_export": 2}
-    assert counts == per_a0 | AGGREGATES, out[-3000:]
+    assert counts == PER_A0 | AGGREGATES, out[-3000:]
     assert "chunks/A0.parquet" in out and "chunks/G2.parquet" not in out
 
 
@@ -110,9 +117,12 @@ def test_separator_edit_reruns_only_breadcrumb_branches(project, workflow):
         counts, _ = dry_run(project, workflow)
     finally:
         (project / "config.yaml").write_text(original)
-    # G3's chunk table and vectors change; G3 and G4 (which share them) are retrieved again
+    # per corpus (x 2): G3's chunk table and vectors change (1 chunk, 1 embed_chunks); G3 and
+    # G4, which share them, are retrieved and exported again (2 retrieve, 2 trec_export); the
+    # cell's one score job (1) and the structure-quality table (1) follow
     assert counts["chunk"] == 2 and counts["embed_chunks"] == 2
-    assert counts["retrieve"] == 4 and counts["score"] == 4
+    assert counts["retrieve"] == 4 and counts["trec_export"] == 4
+    assert counts["score"] == 2 and counts["structure_quality"] == 2
 
 
 def test_device_and_thread_settings_rerun_nothing(project, workflow):
@@ -140,8 +150,8 @@ def test_package_code_edit_reruns_exactly_the_jobs_it_computes(project, workflow
         counts, out = dry_run(project, workflow)
     finally:
         fixed.write_text(original)
-    per_a0 = {"chunk": 2, "embed_chunks": 2, "retrieve": 2, "score": 2, "trec_export": 2}
-    assert counts == per_a0 | AGGREGATES, out[-3000:]
+    # only the fixed-window chunk jobs compute with fixed.py: the same jobs as a snap edit
+    assert counts == PER_A0 | AGGREGATES, out[-3000:]
     assert "chunks/A0.parquet" in out and "chunks/G3.parquet" not in out
     # comments and docstrings are not code: nothing reruns
     _edit_file(fixed, '"""An edited docstring."""\n# a comment\n{original}\n# another\n')
@@ -176,9 +186,11 @@ def test_fresh_run_is_byte_identical(project, tmp_path):
     a, b = project / "results", other / "results"
     files = sorted(p.relative_to(a) for p in a.rglob("*.parquet"))
     files = [f for f in files if f.parts[0] != "report"]
-    # per corpus: corpus (5), induced sections, BM25 per query, chunksets (3), runs (4),
-    # scores (4), summary, contrasts (3); the Wikipedia corpus adds its query candidates
-    assert len(files) == 2 * (5 + 1 + 1 + 3 + 4 + 4 + 1 + 3) + 1
+    # per corpus: corpus (5: documents, paragraphs, gold sections, queries, qrels), token
+    # table (1), induced sections (1), BM25 per query (1), chunksets (3: A0, G2, G3), runs (4),
+    # scores (4), summary (1), contrasts (3: contrasts, per question type, dose-response);
+    # the Wikipedia corpus adds its query candidates: 2 * 23 + 1 = 47
+    assert len(files) == 2 * (5 + 1 + 1 + 1 + 3 + 4 + 4 + 1 + 3) + 1
     for rel in files:
         assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
     npys = sorted(p.relative_to(a) for p in a.rglob("*.npy"))
@@ -208,17 +220,22 @@ def test_dry_run_lists_each_target_once(tmp_path):
     proc = snakemake(root, "-n")
     assert proc.returncode == 0, proc.stderr[-3000:]
     counts = job_counts(proc.stdout)
-    # ten conditions, nine chunksets (A4 reads A3's, G4 reads G3's), one inducer run
-    assert counts["induce_structure"] == 1 and counts["chunk"] == 8 and counts["embed_chunks"] == 8
-    assert counts["retrieve"] == counts["score"] == 10
+    # ten conditions (the eleven less A1) on one corpus: eight chunksets to chunk and embed
+    # (A0, A2, A3-d1, A3-d2, A3, P, G2, G3; A4 reads A3's, G4 reads G3's), one inducer run, one
+    # token table, ten runs, and one score job for the one cell (it scores all ten conditions)
+    assert counts["induce_structure"] == 1 and counts["tokenize_corpus"] == 1
+    assert counts["chunk"] == 8 and counts["embed_chunks"] == 8
+    assert counts["retrieve"] == 10 and counts["score"] == 1
     outputs = re.findall(r"output: (.+)", proc.stdout)
     files = [f.strip() for line in outputs for f in line.split(",")]
     assert len(files) == len(set(files))
 
 
 def test_all_eleven_conditions_replay_the_recorded_llm(tmp_path):
-    """The default's full grid on three papers: induced structure (Qwen2.5-Coder-0.5B) and A1
-    contexts (SmolLM2-135M) replay from resources/llm."""
+    """The default's full grid on three papers: the A family's structure comes from the
+    default's tuned TextTiling (no LLM), A1's contexts (SmolLM2-135M) replay from
+    resources/llm; A0's windows are sized per document, so a subset of the sample replays the
+    default's recording."""
     root = tmp_path / "eleven"
     write_project(root, ALL_CONDITIONS, n_papers=3,
                   tweak=lambda cfg: cfg["statistics"].update(bootstrap_iters=1000))
@@ -235,9 +252,8 @@ def test_all_eleven_conditions_replay_the_recorded_llm(tmp_path):
     assert stats["llm_mode"] == "replay" and stats["llm"]["generated"] == 0
     assert stats["model"] == "smollm2-135m-instruct-q4_1"
     induction = json.loads((res / "induction_report.json").read_text())
-    assert (induction["inducer"], induction["model"]) == (
-        "llm", "qwen2.5-coder-0.5b-instruct-q4_k_m")
-    assert induction["llm"]["generated"] == 0 and induction["n_documents"] == 3
+    assert (induction["inducer"], induction["n_documents"]) == ("texttiling", 3)
+    assert "llm" not in induction and induction["fallback"] == 0
     contrasts = pl.read_parquet(res / "minilm" / "none" / "contrasts.parquet")
     primary = contrasts.filter(pl.col("primary"))
     assert sorted(primary["contrast"].to_list()) == ["C1", "C2", "C3", "C4"]
@@ -248,7 +264,8 @@ def test_all_eleven_conditions_replay_the_recorded_llm(tmp_path):
 
 def test_wikipedia_corpus_replays_its_recorded_queries_structure_and_contexts(tmp_path):
     """The default's Wikipedia corpus end to end: five articles from the bundled XML export,
-    synthetic queries, induced structure and A1 contexts all replayed from resources/llm."""
+    synthetic queries and A1 contexts replayed from resources/llm, structure induced by the
+    default's tuned TextTiling."""
     from structablate.queries import check_leakage
 
     root = tmp_path / "wiki"
@@ -273,8 +290,8 @@ def test_wikipedia_corpus_replays_its_recorded_queries_structure_and_contexts(tm
     assert funnel["llm_mode"] == "replay" and funnel["llm"]["generated"] == 0
     assert funnel["model"] == "qwen2.5-coder-0.5b-instruct-q4_k_m"
     induction = json.loads((res / "induction_report.json").read_text())
-    assert (induction["inducer"], induction["n_documents"]) == ("llm", 5)
-    assert induction["llm"]["generated"] == 0 and induction["fallback"] == 0
+    assert (induction["inducer"], induction["n_documents"]) == ("texttiling", 5)
+    assert "llm" not in induction and induction["fallback"] == 0
     a1 = json.loads((res / "chunks" / "A1.json").read_text())
     assert a1["llm_mode"] == "replay" and a1["llm"]["generated"] == 0
     for cond in ["A0", "A1", "A3", "G2"]:
