@@ -405,7 +405,8 @@ def test_report_takes_which_conditions_need_an_llm_from_the_plan(monkeypatch):
     windows sized to LLM-induced structure) counts under induction with the LLM inducer."""
     monkeypatch.chdir(REPO)
     cfg = yaml.safe_load((REPO / "config.yaml").read_text())
-    default = Plan.from_config(cfg)
+    cfg["conditions"] = ["A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "A4", "G2", "G3", "G4"]
+    default = Plan.from_config(cfg)  # the default's settings with A1 added
     assert default.stage_conditions() == TT_STAGES
     cfg["induction"]["inducer"] = "llm"
     cfg["induction"]["llm"] = {"model": cfg["contexts"]["llm"]["model"]}

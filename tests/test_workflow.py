@@ -232,12 +232,13 @@ def test_dry_run_lists_each_target_once(tmp_path):
 
 
 def test_all_eleven_conditions_replay_the_recorded_llm(tmp_path):
-    """The default's full grid on three papers: the A family's structure comes from the
-    default's tuned TextTiling (no LLM), A1's contexts (SmolLM2-135M) replay from
-    resources/llm; A0's windows are sized per document, so a subset of the sample replays the
-    default's recording."""
+    """The full grid (the default's ten conditions and A1) on two papers: the A family's
+    structure comes from the default's tuned TextTiling (no LLM), A1's contexts (SmolLM2-135M)
+    replay from resources/llm, which holds the A1 contexts of the sample's first two papers
+    (A0's windows are sized per document, so they are the windows of any run that includes
+    those papers)."""
     root = tmp_path / "eleven"
-    write_project(root, ALL_CONDITIONS, n_papers=3,
+    write_project(root, ALL_CONDITIONS, n_papers=2,
                   tweak=lambda cfg: cfg["statistics"].update(bootstrap_iters=1000))
     proc = snakemake(root)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -252,7 +253,7 @@ def test_all_eleven_conditions_replay_the_recorded_llm(tmp_path):
     assert stats["llm_mode"] == "replay" and stats["llm"]["generated"] == 0
     assert stats["model"] == "smollm2-135m-instruct-q4_1"
     induction = json.loads((res / "induction_report.json").read_text())
-    assert (induction["inducer"], induction["n_documents"]) == ("texttiling", 3)
+    assert (induction["inducer"], induction["n_documents"]) == ("texttiling", 2)
     assert "llm" not in induction and induction["fallback"] == 0
     contrasts = pl.read_parquet(res / "minilm" / "none" / "contrasts.parquet")
     primary = contrasts.filter(pl.col("primary"))
@@ -262,14 +263,14 @@ def test_all_eleven_conditions_replay_the_recorded_llm(tmp_path):
     assert dose.height > 0
 
 
-def test_wikipedia_corpus_replays_its_recorded_queries_structure_and_contexts(tmp_path):
+def test_wikipedia_corpus_replays_its_recorded_queries(tmp_path):
     """The default's Wikipedia corpus end to end: five articles from the bundled XML export,
-    synthetic queries and A1 contexts replayed from resources/llm, structure induced by the
-    default's tuned TextTiling."""
+    synthetic queries replayed from resources/llm, structure induced by the default's tuned
+    TextTiling. (A1 is not in the default: its Wikipedia contexts are not recorded.)"""
     from structablate.queries import check_leakage
 
     root = tmp_path / "wiki"
-    write_project(root, ["A0", "A1", "A3", "G2"], corpora=("wikipedia",),
+    write_project(root, ["A0", "A3", "G2"], corpora=("wikipedia",),
                   tweak=lambda cfg: cfg["statistics"].update(bootstrap_iters=1000))
     proc = snakemake(root)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -292,9 +293,7 @@ def test_wikipedia_corpus_replays_its_recorded_queries_structure_and_contexts(tm
     induction = json.loads((res / "induction_report.json").read_text())
     assert (induction["inducer"], induction["n_documents"]) == ("texttiling", 5)
     assert "llm" not in induction and induction["fallback"] == 0
-    a1 = json.loads((res / "chunks" / "A1.json").read_text())
-    assert a1["llm_mode"] == "replay" and a1["llm"]["generated"] == 0
-    for cond in ["A0", "A1", "A3", "G2"]:
+    for cond in ["A0", "A3", "G2"]:
         scores = pl.read_parquet(res / "minilm" / "none" / "scores" / f"{cond}.parquet")
         assert scores["qid"].to_list() == sorted(queries["qid"].to_list())
     bm25 = json.loads((res / "bm25.json").read_text())
