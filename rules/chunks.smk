@@ -14,6 +14,8 @@ rule tokenize_corpus:
         "../envs/cpu.yaml"
     log:
         log("{corpus}/tokenize_corpus"),
+    benchmark:
+        P.benchmark("{corpus}/tokenize_corpus"),
     script:
         glue("tokenize_corpus")
 
@@ -39,6 +41,8 @@ rule chunk:
         "../envs/cpu.yaml"
     log:
         log("{corpus}/chunk_{chunkset}"),
+    benchmark:
+        P.benchmark("{corpus}/chunk_{chunkset}"),
     script:
         glue("chunk")
 
@@ -67,6 +71,8 @@ rule contextualize:
         "../envs/gpu.yaml"
     log:
         log("{corpus}/contextualize"),
+    benchmark:
+        P.benchmark("{corpus}/contextualize"),
     script:
         glue("contextualize")
 
@@ -101,5 +107,7 @@ rule induce_structure:
         "../envs/gpu.yaml"
     log:
         log("{corpus}/induce_structure"),
+    benchmark:
+        P.benchmark("{corpus}/induce_structure"),
     script:
         glue("induce_structure")

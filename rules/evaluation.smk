@@ -18,6 +18,8 @@ rule score:
         "../envs/cpu.yaml"
     log:
         log("{corpus}/{embedder}/{reranker}/score"),
+    benchmark:
+        P.benchmark("{corpus}/{embedder}/{reranker}/score"),
     script:
         glue("score")
 
@@ -34,6 +36,8 @@ rule summarize_cell:
         "../envs/cpu.yaml"
     log:
         log("{corpus}/{embedder}/{reranker}/summarize"),
+    benchmark:
+        P.benchmark("{corpus}/{embedder}/{reranker}/summarize"),
     script:
         glue("summarize_cell")
 
@@ -51,6 +55,8 @@ rule summary_markdown:
         "../envs/cpu.yaml"
     log:
         log("summary_markdown"),
+    benchmark:
+        P.benchmark("summary_markdown"),
     script:
         glue("summary_markdown")
 
@@ -71,6 +77,8 @@ rule contrasts:
         "../envs/cpu.yaml"
     log:
         log("{corpus}/{embedder}/{reranker}/contrasts"),
+    benchmark:
+        P.benchmark("{corpus}/{embedder}/{reranker}/contrasts"),
     script:
         glue("contrasts")
 
@@ -92,5 +100,7 @@ rule trec_export:
         "../envs/cpu.yaml"
     log:
         log("{corpus}/{embedder}/{reranker}/trec_{condition}"),
+    benchmark:
+        P.benchmark("{corpus}/{embedder}/{reranker}/trec_{condition}"),
     script:
         glue("trec_export")
