@@ -6,8 +6,8 @@ prints, from the jobs' Snakemake ``benchmark:`` files, the wall time, CPU time a
 against those served from the embedding cache. ``--summarize`` prints the tables of an
 existing results folder without running anything (a run in progress shows the jobs done).
 
-    python bench/bench_full_run.py --qasper DATA/qasper --results /scratch/qfull [--cores 2]
-    python bench/bench_full_run.py --results /scratch/qfull --summarize
+    python bench/bench_full_run.py --qasper DATA/qasper --results RESULTS [--cores 2]
+    python bench/bench_full_run.py --results RESULTS --summarize
 
 The goal on a 2-core machine is the whole run in at most 60 minutes (issue 19); the measured
 run and where its time went: docs/results/qasper-full-cpu.md. A rerun in the same results
