@@ -2,9 +2,10 @@
 
 Runs the workflow with the committed configuration on the three v0.3 files in ``--qasper`` and
 prints, from the jobs' Snakemake ``benchmark:`` files, the wall time, CPU time and peak memory
-(RSS) of every job, the totals per rule, and, from the embedding statistics, the texts embedded
-against those served from the embedding cache. ``--summarize`` prints the tables of an
-existing results folder without running anything (a run in progress shows the jobs done).
+(RSS) of every job and the totals per rule; from the embedding statistics, the texts embedded
+against those served from the embedding cache; and the sha256 of every per-query score table.
+``--summarize`` prints the tables of an existing results folder without running anything (a
+run in progress shows the jobs done).
 
     python bench/bench_full_run.py --qasper DATA/qasper --results RESULTS [--cores 2]
     python bench/bench_full_run.py --results RESULTS --summarize
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import re
 import subprocess
@@ -70,6 +72,13 @@ def embedding_counts(results: Path) -> list[dict]:
     return out
 
 
+def score_hashes(results: Path) -> list[tuple[str, str]]:
+    """``(path under results, sha256)`` of every per-query score table, so a rerun can be
+    compared with a recorded one without keeping the tables."""
+    return [(p.relative_to(results).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest())
+            for p in sorted(results.glob("*/*/*/scores/*.parquet"))]
+
+
 def markdown(results: Path) -> str:
     """The per-job and per-rule tables (Markdown)."""
     rows = read_benchmarks(results)
@@ -98,6 +107,10 @@ def markdown(results: Path) -> str:
                      f"{sum(e['unique_texts'] for e in emb)} | "
                      f"{sum(e['computed'] for e in emb)} | "
                      f"{sum(e['cache_hits'] for e in emb)} | |")
+    hashes = score_hashes(results)
+    if hashes:
+        lines += ["", "| per-query score table | sha256 |", "| --- | --- |"]
+        lines += [f"| {name} | `{digest}` |" for name, digest in hashes]
     return "\n".join(lines)
 
 
