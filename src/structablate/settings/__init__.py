@@ -387,7 +387,7 @@ class TextTilingSettings:
     backend: Literal["torch", "openvino"] = setting(
         "torch", doc="paragraph embedding: torch (sentence-transformers encode per document) or "
         "openvino (the fixed-shape embedder in float32, the corpus in one call; CPU only, "
-        "about 2x less CPU)")
+        "about 3x less CPU)")
 
 
 @frozen
