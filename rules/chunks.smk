@@ -18,6 +18,8 @@ rule tokenize_corpus:
         "../envs/cpu.yaml"
     log:
         log("{corpus}/tokenize_corpus"),
+    benchmark:
+        P.benchmark("{corpus}/tokenize_corpus"),
     script:
         glue("tokenize_corpus")
 
@@ -43,6 +45,8 @@ rule chunk:
         "../envs/cpu.yaml"
     log:
         log("{corpus}/chunk_{chunkset}"),
+    benchmark:
+        P.benchmark("{corpus}/chunk_{chunkset}"),
     script:
         glue("chunk")
 
@@ -71,6 +75,8 @@ rule contextualize:
         "../envs/gpu.yaml"
     log:
         log("{corpus}/contextualize"),
+    benchmark:
+        P.benchmark("{corpus}/contextualize"),
     script:
         glue("contextualize")
 
@@ -105,5 +111,7 @@ rule induce_structure:
         "../envs/gpu.yaml"
     log:
         log("{corpus}/induce_structure"),
+    benchmark:
+        P.benchmark("{corpus}/induce_structure"),
     script:
         glue("induce_structure")

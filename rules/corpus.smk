@@ -18,6 +18,8 @@ rule build_qasper:
         "../envs/cpu.yaml"
     log:
         log("{corpus}/build_qasper"),
+    benchmark:
+        P.benchmark("{corpus}/build_qasper"),
     script:
         glue("build_qasper")
 
@@ -46,6 +48,8 @@ rule build_wikipedia:
         "../envs/cpu.yaml"
     log:
         log("{corpus}/build_wikipedia"),
+    benchmark:
+        P.benchmark("{corpus}/build_wikipedia"),
     script:
         glue("build_wikipedia")
 
@@ -69,6 +73,8 @@ rule build_user:
         "../envs/cpu.yaml"
     log:
         log("{corpus}/build_user"),
+    benchmark:
+        P.benchmark("{corpus}/build_user"),
     script:
         glue("build_user")
 
@@ -91,6 +97,8 @@ rule build_user_documents:
         "../envs/cpu.yaml"
     log:
         log("{corpus}/build_user"),
+    benchmark:
+        P.benchmark("{corpus}/build_user_documents"),
     script:
         glue("build_user")
 
@@ -124,6 +132,8 @@ rule generate_queries:
         "../envs/gpu.yaml"
     log:
         log("{corpus}/generate_queries"),
+    benchmark:
+        P.benchmark("{corpus}/generate_queries"),
     script:
         glue("generate_queries")
 
@@ -145,5 +155,7 @@ rule bm25_check:
         "../envs/cpu.yaml"
     log:
         log("{corpus}/bm25_check"),
+    benchmark:
+        P.benchmark("{corpus}/bm25_check"),
     script:
         glue("bm25_check")

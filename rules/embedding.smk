@@ -23,6 +23,8 @@ rule embed_chunks:
         "../envs/gpu.yaml"
     log:
         log("{corpus}/{embedder}/embed_{chunkset}"),
+    benchmark:
+        P.benchmark("{corpus}/{embedder}/embed_{chunkset}"),
     script:
         glue("embed")
 
@@ -47,5 +49,7 @@ rule embed_queries:
         "../envs/gpu.yaml"
     log:
         log("{corpus}/{embedder}/embed_queries"),
+    benchmark:
+        P.benchmark("{corpus}/{embedder}/embed_queries"),
     script:
         glue("embed")

@@ -20,6 +20,8 @@ rule score:
         "../envs/cpu.yaml"
     log:
         log("{corpus}/{embedder}/{reranker}/score"),
+    benchmark:
+        P.benchmark("{corpus}/{embedder}/{reranker}/score"),
     script:
         glue("score")
 
@@ -36,6 +38,8 @@ rule summarize_cell:
         "../envs/cpu.yaml"
     log:
         log("{corpus}/{embedder}/{reranker}/summarize"),
+    benchmark:
+        P.benchmark("{corpus}/{embedder}/{reranker}/summarize"),
     script:
         glue("summarize_cell")
 
@@ -53,6 +57,8 @@ rule summary_markdown:
         "../envs/cpu.yaml"
     log:
         log("summary_markdown"),
+    benchmark:
+        P.benchmark("summary_markdown"),
     script:
         glue("summary_markdown")
 
@@ -73,6 +79,8 @@ rule contrasts:
         "../envs/cpu.yaml"
     log:
         log("{corpus}/{embedder}/{reranker}/contrasts"),
+    benchmark:
+        P.benchmark("{corpus}/{embedder}/{reranker}/contrasts"),
     script:
         glue("contrasts")
 
@@ -94,5 +102,7 @@ rule trec_export:
         "../envs/cpu.yaml"
     log:
         log("{corpus}/{embedder}/{reranker}/trec_{condition}"),
+    benchmark:
+        P.benchmark("{corpus}/{embedder}/{reranker}/trec_{condition}"),
     script:
         glue("trec_export")

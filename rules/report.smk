@@ -26,6 +26,8 @@ rule structure_quality:
         "../envs/cpu.yaml"
     log:
         log("{corpus}/structure_quality"),
+    benchmark:
+        P.benchmark("{corpus}/structure_quality"),
     script:
         glue("structure_quality")
 
@@ -63,6 +65,8 @@ rule report_cell:
         "../envs/cpu.yaml"
     log:
         log("{corpus}/{embedder}/{reranker}/report_cell"),
+    benchmark:
+        P.benchmark("{corpus}/{embedder}/{reranker}/report_cell"),
     script:
         glue("report_cell")
 
@@ -94,6 +98,8 @@ rule report_corpus:
         "../envs/cpu.yaml"
     log:
         log("{corpus}/report_corpus"),
+    benchmark:
+        P.benchmark("{corpus}/report_corpus"),
     script:
         glue("report_corpus")
 
@@ -133,5 +139,7 @@ rule report_page:
         "../envs/cpu.yaml"
     log:
         log("report_page"),
+    benchmark:
+        P.benchmark("report_page"),
     script:
         glue("report_page")

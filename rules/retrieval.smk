@@ -22,6 +22,8 @@ rule retrieve:
         "../envs/cpu.yaml"
     log:
         log("{corpus}/{embedder}/retrieve_{condition}"),
+    benchmark:
+        P.benchmark("{corpus}/{embedder}/retrieve_{condition}"),
     script:
         glue("retrieve")
 
@@ -49,5 +51,7 @@ rule rerank:
         "../envs/gpu.yaml"
     log:
         log("{corpus}/{embedder}/{reranker}/rerank_{condition}"),
+    benchmark:
+        P.benchmark("{corpus}/{embedder}/{reranker}/rerank_{condition}"),
     script:
         glue("rerank")

