@@ -17,7 +17,7 @@ ratio column (store / SQLite time, < 1: the store is faster) is the number to co
 machines. Both run on the same local disk here; a network filesystem adds a round trip per file
 operation to the store and is where SQLite's WAL is unsafe.
 
-    .venv/bin/python bench/bench_store.py [--scales 6000 250000] [--dir /scratch/x]
+    .venv/bin/python bench/bench_store.py [--scales 6000 250000] [--dir SCRATCH_DIR]
 """
 
 from __future__ import annotations

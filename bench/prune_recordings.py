@@ -8,7 +8,7 @@ file holds it twice). A run that fails (for example with a ``CacheMiss``) prunes
 
 Example (the bundled default; the results folder is removed first)::
 
-    nice -n 5 python bench/prune_recordings.py --results /tmp/prune-results \\
+    nice -n 5 python bench/prune_recordings.py --results SCRATCH/prune-results \\
         resources/llm/queries-qwen2.5-coder-0.5b.jsonl resources/llm/contexts-smollm2-135m.jsonl
 
 ``--configfile`` (repeatable; default ``config.yaml``) names the configuration replayed; the

@@ -165,7 +165,7 @@ class QasperCorpus:
     sources: tuple[QasperSource, ...] = setting(minItems=1, doc="inputs, merged in order")
     data_dir: str | None = setting(
         None, minLength=1, doc="folder that relative v0.3 source paths are read from (null: "
-        "the working folder); e.g. --config 'corpora={qasper: {data_dir: /data/qasper}}'")
+        "the working folder); e.g. --config 'corpora={qasper: {data_dir: DATA/qasper}}'")
     fuzzy_min_ratio: float = setting(0.85, minimum=0.5, maximum=1.0,
                                      doc="least similarity of a fuzzily mapped evidence string")
     keep_papers_without_questions: bool = setting(
