@@ -133,7 +133,7 @@ def test_batch_size_edit_reruns_only_that_embedders_branch(project):
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     assert job_counts(out) == {
-        "embed_chunks": 2, "embed_queries": 1, "retrieve": 3, "score": 3, "trec_export": 3,
+        "embed_chunks": 2, "embed_queries": 1, "retrieve": 3, "score": 1, "trec_export": 3,
         "summarize_cell": 1, "contrasts": 1, "report_cell": 1, "report_corpus": 1,
         "report_page": 1, "summary_markdown": 1, "all": 1}, out[-3000:]
     jobs = jobs_text(out)
@@ -149,5 +149,6 @@ def test_measures_edit_reruns_only_scoring_statistics_and_report(project):
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     assert job_counts(out) == {
-        "score": 6, "summarize_cell": 2, "contrasts": 2, "report_cell": 2, "report_corpus": 1,
+        # one score job per cell (it scores every condition of the cell): 2 cells
+        "score": 2, "summarize_cell": 2, "contrasts": 2, "report_cell": 2, "report_corpus": 1,
         "report_page": 1, "summary_markdown": 1, "all": 1}, out[-3000:]
