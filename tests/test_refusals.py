@@ -195,6 +195,28 @@ def test_a_primary_metric_that_is_not_scored_is_refused():
         in msg
 
 
+@pytest.mark.parametrize("stage, conditions, fixed", [
+    ("contexts", ["A0", "A1", "G2"], "max_doc_chars"),
+    ("induction", ["A0", "A3", "G2"], "max_prompt_chars"),
+])
+def test_an_llm_stage_whose_context_length_is_unknown_is_refused(stage, conditions, fixed):
+    """Before: an OpenAI-compatible server (whose context the config does not state) passed
+    the check and the stage's first job died with a ValueError."""
+    server = {"model": "m", "backend": "openai",
+              "openai": {"base_url": "http://127.0.0.1:9/v1", "api_key_env": None}}
+    cfg = config(conditions=conditions, llm=server, induction={"inducer": "llm"})
+    msg = refused(cfg)
+    assert f"{stage}.context_tokens: conditions " in msg and "backend 'openai'" in msg
+    assert f"{stage}.{fixed}" in msg
+    for given in ({"context_tokens": 8192}, {fixed: 20000}):  # either setting is enough
+        ok = config(conditions=conditions, llm=server, induction={"inducer": "llm"})
+        ok[stage] = {**ok.get(stage, {}), **given}
+        Plan.from_config(ok, source="my.yaml")
+    # a llama.cpp model states its context (llamacpp.n_ctx, default 8192)
+    Plan.from_config(config(conditions=conditions, llm={"model": "m"},
+                            induction={"inducer": "llm"}), source="my.yaml")
+
+
 def test_an_unknown_primary_reranker_is_refused():
     msg = refused(config(statistics={"primary": {"reranker": "bge"}}))
     assert "statistics.primary.reranker: unknown reranker 'bge' (one of none)" in msg

@@ -114,8 +114,6 @@ def _stage_lock_holder(root: Path) -> dict | None:
     return None
 
 
-@pytest.mark.xfail(strict=False, reason="open: its Snakemake exited before the LLM stage "
-                   "generated in the last full run, after the default dropped A1; unchecked")
 def test_a_rerun_beside_the_orphan_of_a_killed_snakemake_generates_nothing_twice(tmp_path):
     """kill -9 of Snakemake while A1's contexts are generated leaves the job running as an
     orphan. The rerun's job finds the stage lock held by the orphan (its pid and host in the
@@ -124,6 +122,7 @@ def test_a_rerun_beside_the_orphan_of_a_killed_snakemake_generates_nothing_twice
     with StubServer(reply=lambda body: "A situating context.", delay_s=1.5) as srv:
         def tweak(cfg):
             cfg["size_match_structure"] = "gold"
+            cfg["contexts"]["context_tokens"] = 8192  # a server's context is not in the config
             cfg["contexts"]["llm"] = {
                 "model": "stub", "backend": "openai", "mode": "cached", "cache": None,
                 "openai": {"base_url": srv.base_url, "api_key_env": None, "concurrency": 1,

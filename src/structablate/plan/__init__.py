@@ -372,6 +372,7 @@ class Plan:
                      f"(set llm.model or {stage}.llm.model"
                      + (", or induction.inducer: texttiling for the A family)"
                         if stage == "induction" else ")"))
+        self._check_prompt_budgets(fail)
         if s.chunking.t_min > s.chunking.t_max:
             fail("chunking.t_min", "must not exceed chunking.t_max")
         self._check_contrasts(fail)
@@ -381,6 +382,30 @@ class Plan:
                 fail("results", f"{s.results} is a file; results must name a folder (it is "
                                 "created when missing)")
             self._check_models()
+
+    def _check_prompt_budgets(self, fail: Callable[[str, str], None]) -> None:
+        """An LLM stage that sizes its prompts by the model's context needs that context: from
+        the stage's llm block (``llamacpp.n_ctx``, ``vllm.max_model_len``), its own
+        ``context_tokens``, or a fixed character budget. An OpenAI-compatible server's context
+        is not visible from the config, so without one of these the stage would fail only
+        inside its first job."""
+        from structablate.llm.gguf import model_context_tokens
+
+        s = self.settings
+        needs = self.stage_conditions()
+        for stage, fixed in (("induction", "max_prompt_chars"), ("contexts", "max_doc_chars")):
+            block = getattr(s, stage)
+            if not needs[stage] or getattr(block, fixed) is not None \
+                    or block.context_tokens is not None:
+                continue
+            llm = self.stage_llm(stage)
+            if model_context_tokens(dump(llm)) is None:
+                fail(f"{stage}.context_tokens",
+                     f"conditions {', '.join(needs[stage])} size the {stage} prompts by the "
+                     f"model's context, which llm backend {llm.backend!r} does not state; set "
+                     f"{stage}.context_tokens (the server's context length in tokens)"
+                     + (", llm.vllm.max_model_len" if llm.backend == "vllm" else "")
+                     + f" or {stage}.{fixed} for a fixed budget")
 
     def _check_contrasts(self, fail: Callable[[str, str], None]) -> None:
         """A contrast of a condition with itself is refused in both families. A
