@@ -35,7 +35,7 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
-from conftest import REPO
+from conftest import REPO, shared_file
 from doc_blocks import DOC_FILES, Block, all_blocks
 from markdown_it import MarkdownIt
 from readme_run import shell_env
@@ -328,13 +328,24 @@ def test_python_block_runs(where, source, readme_run, monkeypatch, tmp_path):
 # ---------------------------------------------------------------------------- shell
 
 
+QASPER_PLACEHOLDER = "/path/to/qasper"
+"""Where the docs write the folder of the user's QASPER v0.3 files."""
+QASPER_FILES = [s["path"] for s in yaml.safe_load(
+    (REPO / "config" / "qasper-full-cpu.yaml").read_text())["corpora"]["qasper"]["sources"]]
+"""The files config/qasper-full-cpu.yaml reads from that folder."""
+
+
 def run_command(cmd: str, root: Path) -> subprocess.CompletedProcess:
     env = shell_env(root)
-    if "config/paper.yaml" in cmd:
-        # the paper's configuration, and its hub models as the stand-ins the plan's offline
-        # model check finds (they are fetched on a login node: docs/cluster.md)
+    if "config/" in cmd:  # the configurations shipped beside config.yaml
         shutil.copytree(REPO / "config", root / "config", dirs_exist_ok=True)
+    if "config/paper.yaml" in cmd:
+        # the paper's hub models as the stand-ins the plan's offline model check finds (they
+        # are fetched on a login node: docs/cluster.md)
         env["HF_HUB_CACHE"] = str(stand_in_hub_cache(root))
+    if QASPER_PLACEHOLDER in cmd:  # the user's QASPER folder: the real files, or a skip
+        files = [shared_file("qasper", f) for f in QASPER_FILES]
+        cmd = cmd.replace(QASPER_PLACEHOLDER, str(files[0].parent))
     words = shlex.split(cmd.split("\n", 1)[0])
     if words[0] == "make":
         return subprocess.run(["make", "-n", *words[1:]], cwd=REPO, env=env,

@@ -117,11 +117,11 @@ def src_copy(tmp_path, monkeypatch):
     shutil.copytree(REPO / "src" / "structablate", tmp_path / "src" / "structablate")
     shutil.copytree(REPO / "workflow_scripts", tmp_path / "workflow_scripts")
     monkeypatch.setattr(code_mod, "SRC", tmp_path / "src")
-    for f in (code_mod.closure, code_mod.relevant_modules, code_mod.source_hash,
+    for f in (code_mod.closure, code_mod._relevant, code_mod.source_hash,
               code_mod._parsed):
         f.cache_clear()
     yield tmp_path
-    for f in (code_mod.closure, code_mod.relevant_modules, code_mod.source_hash,
+    for f in (code_mod.closure, code_mod._relevant, code_mod.source_hash,
               code_mod._parsed):
         f.cache_clear()
 
@@ -142,6 +142,9 @@ def test_fingerprints_follow_code_not_comments(src_copy):
     # a comment and a docstring edit change nothing
     fixed.write_text(text.replace('"""', '"""Edited docstring. ', 1) + "\n# a comment\n")
     assert _prints(src_copy) == before
+    # a string statement before the docstring leaves the old docstring a bare string: no code
+    fixed.write_text('"""A new docstring."""\n' + text)
+    assert _prints(src_copy) == before
     # a change to what runs reruns the fixed-window conditions' chunking only
     fixed.write_text(text + "\nEXTRA_CONSTANT = 1\n")
     after = _prints(src_copy)
@@ -152,6 +155,36 @@ def test_fingerprints_follow_code_not_comments(src_copy):
     two.write_text(two.read_text() + "\nEXTRA_CONSTANT = 1\n")
     again = _prints(src_copy)
     assert {c for c in CONDITIONS if again[c][1] != after[c][1]} == {"A4", "G4"}
+
+
+def test_condition_modules_count_only_for_the_conditions_a_job_serves(src_copy,
+                                                                       monkeypatch):
+    """The question vectors (chunkset ``queries``) serve no condition: a fixed-window edit
+    must not re-embed them (which would rerun every retrieval); a job over several conditions
+    counts a condition's module only when one of them uses it."""
+    embed = src_copy / "workflow_scripts" / "embed.py"
+    chunk = src_copy / "workflow_scripts" / "chunk.py"
+    assert "structablate.chunking.fixed" in code_mod.relevant_modules(embed)  # it imports it
+    assert "structablate.chunking.fixed" not in code_mod.relevant_modules(embed, [])
+    structural = [CONDITIONS[c] for c in ("G2", "G3", "G4")]
+    jobs = {"queries": (embed, []), "G2": (embed, CONDITIONS["G2"]),
+            "A0": (embed, CONDITIONS["A0"]), "G-grid": (chunk, structural),
+            "A0-grid": (chunk, [*structural, CONDITIONS["A0"]])}
+
+    def prints():
+        for f in (code_mod.source_hash, code_mod._parsed):
+            f.cache_clear()
+        return {k: code_mod.fingerprint(s, c) for k, (s, c) in jobs.items()}
+
+    plan = _plan(monkeypatch, lambda cfg: None)  # the default grid has A0
+    question_vectors = plan.trigger("embed_queries", embed)
+    w = {"corpus": "qasper", "embedder": "minilm"}
+    before = prints() | {"embed_queries": question_vectors(w)["code"]}
+    assert before["embed_queries"] == before["queries"]
+    fixed = src_copy / "src" / "structablate" / "chunking" / "fixed.py"
+    fixed.write_text(fixed.read_text() + "\nEXTRA_CONSTANT = 1\n")
+    after = prints() | {"embed_queries": question_vectors(w)["code"]}
+    assert {k for k in before if before[k] != after[k]} == {"A0", "A0-grid"}
 
 
 def test_glue_closure_is_read_from_imports(plan):

@@ -305,9 +305,14 @@ class Plan:
         def params(wildcards: Any = None) -> dict[str, Any]:
             w = _wildcards(wildcards)
             name = w.get("condition") or w.get("chunkset")
-            cond = CONDITIONS.get(name) if name else None
+            if rule in CORPUS_RULES:  # nothing a condition decides
+                serves = []
+            elif name is None:  # a job over the grid
+                serves = [CONDITIONS[c] for c in self.conditions]
+            else:  # one condition's (or chunkset's) job
+                serves = [CONDITIONS[name]] if name in CONDITIONS else []
             out = {k: dump_outputs(v) for k, v in self.rule_settings(rule, w).items()}
-            out["code"] = fingerprint(script, cond)
+            out["code"] = fingerprint(script, serves)
             return out
 
         return params
@@ -521,6 +526,15 @@ def _statistics(plan: Plan, s: Settings) -> Any:
     st = s.statistics
     return replace(st, primary=replace(st.primary, embedder=plan.primary.embedder))
 
+
+CORPUS_RULES = frozenset({
+    "build_qasper", "build_wikipedia", "build_user", "build_user_documents", "generate_queries",
+    "bm25_check", "induce_structure", "tokenize_corpus", "embed_queries"})
+"""Rules whose outputs belong to a corpus and no condition shapes them (the corpus, its
+questions and their vectors, the induced structure, the token table): the code of
+condition-specific modules (:data:`structablate.plan.code.CONDITION_MODULES`) never counts in
+their fingerprints, even where their glue imports it (``embed_queries`` shares ``embed.py``
+with ``embed_chunks``)."""
 
 _RULES: dict[str, Callable[[Plan, Settings, dict[str, str]], dict[str, Any]]] = {
     "build_qasper": lambda p, s, w: {

@@ -9,11 +9,15 @@ when) that code changes; the profiles switch Snakemake's own mtime-based code tr
 * The modules a glue script needs are found by reading imports statically (``import`` and
   ``from … import`` anywhere in a file, function-local imports included), transitively within
   the ``structablate`` package.
-* A module's fingerprint is the hash of its syntax tree with docstrings removed, so comments,
-  docstrings and formatting never rerun work, while any change to what runs does.
+* A module's fingerprint is the hash of its syntax tree with docstrings (any statement that
+  is a bare string) removed, so comments, docstrings and formatting never rerun work, while any
+  change to what runs does.
 * Some modules serve only some conditions (fixed windows, the placebo, two-stage routing):
-  :data:`CONDITION_MODULES` says which, and a job of another condition leaves them out, so an
-  edit to the fixed-window code reruns only the fixed-window branch.
+  :data:`CONDITION_MODULES` says which. A job counts such a module only when a condition it
+  serves uses it: a job of one condition (its ``condition`` or ``chunkset`` wildcard) serves
+  that condition, the question-embedding job (chunkset ``queries``) serves none, and a job
+  without a condition serves the grid's. So an edit to the fixed-window code reruns only the
+  fixed-window branch, and never the question vectors every run reads.
 """
 
 from __future__ import annotations
@@ -101,40 +105,67 @@ def closure(path: Path, module: str | None = None) -> frozenset[str]:
     return frozenset(seen)
 
 
+class _DropStrings(ast.NodeTransformer):
+    """Removes statements that are a bare string (docstrings, and strings used as comments):
+    they compute nothing."""
+
+    def visit_Expr(self, node: ast.Expr) -> ast.AST | None:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return None
+        return node
+
+
 def _strip_docstrings(tree: ast.Module) -> ast.Module:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            body = node.body
-            if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                    and isinstance(body[0].value.value, str)):
-                node.body = body[1:] or [ast.Pass()]
+    tree = _DropStrings().visit(tree)
+    for node in ast.walk(tree):  # a body left empty is the same code as ``pass``
+        if not isinstance(node, ast.Module) and getattr(node, "body", None) == []:
+            node.body = [ast.Pass()]
     return tree
 
 
 @cache
 def source_hash(path: Path) -> str:
-    """sha256 of a file's syntax tree without docstrings (comments never reach the tree)."""
+    """sha256 of a file's syntax tree without docstrings or other bare-string statements
+    (comments never reach the tree)."""
     tree = _strip_docstrings(ast.parse(path.read_text(encoding="utf-8")))
     return hashlib.sha256(ast.dump(tree, annotate_fields=True).encode()).hexdigest()
 
 
+def _serves(conditions: Condition | Iterable[Condition] | None) -> tuple[Condition, ...] | None:
+    if conditions is None or isinstance(conditions, Condition):
+        return conditions if conditions is None else (conditions,)
+    return tuple(conditions)
+
+
 @cache
-def relevant_modules(script: Path, condition: Condition | None = None) -> list[str]:
-    """The package modules whose code computes the outputs of a job running ``script``, for
-    ``condition`` when the job has one (modules of other conditions left out)."""
+def _relevant(script: Path, serves: tuple[Condition, ...] | None) -> list[str]:
     mods = closure(script) - NOT_OUTPUT_CODE
-    if condition is not None:
-        mods = {m for m in mods if m not in CONDITION_MODULES or CONDITION_MODULES[m](condition)}
+    if serves is not None:
+        mods = {m for m in mods if m not in CONDITION_MODULES
+                or any(CONDITION_MODULES[m](c) for c in serves)}
     return sorted(mods)
 
 
-def fingerprint(script: str | Path, condition: Condition | None = None,
+def relevant_modules(script: Path,
+                     conditions: Condition | Iterable[Condition] | None = None) -> list[str]:
+    """The package modules whose code computes the outputs of a job running ``script``.
+
+    ``conditions``: the condition(s) the job serves; a module of
+    :data:`CONDITION_MODULES` counts only when one of them uses it (an empty collection: none
+    does). ``None`` keeps every module the script imports.
+    """
+    return _relevant(script, _serves(conditions))
+
+
+def fingerprint(script: str | Path,
+                conditions: Condition | Iterable[Condition] | None = None,
                 extra: Iterable[str] = ()) -> str:
-    """A 16-hex-digit fingerprint of ``script`` and the package code it runs (see module
-    docstring); ``extra`` names further modules that count."""
+    """A 16-hex-digit fingerprint of ``script`` and the package code it runs for
+    ``conditions`` (see :func:`relevant_modules` and the module docstring); ``extra`` names
+    further modules that count."""
     script = Path(script).resolve()
     h = hashlib.sha256(source_hash(script).encode())
-    for m in sorted(set(relevant_modules(script, condition)) | set(extra)):
+    for m in sorted(set(relevant_modules(script, conditions)) | set(extra)):
         f = module_file(m)
         if f is not None:
             h.update(f"{m}:{source_hash(f)}".encode())
