@@ -43,7 +43,14 @@ from tqdm import tqdm
 from structablate.errors import StructablateError
 from structablate.model_paths import resolve_model_path
 from structablate.settings import EmbedderSettings
-from structablate.store import LockSettings, StageLock, StoreError, StoreSettings, VectorStore
+from structablate.store import (
+    LockSettings,
+    StageLock,
+    StoreError,
+    StoreSettings,
+    VectorStore,
+    fill_found,
+)
 
 DTYPES = ("float32", "float16", "bfloat16", "auto")
 BACKENDS = ("torch", "openvino")
@@ -429,18 +436,15 @@ def embed_texts(
 def _fill_from_cache(cache: EmbeddingCache, keys: Sequence[bytes], rows: list[int],
                      vecs: np.ndarray, stats: EmbeddingStats) -> list[int]:
     """Copy cached vectors of ``rows`` into ``vecs``; return the rows still missing."""
-    found = cache.get_many([keys[i] for i in rows])
-    still = []
-    for i in rows:
-        v = found.get(keys[i])
-        if v is None:
-            still.append(i)
-        elif v.shape != (vecs.shape[1],):
+
+    def place(i: int, v: np.ndarray) -> None:
+        if v.shape != (vecs.shape[1],):
             raise StoreError(
                 f"embedding cache {cache.path}: a cached vector has {v.shape[0]} dimensions, "
                 f"the embedder gives {vecs.shape[1]}; the cache is inconsistent: delete "
                 f"{cache.path} (it only saves recomputation)")
-        else:
-            vecs[i] = v
+        vecs[i] = v
+
+    still = fill_found(cache.get_many([keys[i] for i in rows]), keys, rows, place)
     stats.cache_hits += len(rows) - len(still)
     return still

@@ -56,7 +56,7 @@ import threading
 import time
 import weakref
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -1151,6 +1151,21 @@ class ScoreStore(Store):
 
     def put_scores(self, items: Iterable[tuple[bytes, float]]) -> int:
         return self.put_many((k, struct.pack("<d", float(s))) for k, s in items)
+
+
+def fill_found(found: Mapping[bytes, Any], keys: Sequence[bytes], rows: Sequence[int],
+               place: Callable[[int, Any], None]) -> list[int]:
+    """Hands each of ``rows`` whose key (``keys[row]``) is in ``found`` to ``place(row,
+    value)``; returns the rows not found, in their order. The one cache-fill step of the
+    embedding and reranking caches: look the rows up, keep what the store has."""
+    still = []
+    for i in rows:
+        v = found.get(keys[i])
+        if v is None:
+            still.append(i)
+        else:
+            place(i, v)
+    return still
 
 
 # --------------------------------------------------------------------------------------------

@@ -49,7 +49,7 @@ import numpy as np
 from tqdm import tqdm
 
 from structablate.embedding import cpu_has_native_bf16, plan_batches, resolve_dtype
-from structablate.store import ScoreStore
+from structablate.store import ScoreStore, fill_found
 
 log = logging.getLogger(__name__)
 
@@ -236,15 +236,11 @@ def score_pairs(pairs: Sequence[tuple[str, str]], scorer: PairScorer,
     keys = [ScoreStore.key(scorer.signature, scorer.dtype, q, c) for q, c in unique]
     missing = list(range(len(unique)))
 
+    def place(i: int, v: float) -> None:
+        scores[i] = np.float32(v)  # stored exactly (a float32 widened to float64)
+
     def fill(rows: list[int]) -> list[int]:
-        found = cache.get_scores([keys[i] for i in rows])
-        still = []
-        for i in rows:
-            v = found.get(keys[i])
-            if v is None:
-                still.append(i)
-            else:
-                scores[i] = np.float32(v)  # stored exactly (a float32 widened to float64)
+        still = fill_found(cache.get_scores([keys[i] for i in rows]), keys, rows, place)
         stats.cache_hits += len(rows) - len(still)
         return still
 
