@@ -145,6 +145,17 @@ def test_fingerprints_follow_code_not_comments(src_copy):
     # a string statement before the docstring leaves the old docstring a bare string: no code
     fixed.write_text('"""A new docstring."""\n' + text)
     assert _prints(src_copy) == before
+    # a settings field's doc text is documentation too; its default is not
+    settings = src_copy / "src" / "structablate" / "settings" / "__init__.py"
+    stext = settings.read_text()
+    doc = 'doc="fixed-window edges snap to a sentence this close"'
+    assert doc in stext
+    settings.write_text(stext.replace(doc, 'doc="edges snap to a sentence this close"'))
+    assert _prints(src_copy) == before
+    settings.write_text(stext.replace("fixed_snap_tokens: int = setting(15,",
+                                      "fixed_snap_tokens: int = setting(16,"))
+    assert all(_prints(src_copy)[c][0] != before[c][0] for c in CONDITIONS)
+    settings.write_text(stext)
     # a change to what runs reruns the fixed-window conditions' chunking only
     fixed.write_text(text + "\nEXTRA_CONSTANT = 1\n")
     after = _prints(src_copy)

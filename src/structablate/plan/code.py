@@ -10,8 +10,8 @@ when) that code changes; the profiles switch Snakemake's own mtime-based code tr
   ``from … import`` anywhere in a file, function-local imports included), transitively within
   the ``structablate`` package.
 * A module's fingerprint is the hash of its syntax tree with docstrings (any statement that
-  is a bare string) removed, so comments, docstrings and formatting never rerun work, while any
-  change to what runs does.
+  is a bare string) and the ``doc=`` texts of settings fields removed, so comments, docs and
+  formatting never rerun work, while any change to what runs does.
 * Some modules serve only some conditions (fixed windows, the placebo, two-stage routing):
   :data:`CONDITION_MODULES` says which. A job counts such a module only when a condition it
   serves uses it: a job of one condition (its ``condition`` or ``chunkset`` wildcard) serves
@@ -106,13 +106,21 @@ def closure(path: Path, module: str | None = None) -> frozenset[str]:
 
 
 class _DropStrings(ast.NodeTransformer):
-    """Removes statements that are a bare string (docstrings, and strings used as comments):
-    they compute nothing."""
+    """Removes statements that are a bare string (docstrings, and strings used as comments)
+    and empties the ``doc=`` text of settings fields (``setting(..., doc="…")``): neither
+    computes anything."""
 
     def visit_Expr(self, node: ast.Expr) -> ast.AST | None:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return None
-        return node
+        return self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        if isinstance(node.func, ast.Name) and node.func.id == "setting":
+            for kw in node.keywords:
+                if kw.arg == "doc" and isinstance(kw.value, ast.Constant | ast.JoinedStr):
+                    kw.value = ast.Constant("")
+        return self.generic_visit(node)
 
 
 def _strip_docstrings(tree: ast.Module) -> ast.Module:
