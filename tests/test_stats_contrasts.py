@@ -84,6 +84,24 @@ def test_layout_and_family(scores, table):
     assert 0 <= prim["p_mixedlm"] <= 1 and 0 <= prim["p_mixedlm_query"] <= 1
 
 
+def test_an_exploratory_family_is_never_primary_but_gets_the_mixedlm_check(scores, table):
+    """mixedlm: primary fits both specifications on every row of the primary cell and metric,
+    the exploratory family's too; only the pre-registered family is marked primary."""
+    extra = contrast_table(scores, {"G3-A2": ("G3", "A2")}, n_boot=500, seed=1,
+                           mixedlm="primary", primary_family=False)
+    assert not extra["primary"].any()
+    prim = extra.filter((pl.col("embedder") == "strong") & (pl.col("metric") == "covNDCG@10"))
+    row = prim.row(0, named=True)
+    assert 0 <= row["p_mixedlm"] <= 1 and 0 <= row["p_mixedlm_query"] <= 1
+    rest = extra.filter((pl.col("embedder") != "strong") | (pl.col("metric") != "covNDCG@10"))
+    assert rest.height == 3 and rest["p_mixedlm"].is_nan().all()
+    # the same contrast as a pre-registered one: the same numbers, marked primary
+    same = contrast_table(scores, {"G3-A2": ("G3", "A2")}, n_boot=500, seed=1,
+                          mixedlm="primary")
+    assert same.drop("primary").equals(extra.drop("primary"))
+    assert same.filter(pl.col("primary")).height == 1
+
+
 def test_delta_dz_and_counts_by_hand(scores, table):
     s = scores.filter(pl.col("embedder") == "strong")
     a = s.filter(pl.col("condition") == "A3").sort("qid")["covNDCG@10"].to_numpy()

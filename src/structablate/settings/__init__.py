@@ -534,7 +534,8 @@ class StatisticsSettings:
     bootstrap_iters: int = setting(10000, minimum=100, doc="document-clustered replicates")
     primary: PrimaryCell = setting(PrimaryCell(), doc="the primary cell")
     mixedlm: Literal["all", "primary", "none"] = setting(
-        "primary", doc="cells that get the MixedLM check")
+        "primary", doc="rows that get the MixedLM check: all, primary (the primary cell "
+                       "and metric, both families), none")
     equivalence_margin: float | None = setting(
         0.01, minimum=0, doc="TOST margin in metric units (null: no equivalence verdict)")
 

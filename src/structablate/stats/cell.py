@@ -5,8 +5,9 @@ go in, three tables come out:
 
 * ``contrasts`` — the pre-registered family (Holm within the family, per metric) and, as a
   separate Holm family labelled ``exploratory``, any extra contrasts from the config. The
-  ``primary`` flag marks the pre-registered primary cell's rows; every other row is
-  exploratory. ``equivalence`` (TOST from the bootstrap) is added when a margin is configured.
+  ``primary`` flag marks the pre-registered family's rows in the primary cell and metric;
+  every other row is exploratory (with ``mixedlm: primary`` the exploratory rows of the
+  primary cell and metric get the MixedLM check too). ``equivalence`` (TOST from the bootstrap) is added when a margin is configured.
 * ``contrasts_qtype`` — the same contrasts cut by query type (exploratory).
 * ``dose_response`` — breadcrumb-depth slope over A2 → A3-d1 → A3-d2 → A3 when all four ran.
 
@@ -76,7 +77,7 @@ def analyze_cell(
     for family, contrasts in families:
         if not contrasts:
             continue
-        fam_kw = dict(kw) if family == "pre-registered" else {**kw, "primary": None}
+        fam_kw = {**kw, "primary_family": family == "pre-registered"}
         out.append(contrast_table(long, contrasts, **fam_kw)
                    .with_columns(pl.lit(family).alias("family")))
         by_type.append(contrast_table(long, contrasts, **{**fam_kw, "mixedlm": "none",

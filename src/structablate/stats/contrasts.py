@@ -96,6 +96,7 @@ def contrast_table(
     mixedlm: str = "primary",
     by: Sequence[str] = (),
     equivalence_margin: float | None = None,
+    primary_family: bool = True,
 ) -> pl.DataFrame:
     """The contrasts table: one row per (cell[, by-values], metric, contrast).
 
@@ -107,10 +108,13 @@ def contrast_table(
       tests over the same document set draws from a fresh ``default_rng(seed)`` with documents
       in sorted order, so results do not depend on which other cells or contrasts are run.
     * ``p_holm``: Holm over the contrasts of one (cell, by-values, metric) family.
-    * ``mixedlm``: ``"all"``, ``"primary"`` (only primary rows; NaN elsewhere) or ``"none"``.
-      Each fit takes seconds on 4,303 queries.
-    * ``primary``: a row is primary when its metric/embedder/reranker (and corpus, if given)
-      equal these values and ``by`` is empty.
+    * ``primary``: the primary cell and metric: a row lies in it when its
+      metric/embedder/reranker (and corpus, if given) equal these values and ``by`` is empty.
+      Its ``primary`` column is true for the rows in it when ``primary_family`` (the
+      pre-registered family); an exploratory family passes ``primary_family=False`` and is
+      never primary.
+    * ``mixedlm``: ``"all"``, ``"primary"`` (the rows in the primary cell and metric, of either
+      family; NaN elsewhere) or ``"none"``. Each fit takes seconds on 4,303 queries.
     * A contrast whose conditions are absent from a cell is left out of that cell's family.
     """
     if mixedlm not in ("all", "primary", "none"):
@@ -139,6 +143,7 @@ def contrast_table(
                 mixedlm,
                 bool(by),
                 equivalence_margin,
+                primary_family,
             )
         )
     cols = [*CELL, *by, *OUTPUT_COLUMNS[3:]]
@@ -165,7 +170,8 @@ def _is_primary(cell: dict, metric: str, primary: Mapping[str, str] | None, cut:
     return all(str(cell.get(k)) == str(v) for k, v in want.items())
 
 
-def _cell_rows(cell, df, contrasts, metrics, n_boot, seed, primary, mixedlm, cut, margin):
+def _cell_rows(cell, df, contrasts, metrics, n_boot, seed, primary, mixedlm, cut, margin,
+               primary_family=True):
     conds = set(df["condition"].unique().to_list())
     tests = []  # (name, a, b, paired frame)
     for name, (a, b) in contrasts.items():
@@ -214,9 +220,10 @@ def _cell_rows(cell, df, contrasts, metrics, n_boot, seed, primary, mixedlm, cut
         for name, a, b, j in tests:
             d = (j[metric] - j[f"{metric}__b"]).to_numpy()
             st = stats[name]
-            is_primary = _is_primary(cell, metric, primary, cut)
+            in_primary_cell = _is_primary(cell, metric, primary, cut)
+            is_primary = in_primary_cell and primary_family
             pm = pq = float("nan")
-            if mixedlm == "all" or (mixedlm == "primary" and is_primary):
+            if mixedlm == "all" or (mixedlm == "primary" and in_primary_cell):
                 pm, pq = mixedlm_pvalues(
                     j["qid"].to_numpy(),
                     j["doc_id"].to_numpy(),
