@@ -7,7 +7,8 @@ go in, three tables come out:
   separate Holm family labelled ``exploratory``, any extra contrasts from the config. The
   ``primary`` flag marks the pre-registered family's rows in the primary cell and metric;
   every other row is exploratory (with ``mixedlm: primary`` the exploratory rows of the
-  primary cell and metric get the MixedLM check too). ``equivalence`` (TOST from the bootstrap) is added when a margin is configured.
+  primary cell and metric get the MixedLM check too). ``equivalence`` (TOST from the
+  bootstrap) is added when a margin is configured.
 * ``contrasts_qtype`` — the same contrasts cut by query type (exploratory).
 * ``dose_response`` — breadcrumb-depth slope over A2 → A3-d1 → A3-d2 → A3 when all four ran.
 
