@@ -15,9 +15,10 @@ when) that code changes; the profiles switch Snakemake's own mtime-based code tr
 * Some modules serve only some conditions (fixed windows, the placebo, two-stage routing):
   :data:`CONDITION_MODULES` says which. A job counts such a module only when a condition it
   serves uses it: a job of one condition (its ``condition`` or ``chunkset`` wildcard) serves
-  that condition, the question-embedding job (chunkset ``queries``) serves none, and a job
-  without a condition serves the grid's. So an edit to the fixed-window code reruns only the
-  fixed-window branch, and never the question vectors every run reads.
+  that condition, a corpus-level job (``structablate.plan.CORPUS_RULES``, the question
+  embedding among them) serves none, and any other job without a condition serves the grid's.
+  So an edit to the fixed-window code reruns only the fixed-window branch, and never the
+  question vectors every run reads.
 """
 
 from __future__ import annotations
@@ -140,8 +141,10 @@ def source_hash(path: Path) -> str:
 
 
 def _serves(conditions: Condition | Iterable[Condition] | None) -> tuple[Condition, ...] | None:
-    if conditions is None or isinstance(conditions, Condition):
-        return conditions if conditions is None else (conditions,)
+    if conditions is None:
+        return None
+    if isinstance(conditions, Condition):
+        return (conditions,)
     return tuple(conditions)
 
 
