@@ -39,8 +39,9 @@ def _contrast_rows():
          "dz": 0.31, "p_mixedlm": float("nan"), "primary": False, "family": "exploratory"},
         {**base, "metric": "covNDCG@10", "contrast": "C4", "cond_a": "A4", "cond_b": "A3",
          "delta": -0.0147, "ci_low": -0.0192, "ci_high": -0.0104, "p": 0.0001,
-         "p_holm": 0.0004, "dz": -0.11, "mde80": 0.0063, "p_mixedlm": 0.0002, "primary": True,
-         "family": "pre-registered"},
+         "p_holm": 0.0004, "dz": -0.11, "mde80": 0.0051, "mde80_family": 0.0063,
+         "p_mixedlm": 0.0002, "p_mixedlm_slope": 0.0003, "primary": True,
+         "family": "pre-registered", "margin": 0.01, "p_tost_adj": 0.6},
         {**base, "metric": "RR", "contrast": "C4", "cond_a": "A4", "cond_b": "A3",
          "delta": 0.002, "ci_low": -0.01, "ci_high": 0.012, "p": 0.7, "p_holm": 0.7,
          "dz": 0.01, "p_mixedlm": float("nan"), "primary": False,
@@ -92,14 +93,23 @@ def test_p_and_number_formatting_follow_the_paper():
 def test_contrast_table_has_table1_layout_preregistered_first():
     t = blocks.contrasts_block(_contrast_rows(), ["covNDCG@10", "RR"])
     assert t.columns == ["contrast", "family", "metric", "queries / docs", "Δ", "95% CI", "p",
-                         "p (Holm)", "dz", "MDE (80%)", "p (MixedLM)", "primary"]
+                         "p (Holm)", "dz", "MDE (80%, family)", "margin", "p TOST (adj.)",
+                         "p (MixedLM slope)", "answer", "primary"]
     first = t.rows[0]
     assert first[:3] == ["C4: A4 − A3", "pre-registered", "covNDCG@10"]
     assert first[4:] == ["−0.0147", "[−0.0192, −0.0104]", "<0.001", "<0.001", "−0.11",
-                         "±0.0063", "<0.001", "yes"]
+                         "±0.0063", "±0.01", "0.600", "<0.001", "no, it hurts", "yes"]
     assert [r[0] for r in t.rows] == ["C4: A4 − A3", "C4: A4 − A3", "G2-A0: G2 − A0"]
     # no MDE recorded (a table from before the column existed); MixedLM not fitted off-primary
-    assert t.rows[1][2] == "RR" and t.rows[1][9] == "—" and t.rows[1][10] == "—"
+    assert t.rows[1][2] == "RR" and t.rows[1][9] == "—" and t.rows[1][12] == "—"
+    assert t.rows[1][13] == "too small to tell"
+    # the guard's mark travels with the row
+    marked = _contrast_rows().with_columns(
+        pl.Series("not_testable", ["x", "routing keeps every section", None]))
+    t = blocks.contrasts_block(marked, ["covNDCG@10", "RR"])
+    # rows sort C4 (covNDCG@10), C4 (RR), G2-A0; the marks were given in input order
+    assert [r[13] for r in t.rows] == ["not testable here", "too small to tell",
+                                       "not testable here"]
     only = blocks.contrasts_block(_contrast_rows(), ["RR"])
     assert len(only.rows) == 1
 
@@ -358,7 +368,8 @@ def test_page_html_holds_tables_figures_and_escapes(tmp_path):
     p.feed(html)
     assert {"table-1", "table-2", "models", "contrasts-qasper-small-none",
             "size-matching-qasper", "funnel-qasper-table"} <= set(p.tables)
-    assert {"Δ", "95% CI", "p (Holm)", "dz", "p (MixedLM)"} <= set(p.tables["table-1"]["th"])
+    assert {"Δ", "95% CI", "p (Holm)", "dz", "p (MixedLM slope)", "answer"} <= set(
+        p.tables["table-1"]["th"])
     assert set(p.imgs) == {"qasper/forest.png", "qasper/funnel.png",
                            "qasper/small/none/condition_bars.png",
                            "qasper/small/none/dose_response.png",

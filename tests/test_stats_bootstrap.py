@@ -12,7 +12,6 @@ from structablate.stats import (
     bootstrap_se,
     cluster_bootstrap,
     draw_blocks,
-    equivalence_verdict,
     per_doc,
     percentile_ci,
     tost,
@@ -72,13 +71,25 @@ def test_p_and_percentile_ci_hand_values():
     assert tost(reps, 0.25) == pytest.approx(max(0.0, 0.5))
 
 
-def test_equivalence_verdicts():
-    assert equivalence_verdict((-0.004, 0.006), (-0.005, 0.007), 0.01) == "equivalent"
-    assert equivalence_verdict((0.02, 0.04), (0.018, 0.045), 0.01) == "different"
-    assert equivalence_verdict((-0.02, 0.03), (-0.03, 0.04), 0.01) == "inconclusive"
-    # significant but small: significance is read first, so never "equivalent"
-    assert equivalence_verdict((0.002, 0.006), (0.001, 0.007), 0.01) == "different"
-    assert equivalence_verdict((-0.006, -0.002), (-0.007, -0.001), 0.01) == "different"
+def test_tost_p_below_level_iff_its_interval_lies_inside_the_margin():
+    """p_tost < q exactly when the (1 - 2q) percentile interval lies inside (-m, m), up to the
+    interpolation between the two replicates next to each interval end."""
+    rng = np.random.default_rng(5)
+    agree = checked = 0
+    for _ in range(400):
+        reps = rng.normal(rng.uniform(-0.01, 0.01), rng.uniform(0.001, 0.006), 2000)
+        q, m = 0.05 / int(rng.integers(1, 6)), 0.01
+        lo, hi = percentile_ci(reps, 1 - 2 * q)
+        inside = -m < lo and hi < m
+        srt = np.sort(reps)
+        k = int(q * (len(reps) - 1))
+        # the margin between the two order statistics an interval end interpolates: skip
+        if any(a <= x <= b for x in (-m, m) for a, b in ((srt[k], srt[k + 1]),
+                                                          (srt[-k - 2], srt[-k - 1]))):
+            continue
+        checked += 1
+        agree += inside == (tost(reps, m) < q)
+    assert checked > 300 and agree == checked
 
 
 def test_null_coverage_is_about_95_percent():

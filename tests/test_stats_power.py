@@ -97,10 +97,16 @@ def test_resolving_power_rows_follow_the_formulas(table):
     assert power.height == table.height
     r = power.row(0, named=True)
     t = table.row(0, named=True)
-    q, n = needed_for_delta(t["n_queries"], t["n_docs"], t["mde80"], 0.01)
+    # at the level of the decision: two-sided alpha / the declared family's size
+    assert t["family_size"] == 4 and r["alpha"] == pytest.approx(0.05 / 4)
+    assert r["mde80"] == t["mde80_family"] > t["mde80"]
+    assert t["mde80_family"] == pytest.approx(z_sum(0.05 / 4) * t["se"])
+    q, n = needed_for_delta(t["n_queries"], t["n_docs"], t["mde80_family"], 0.01)
     assert (r["queries_for_delta_0.01"], r["docs_for_delta_0.01"]) == (q, n)
-    q, n = needed_for_dz(t["n_queries"], t["n_docs"], t["design_effect"], 0.06)
+    q, n = needed_for_dz(t["n_queries"], t["n_docs"], t["design_effect"], 0.06, alpha=0.05 / 4)
     assert (r["queries_for_dz_0.06"], r["docs_for_dz_0.06"]) == (q, n)
+    # the unadjusted level needs fewer questions than the family's
+    assert q > needed_for_dz(t["n_queries"], t["n_docs"], t["design_effect"], 0.06)[0]
     # a larger target needs fewer questions
     assert r["queries_for_delta_0.033"] <= r["queries_for_delta_0.01"]
     with pytest.raises(ValueError, match="mde80"):

@@ -17,15 +17,20 @@ from structablate.structure.quality import CHECKS_SCHEMA, QUALITY_SCHEMA
 METRIC = "covNDCG@10"
 
 
-def _row(cond_a, cond_b, delta, lo, hi, p_holm, verdict, *, n_q=400, n_d=60, mde80=0.012,
-         p=None, p_mq=float("nan")):
+def _row(cond_a, cond_b, delta, lo, hi, p_holm, equivalence, *, n_q=400, n_d=60, mde80=0.012,
+         p=None, p_ms=float("nan"), family_size=1):
+    """A contrast row; ``equivalence``: "equivalent" (family-adjusted TOST p 0.01) or anything
+    else (0.5); ``mde80`` is the MDE at the family's level."""
+    eq = equivalence == "equivalent"
     return {"corpus": "c", "embedder": "e", "reranker": "none", "metric": METRIC,
             "contrast": f"{cond_a}-{cond_b}", "cond_a": cond_a, "cond_b": cond_b,
             "n_queries": n_q, "n_docs": n_d, "delta": delta, "ci_low": lo, "ci_high": hi,
             "p": p_holm if p is None else p, "p_holm": p_holm, "dz": delta * 5,
-            "se": mde80 / 2.8016, "mde80": mde80, "design_effect": 1.5,
-            "p_mixedlm": float("nan"), "p_mixedlm_query": p_mq, "verdict": verdict,
-            "margin": 0.01}
+            "se": mde80 / 2.8016, "mde80": mde80, "mde80_family": mde80, "design_effect": 1.5,
+            "p_mixedlm": float("nan") if p_ms != p_ms else 0.5, "p_mixedlm_query": float("nan"),
+            "p_mixedlm_slope": p_ms, "margin": 0.01, "p_tost_adj": 0.01 if eq else 0.5,
+            "ci_tost_low": -0.008 if eq else -0.03, "ci_tost_high": 0.008 if eq else 0.03,
+            "family_size": family_size, "family_missing": "", "n_zero_delta": 0}
 
 
 def _quality(induced_chunk_identity=0.8, induced_single=0.0, induced_depth=3):
@@ -67,13 +72,13 @@ def test_answer_order_significance_before_equivalence():
     assert answer(None) == "not run"
     assert answer(_row("A2", "A0", 0.02, 0.01, 0.03, 0.001, "different")) == "yes"
     assert answer(_row("A4", "A3", -0.03, -0.04, -0.02, 0.001, "different")) == "no, it hurts"
-    # a Holm-significant small effect (+0.005) inside a ±0.01 margin is a "yes"
+    # a Holm-significant small effect (+0.005) inside a ±0.01 margin: real but negligible
     small = _row("A3", "P", 0.005, 0.003, 0.007, 0.004, "equivalent")
-    assert answer(small) == "yes"
+    assert answer(small) == "a real but negligible difference (smaller than ±0.01)"
     # significant before Holm, not after: too small to tell, never "yes"
     assert answer(_row("A3", "P", 0.01, 0.001, 0.02, 0.08, "different")) == "too small to tell"
     assert answer(_row("G3", "A3", 0.001, -0.004, 0.006, 0.7, "equivalent")) == (
-        "no measurable difference")
+        "no difference larger than ±0.01")
     assert answer(_row("A3", "A1", 0.01, -0.01, 0.03, 0.4, "inconclusive")) == (
         "too small to tell")
     # a flagged comparison cannot answer, whatever its numbers say
@@ -156,8 +161,9 @@ def test_healthy_structure_gives_resolving_power_instead_of_inconclusive():
     cut = notes["Does cutting at structure help here?"].text
     assert answers["Does cutting at structure help here?"][1] == (
         "too small to tell (resolves ±0.021)")
-    assert "too small to tell: this corpus resolves effects of ±0.0213 or larger" in cut
-    assert "inconclusive" not in cut.split("equivalence test")[0]
+    assert ("too small to tell: at the family's level this corpus resolves effects of ±0.0213 "
+            "or larger") in cut
+    assert "inconclusive" not in cut
     # (0.0213 / 0.033)^2 * 184 = 76.7 -> 77 documents, * 951 / 184 -> 398 questions;
     # (0.0213 / 0.010)^2 * 184 = 834.8 -> 835 documents -> 4,315.7 -> 4,316 questions;
     # dz: 1.5 * (2.8016 / 0.17)^2 = 407.4 -> 408 questions (78.9 -> 79 documents),
@@ -165,18 +171,30 @@ def test_healthy_structure_gives_resolving_power_instead_of_inconclusive():
     assert "about 398–4,316 questions over 77–835 documents" in cut
     assert "(dz 0.06–0.17: 408–3,271 questions over 79–633 documents)" in cut
     assert "1/√documents at the observed 5.2 questions per document" in cut
-    assert answers["Do real heading paths help beyond token injection?"][1] == "yes"
-    assert "significant but inside the equivalence margin" in notes[
+    assert answers["Do real heading paths help beyond token injection?"][1] == (
+        "a real but negligible difference (smaller than ±0.01)")
+    assert "equivalence margin ±0.01 (structablate's choice)" in notes[
         "Do real heading paths help beyond token injection?"].text
     assert answers["Is two-stage routing safe?"][1] == "no, it hurts"
     assert answers["Is LLM contextualisation worth its tokens?"][1] == (
-        "no measurable difference")
+        "no difference larger than ±0.01")
+
+
+def test_needed_sample_is_at_the_level_of_the_family():
+    """The same design in a family of four: alpha 0.05 / 4 two-sided, so
+    z = 2.4977 + 0.8416 = 3.3393; dz 0.17: 1.5 * (3.3393 / 0.17)^2 = 578.8 -> 579 questions
+    (579 * 184 / 951 = 112.03 -> 113 documents)."""
+    row = _row("A2", "A0", 0.004, -0.01, 0.02, 0.6, "inconclusive", mde80=0.0254, n_q=951,
+               n_d=184, family_size=4)
+    answers, notes, _ = _verdict([row], quality=_quality(0.8), checks=HEALTHY)
+    cut = notes["Does cutting at structure help here?"].text
+    assert "α = 0.05/4" in cut and "(dz 0.06–0.17: 579–" in cut and "over 113–" in cut
 
 
 def test_few_questions_and_documents_are_warned_and_mixedlm_disagreement_shown():
     """The unseen 19-question corpus: Holm p 0.022 but MixedLM p 0.32."""
     rows = [_row("A2", "A0", 0.05, 0.01, 0.09, 0.022, "different", n_q=19, n_d=4,
-                 mde80=0.04, p=0.011, p_mq=0.32)]
+                 mde80=0.04, p=0.011, p_ms=0.32)]
     answers, notes, warnings = _verdict(rows)
     assert answers["Does cutting at structure help here?"][1] == "yes; MixedLM disagrees"
     text = notes["Does cutting at structure help here?"].text
@@ -184,7 +202,11 @@ def test_few_questions_and_documents_are_warned_and_mixedlm_disagreement_shown()
     assert any(w.startswith("Only 4 documents (fewer than 30)") for w in warnings)
     assert any(w.startswith("Only 19 questions (fewer than 272)") for w in warnings)
     assert mixedlm_disagreement(_row("A2", "A0", 0.05, 0.01, 0.09, 0.02, "different",
-                                     p=0.01, p_mq=0.03)) is None
+                                     p=0.01, p_ms=0.03)) is None
+    # fitted (document-intercept p present) but the slope model did not converge: said so
+    unconverged = _row("A2", "A0", 0.05, 0.01, 0.09, 0.02, "different", p=0.01) | {
+        "p_mixedlm": 0.2}
+    assert "did not converge" in mixedlm_disagreement(unconverged)
 
 
 def test_answers_name_the_models_behind_them():

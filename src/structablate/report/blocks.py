@@ -2,7 +2,8 @@
 frames. Nothing here computes a statistic; the numbers come from :mod:`structablate.stats` and
 :mod:`structablate.structure.quality`.
 
-* :func:`contrasts_block` — the paper's Table 1 layout (Δ, 95% CI, p, Holm p, dz, MDE, MixedLM p).
+* :func:`contrasts_block` — the paper's Table 1 layout (Δ, 95% CI, p, Holm p, dz, MDE, margin,
+  TOST p, MixedLM p) with each row's answer (the decision rule or the guard's mark).
 * :func:`condition_means_block` — per-condition means across metrics (one cell).
 * :func:`cross_cell_means_block` — the paper's Table 2: one metric, cells × conditions.
 * :func:`condition_cis_block` — per-condition means with their clustered-bootstrap CIs.
@@ -24,6 +25,7 @@ from collections.abc import Mapping, Sequence
 import polars as pl
 
 from structablate.conditions import condition as get_condition
+from structablate.stats.decision import decide, decision_words
 from structablate.stats.sizes import size_gap
 
 from .render import Note, TableBlock
@@ -68,7 +70,8 @@ def cell_label(corpus: str, embedder: str, reranker: str) -> str:
 # ---------------------------------------------------------------- contrasts (Table 1)
 
 CONTRAST_COLUMNS = ["contrast", "family", "metric", "queries / docs", "Δ", "95% CI", "p",
-                    "p (Holm)", "dz", "MDE (80%)", "p (MixedLM)", "primary"]
+                    "p (Holm)", "dz", "MDE (80%, family)", "margin", "p TOST (adj.)",
+                    "p (MixedLM slope)", "answer", "primary"]
 
 
 def _family_order(df: pl.DataFrame) -> pl.DataFrame:
@@ -76,6 +79,37 @@ def _family_order(df: pl.DataFrame) -> pl.DataFrame:
         df = df.with_columns(pl.lit("pre-registered").alias("family"))
     return df.with_columns(
         (pl.col("family") != "pre-registered").cast(pl.Int8).alias("_fam"))
+
+
+def row_answer(r: Mapping) -> str:
+    """A contrast row's answer: the guard's mark where :func:`structablate.report.testable.
+    mark_contrasts` put one, else the decision rule in words."""
+    if r.get("not_testable"):
+        return "not testable here"
+    if r.get("answer"):
+        return r["answer"]
+    return decision_words(decide(r.get("p_holm"), r.get("p_tost_adj")), r.get("delta"),
+                          r.get("margin"))
+
+
+def family_notes(contrasts: pl.DataFrame) -> list[str]:
+    """One sentence per family whose declared contrasts did not all run: Holm still counts
+    them (with p = 1)."""
+    if not contrasts.height or "family_missing" not in contrasts.columns:
+        return []
+    df = _family_order(contrasts)
+    out = []
+    for fam in dict.fromkeys(df["family"].to_list()):
+        sub = df.filter(pl.col("family") == fam)
+        missing = sorted({m for v in sub["family_missing"].to_list() if v
+                          for m in v.split(",")})
+        if missing:
+            size = int(sub["family_size"].max())
+            out.append(f"The {fam} family declares {size} contrasts; {', '.join(missing)} did "
+                       f"not run here and enter{'s' if len(missing) == 1 else ''} Holm with "
+                       "p = 1, so the adjusted p-values are those a complete run could at most "
+                       "give.")
+    return out
 
 
 def contrasts_block(
@@ -89,7 +123,8 @@ def contrasts_block(
     """Table 1 layout, one row per (cell, metric, contrast): pre-registered family first.
 
     ``metrics`` restricts and orders the metrics (default: all, in the table's order).
-    ``with_cell`` adds a leading ``cell`` column (for a table spanning cells).
+    ``with_cell`` adds a leading ``cell`` column (for a table spanning cells). The ``answer``
+    column is :func:`row_answer` (the guard's mark travels with the row).
     """
     df = _family_order(contrasts)
     order = list(metrics) if metrics is not None else list(dict.fromkeys(df["metric"]))
@@ -106,12 +141,15 @@ def contrasts_block(
             r["metric"],
             f"{r['n_queries']} / {r['n_docs']}",
             fmt(r["delta"], 4, True),
-            fmt_ci(r["ci_low"], r["ci_high"]),
-            fmt_p(r["p"]),
-            fmt_p(r["p_holm"]),
+            fmt_ci(r.get("ci_low"), r.get("ci_high")),
+            fmt_p(r.get("p")),
+            fmt_p(r.get("p_holm")),
             fmt(r["dz"], 2, True),
-            "±" + fmt(r["mde80"], 4) if not _nan(r.get("mde80")) else "—",
-            fmt_p(r.get("p_mixedlm")),
+            "±" + fmt(r["mde80_family"], 4) if not _nan(r.get("mde80_family")) else "—",
+            "±" + f"{r['margin']:g}" if not _nan(r.get("margin")) else "—",
+            fmt_p(r.get("p_tost_adj")),
+            fmt_p(r.get("p_mixedlm_slope")),
+            row_answer(r),
             "yes" if r.get("primary") else "",
         ]
         if with_cell:
@@ -119,12 +157,19 @@ def contrasts_block(
         rows.append(row)
     cols = (["cell"] if with_cell else []) + CONTRAST_COLUMNS
     note = ("Δ = mean paired per-query difference (a − b); 95% CI and p from the "
-            "document-clustered bootstrap; Holm within each family (per cell and metric); "
-            "dz = Cohen's dz; MDE (80%) = the smallest |Δ| this design detects with 80% power "
-            "(2.80 × the bootstrap standard error); MixedLM p (document intercept) only where "
-            "it was fitted. "
-            "Only rows marked primary are confirmatory; everything else is exploratory.")
-    align = ["l"] * (4 if with_cell else 3) + ["r"] * 8 + ["l"]
+            "document-clustered bootstrap; Holm over the family the config declares (per cell "
+            "and metric; a declared contrast that did not run counts with p = 1); dz = Cohen's "
+            "dz; MDE (80%, family) = the smallest |Δ| this design detects with 80% power at the "
+            "family's level (α = 0.05 / family size); margin = the equivalence margin "
+            "(structablate's choice, docs/statistics.md) and p TOST its two one-sided tests, "
+            "adjusted over the family; MixedLM slope p = the mixed model with a per-document "
+            "slope, only where fitted; answer = the one decision rule, or 'not testable here' "
+            "where the structure-quality guard rejects the comparison. Only rows marked "
+            "primary are confirmatory; everything else is exploratory.")
+    extra = family_notes(contrasts)
+    if extra:
+        note += " " + " ".join(extra)
+    align = ["l"] * (4 if with_cell else 3) + ["r"] * 10 + ["l", "l"]
     return TableBlock(key, title, cols, rows, note=note, align=align)
 
 
@@ -321,21 +366,24 @@ def resolving_power_block(power: pl.DataFrame, *, key: str = "resolving-power",
     """The smallest effect each contrast resolves and the sample the paper's effects would
     need (:func:`structablate.stats.power.resolving_power`)."""
     need = [c for c in power.columns if c.startswith("queries_for_")]
-    cols = ["contrast", "metric", "MDE (80%)"]
+    cols = ["contrast", "metric", "α", "MDE (80%)"]
     for c in need:
         target = c.removeprefix("queries_for_").replace("delta_", "|Δ| ").replace("dz_", "dz ")
         cols.append(f"questions / docs for {target}")
     rows = []
     for r in power.iter_rows(named=True):
         row = [f"{r.get('contrast', '')}: {r['cond_a']} − {r['cond_b']}", r["metric"],
+               f"{r['alpha']:.4g}" if not _nan(r.get("alpha")) else "0.05",
                "±" + fmt(r["mde80"], 4) if not _nan(r["mde80"]) else "—"]
         for c in need:
             q, d = r[c], r[c.replace("queries_for_", "docs_for_")]
             row.append("—" if q is None or d is None else f"{q:,} / {d:,}")
         rows.append(row)
     return TableBlock(key, title, cols, rows, align=["l", "l"] + ["r"] * (len(cols) - 2),
-                      note="MDE: the smallest |Δ| detected with 80% power at two-sided α = "
-                           "0.05, 2.80 × the document-clustered bootstrap's standard error. "
+                      note="MDE: the smallest |Δ| detected with 80% power at the level of the "
+                           "decision, two-sided α = 0.05 / the declared family's size (Holm's "
+                           "strictest step), from the document-clustered bootstrap's standard "
+                           "error. "
                            "Needed samples assume the standard error shrinks as 1/√documents "
                            "at the observed questions per document (for dz, at the observed "
                            "design effect of the clustering).")

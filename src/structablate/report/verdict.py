@@ -1,24 +1,27 @@
-"""The verdict page: four plain questions a practitioner asks, answered from one cell.
+"""The verdict page: plain questions a practitioner asks, answered from one cell.
 
 For a corpus, the cell is the pre-registered primary one (primary embedder, primary reranker).
-Each answer names the contrast behind it with its delta, 95% clustered-bootstrap CI, Holm p,
-the smallest effect the design resolves, and the models that produced it. The answer is the
+Each answer names the contrast behind it with its delta, 95% clustered-bootstrap CI, Holm p over
+the declared family, the equivalence margin and family-adjusted TOST p, the smallest effect the
+design resolves at the decision's level, and the models that produced it. The answer is the
 first that applies, in this order:
 
 1. **not run** — no contrast row compares the pair: a condition of the pair is not in the grid,
    or both ran but no configured contrast compares them (e.g. ``C1`` redefined onto another
    pair); the note says which, from ``conditions`` and ``configured`` when given;
 2. **not testable here** — the structure-quality guard (:mod:`.guard`) found that the inputs
-   cannot support the comparison (e.g. routing keeps the whole corpus); the reasons follow;
-3. **yes** / **no, it hurts** — Holm p < 0.05 and the 95% CI excludes zero, by the sign of Δ
-   (significance comes before equivalence: a small significant effect is a finding);
-4. **no measurable difference** — the equivalence test puts the 90% CI inside ±margin;
-5. **too small to tell** — neither: the corpus resolves effects of ±MDE (80% power) or larger,
-   and the answer says how many questions and documents the paper's effects would need.
+   cannot support the comparison (e.g. routing keeps the whole corpus); the reasons follow,
+   with what the user can do about them;
+3. **withheld** — too few documents for the bootstrap (the row's ``withheld``);
+4. otherwise the one decision rule of :mod:`structablate.stats.decision`, in words
+   (:func:`~structablate.stats.decision.decision_words`): **yes** / **no, it hurts** (a
+   difference), **a real but negligible difference (smaller than ±m)**, **no difference larger
+   than ±m**, **too small to tell** (then: the effects this corpus resolves at the family's
+   level, and how many questions and documents the paper's effects would need).
 
-Each question lists its candidate contrasts, the paper's first: the first that ran and is
-testable answers; when a later one answers (e.g. G2 − A0 for "Does cutting at structure
-help?"), the note says so and why.
+Each question lists its candidate contrasts, the paper's (induced-structure) arm first and the
+gold-structure arm after it: the first that ran and is testable answers; when a later one
+answers (e.g. G2 − A0g for "Does cutting at structure help?"), the note says so and why.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from structablate.conditions import condition as get_condition
+from structablate.stats.decision import ALPHA, decide, decision_words
 from structablate.stats.power import (
     MIN_DOCS,
     MIN_QUERIES,
@@ -43,8 +47,6 @@ from structablate.stats.power import (
 from .guard import GuardSettings, comparison_flags
 from .render import Note, TableBlock
 
-ALPHA = 0.05
-
 
 @dataclass(frozen=True)
 class Question:
@@ -56,10 +58,13 @@ class Question:
 
 QUESTIONS = (
     Question("boundaries", "Does cutting at structure help here?",
-             (("A2", "A0"), ("G2", "A0")),
+             (("A2", "A0"), ("G2", "A0g"), ("G2", "A0")),
              "structural chunks without any prefix against size-matched fixed windows"),
+    Question("paths", "Do heading paths help, added to structural chunks?",
+             (("A3", "A2"), ("G3", "G2")),
+             "structural chunks with their heading paths against the same chunks without"),
     Question("metadata", "Do real heading paths help beyond token injection?",
-             (("A3", "P"),),
+             (("A3", "P"), ("G3", "GP")),
              "real heading paths against shuffled paths of other documents (C2)"),
     Question("contexts", "Is LLM contextualisation worth its tokens?",
              (("A3", "A1"),),
@@ -68,6 +73,10 @@ QUESTIONS = (
              (("A4", "A3"), ("G4", "G3")),
              "route-to-section-then-rank against flat search over the same vectors (C4)"),
 )
+"""The questions, each with its candidate pairs: the paper's arm first (induced structure, as
+the paper's conditions), then the gold-structure arm, which answers where the corpus has real
+headings and induced structure is not testable (G2 − A0g and G3 − GP are structablate's own
+controls, beyond the paper; docs/conditions.md)."""
 
 
 def _finite(x) -> bool:
@@ -83,50 +92,70 @@ def _row(contrasts: pl.DataFrame, a: str, b: str, metric: str) -> dict | None:
 
 
 def significant(row: Mapping) -> bool:
-    """Holm p < 0.05 and the 95% CI excludes zero."""
-    return (_finite(row.get("p_holm")) and row["p_holm"] < ALPHA
-            and (row["ci_low"] > 0 or row["ci_high"] < 0))
+    """Holm p (over the declared family) below α: the decision rule's "significant"."""
+    return _finite(row.get("p_holm")) and row["p_holm"] < ALPHA
+
+
+def decision_of(row: Mapping) -> str:
+    """The row's decision by the one rule (:func:`structablate.stats.decision.decide`)."""
+    return decide(row.get("p_holm"), row.get("p_tost_adj"))
 
 
 def answer(row: Mapping | None, flags: Sequence[str] = ()) -> str:
-    """One of: not run, not testable here, yes, no, it hurts, no measurable difference,
-    too small to tell (module docstring for the order)."""
+    """One of: not run, not testable here, withheld, or the decision in words (yes, no, it
+    hurts, a real but negligible difference (smaller than ±m), no difference larger than ±m,
+    too small to tell); module docstring for the order."""
     if row is None:
         return "not run"
     if flags:
         return "not testable here"
-    if significant(row):
-        return "yes" if row["delta"] > 0 else "no, it hurts"
-    if row.get("verdict") == "equivalent":
-        return "no measurable difference"
-    return "too small to tell"
+    return decision_words(decision_of(row), row.get("delta"), row.get("margin"))
 
 
 def mixedlm_disagreement(row: Mapping) -> str | None:
-    """A sentence when the bootstrap p and the MixedLM with a query effect fall on different
-    sides of 0.05 (both unadjusted); None otherwise or when MixedLM was not fitted."""
-    p, pm = row.get("p"), row.get("p_mixedlm_query")
-    if not (_finite(p) and _finite(pm)) or (p < ALPHA) == (pm < ALPHA):
+    """A sentence when the bootstrap p and the MixedLM with a per-document slope
+    (``p_mixedlm_slope``) fall on different sides of 0.05 (both unadjusted), or when that model
+    was fitted but did not converge (then there is no agreement check); None otherwise or when
+    MixedLM was not fitted."""
+    p, ps = row.get("p"), row.get("p_mixedlm_slope")
+    if not _finite(p):
+        return None
+    if not _finite(ps):
+        if _finite(row.get("p_mixedlm")):
+            return ("The MixedLM with a per-document slope did not converge on these data, so "
+                    "no model-based check of the bootstrap is available for this contrast.")
+        return None
+    if (p < ALPHA) == (ps < ALPHA):
         return None
     return (f"Bootstrap and MixedLM disagree: the document-clustered bootstrap gives p = "
-            f"{p:.3g} (Holm {row['p_holm']:.3g}), the MixedLM with a query effect nested in "
-            f"the document p = {pm:.3g}. The bootstrap is the primary test (paper, Appendix "
-            "D.4); read the answer as fragile.")
+            f"{p:.3g} (Holm {row['p_holm']:.3g}), the MixedLM with a per-document slope p = "
+            f"{ps:.3g} (both unadjusted except Holm). The bootstrap is the primary test "
+            "(paper, Appendix D.4); read the answer as fragile.")
 
 
 def _numbers(row: Mapping, metric: str, equivalence: bool = True) -> str:
     dz = row["dz"]
     # every per-query difference equal: no spread, so no standardised effect size
     dz_text = "undefined (no spread)" if dz is None or math.isnan(dz) else f"{dz:+.2f}"
+    size = row.get("family_size")
+    fam = f" over a family of {size}" if size else ""
+    if not _finite(row.get("p_holm")):
+        return (f"Δ {metric} = {row['delta']:+.4f}, dz = {dz_text}, {row['n_queries']} "
+                f"queries over {row['n_docs']} documents; bootstrap withheld: "
+                f"{row.get('withheld') or 'no p-value'}")
     text = (f"Δ {metric} = {row['delta']:+.4f} [95% CI {row['ci_low']:+.4f}, "
-            f"{row['ci_high']:+.4f}], Holm p = {row['p_holm']:.3g}, dz = {dz_text}, "
+            f"{row['ci_high']:+.4f}], Holm p = {row['p_holm']:.3g}{fam}, dz = {dz_text}, "
             f"{row['n_queries']} queries over {row['n_docs']} documents")
-    if _finite(row.get("mde80")):
-        text += f", resolves ±{row['mde80']:.4f} (80% power)"
-    if equivalence and row.get("verdict"):
-        margin = row.get("margin")
-        text += "; equivalence test" + (f" (±{margin:g})" if _finite(margin) else "") + \
-            f": {row['verdict']}"
+    mde_f = row.get("mde80_family")
+    if _finite(mde_f):
+        text += f", resolves ±{mde_f:.4f} (80% power at the family's level)"
+    margin = row.get("margin")
+    if equivalence and _finite(margin) and _finite(row.get("p_tost_adj")):
+        text += (f"; equivalence margin ±{margin:g} (structablate's choice): TOST p "
+                 f"{row['p_tost_adj']:.3g} adjusted over the family")
+        if _finite(row.get("ci_tost_low")) and _finite(row.get("ci_tost_high")):
+            text += (f", interval at the family's level [{row['ci_tost_low']:+.4f}, "
+                     f"{row['ci_tost_high']:+.4f}]")
     return text
 
 
@@ -138,19 +167,23 @@ def _range(lo: int | None, hi: int | None) -> str:
 
 
 def needed_sentence(row: Mapping) -> str:
-    """How many questions / documents like these the paper's effect sizes would need."""
-    if not _finite(row.get("mde80")):
+    """How many questions / documents like these the paper's effect sizes would need at 80%
+    power and the level of the decision (two-sided α / family size)."""
+    mde_f = row.get("mde80_family")
+    if not _finite(mde_f):
         return ""
     nq, nd = row["n_queries"], row["n_docs"]
-    big = needed_for_delta(nq, nd, row["mde80"], max(PAPER_DELTAS))
-    small = needed_for_delta(nq, nd, row["mde80"], min(PAPER_DELTAS))
-    text = (f"To detect the paper's effects at 80% power (|Δ| {min(PAPER_DELTAS):.3f}–"
-            f"{max(PAPER_DELTAS):.3f}) this design needs about {_range(big[0], small[0])} "
-            f"questions over {_range(big[1], small[1])} documents")
+    size = int(row.get("family_size") or 1)
+    big = needed_for_delta(nq, nd, mde_f, max(PAPER_DELTAS))
+    small = needed_for_delta(nq, nd, mde_f, min(PAPER_DELTAS))
+    text = (f"To detect the paper's effects at 80% power and the family's level (α = "
+            f"{ALPHA:g}/{size}) (|Δ| {min(PAPER_DELTAS):.3f}–{max(PAPER_DELTAS):.3f}) this "
+            f"design needs about {_range(big[0], small[0])} questions over "
+            f"{_range(big[1], small[1])} documents")
     deff = row.get("design_effect")
     if _finite(deff):
-        zb = needed_for_dz(nq, nd, deff, max(PAPER_DZ))
-        zs = needed_for_dz(nq, nd, deff, min(PAPER_DZ))
+        zb = needed_for_dz(nq, nd, deff, max(PAPER_DZ), alpha=ALPHA / size)
+        zs = needed_for_dz(nq, nd, deff, min(PAPER_DZ), alpha=ALPHA / size)
         text += (f" (dz {min(PAPER_DZ):.2f}–{max(PAPER_DZ):.2f}: {_range(zb[0], zs[0])} "
                  f"questions over {_range(zb[1], zs[1])} documents)")
     return text + (f", assuming the standard error shrinks as 1/√documents at the observed "
@@ -216,6 +249,35 @@ def not_run_reason(pair: tuple[str, str], metric: str, *,
                 f"[{a}, {b}])")
     return (f"{both}no configured contrast compares {a} with {b} (add [{a}, {b}] to "
             "statistics.extra_contrasts)")
+
+
+def next_steps(q: Question, pair: tuple[str, str], contrasts: pl.DataFrame, metric: str
+               ) -> str:
+    """What the user can do when ``pair`` cannot answer ``q``: run the question's gold-structure
+    pair (the corpus's own headings) when it did not run, and improve the induced structure (an
+    LLM inducer) when the pair rests on it."""
+    out = []
+    induced = any(get_condition(c).structure == "induced" for c in pair)
+    gold = [p for p in q.pairs if p != pair
+            and any(get_condition(c).structure == "gold" for c in p if _known(c))]
+    if induced:
+        out.append("Induced structure that agrees better with the documents' own (an LLM "
+                   "inducer, induction.inducer: llm) would make the induced arm testable.")
+        unrun = [p for p in gold if _row(contrasts, *p, metric) is None]
+        if unrun:
+            a, b = unrun[0]
+            out.append(f"If the corpus has real headings, the gold-structure pair {a} − {b} "
+                       f"answers from them: add {a} and {b} to conditions and [{a}, {b}] to "
+                       "statistics.extra_contrasts.")
+    return " ".join(out)
+
+
+def _known(name: str) -> bool:
+    try:
+        get_condition(name)
+    except KeyError:
+        return False
+    return True
 
 
 def _choose(q: Question, contrasts, metric, flag_of, reason_of
@@ -299,16 +361,20 @@ def verdict_blocks(
         disagree = mixedlm_disagreement(row) if row is not None else None
         label = f"{pair[0]} − {pair[1]}"
         cell_answer = verdict
-        if verdict == "too small to tell" and _finite(row.get("mde80")):
-            cell_answer += f" (resolves ±{row['mde80']:.3f})"
+        resolves = None if row is None else row.get("mde80_family")
+        if verdict == "too small to tell" and _finite(resolves):
+            cell_answer += f" (resolves ±{resolves:.3f})"
         if disagree and verdict not in ("not run", "not testable here"):
-            cell_answer += "; MixedLM disagrees"
+            cell_answer += "; MixedLM disagrees" if "disagree" in disagree else \
+                "; MixedLM did not converge"
+        has_p = row is not None and _finite(row.get("p_holm"))
         rows.append([q.text, cell_answer, label,
                      "—" if row is None else f"{row['delta']:+.4f}",
-                     "—" if row is None else f"[{row['ci_low']:+.4f}, {row['ci_high']:+.4f}]",
-                     "—" if row is None else f"{row['p_holm']:.3g}",
-                     "—" if row is None or not _finite(row.get("mde80"))
-                     else f"±{row['mde80']:.4f}"])
+                     f"[{row['ci_low']:+.4f}, {row['ci_high']:+.4f}]" if has_p else "—",
+                     f"{row['p_holm']:.3g}" if has_p else "—",
+                     "—" if row is None or not _finite(row.get("margin"))
+                     else f"±{row['margin']:g}",
+                     f"±{resolves:.4f}" if _finite(resolves) else "—"])
         if row is None:
             reasons = "; ".join(f"{a} − {b}: {reason_of((a, b))}" for a, b in q.pairs)
             notes.append(Note(f"{q.text} Not run: no contrast compares "
@@ -320,16 +386,15 @@ def verdict_blocks(
         if verdict == "not testable here":
             text = (f"{q.text} Answer: not testable here: {'; '.join(flags)}. {meaning} "
                     f"({label}) measured {_numbers(row, metric, equivalence=False)}, but these "
-                    "numbers cannot answer the question.")
+                    f"numbers cannot answer the question. {next_steps(q, pair, contrasts, metric)}")
         elif verdict == "too small to tell":
-            text = (f"{q.text} Answer: too small to tell: this corpus resolves effects of "
-                    + (f"±{row['mde80']:.4f} or larger. " if _finite(row.get("mde80"))
+            text = (f"{q.text} Answer: too small to tell: at the family's level this corpus "
+                    "resolves effects of "
+                    + (f"±{resolves:.4f} or larger. " if _finite(resolves)
                        else "an unknown size (no standard error recorded). ")
                     + f"{meaning} ({label}): {_numbers(row, metric)}. {needed_sentence(row)}")
         else:
             text = f"{q.text} Answer: {verdict}. {meaning} ({label}): {_numbers(row, metric)}."
-            if verdict in ("yes", "no, it hurts") and row.get("verdict") == "equivalent":
-                text += " The effect is significant but inside the equivalence margin."
         if why:
             text += (f" This answer uses {label} instead of the paper's contrast "
                      f"{q.pairs[0][0]} − {q.pairs[0][1]}, because {why}.")
@@ -362,10 +427,13 @@ def verdict_blocks(
     label = " / ".join(cell)
     blocks.append(TableBlock(
         f"verdict-{corpus}", f"Verdict for {corpus} ({label}, {metric})",
-        ["question", "answer", "contrast", "delta", "95% CI", "Holm p", "resolves (80%)"], rows,
-        note="Plain-words answers from the primary cell; every number is in the contrast "
-             "tables below. Significance is read before equivalence; 'too small to tell' gives "
-             "the smallest effect this corpus resolves; 'not testable here' means the inputs "
-             "cannot support the comparison (structure-quality guard).",
-        align=["l", "l", "l", "r", "r", "r", "r"]))
+        ["question", "answer", "contrast", "delta", "95% CI", "Holm p", "margin",
+         "resolves (80%, family level)"], rows,
+        note="Plain-words answers from the primary cell by one rule (docs/statistics.md): a "
+             "difference when the Holm p over the declared family is below 0.05, equivalence "
+             "when the family-adjusted TOST p is below 0.05 (the margin is structablate's "
+             "choice, not the paper's), both: a real but negligible difference, neither: too "
+             "small to tell. Every number is in the contrast tables below; 'not testable here' "
+             "means the inputs cannot support the comparison (structure-quality guard).",
+        align=["l", "l", "l", "r", "r", "r", "r", "r"]))
     return [*blocks, *notes]

@@ -2,11 +2,13 @@
 computes none of its own.
 
 * :func:`contrast_table` — paired per-query deltas of the pre-registered contrasts per cell and
-  metric: document-clustered bootstrap CI, p and standard error, Holm within the cell's family,
-  Cohen's dz, the minimum detectable effect at 80% power, MixedLM p-values (document
-  intercept; document + nested query), primary flag; optional equivalence (TOST) columns and
+  metric: document-clustered bootstrap CI, p and standard error, Holm over the family the
+  config declares, Cohen's dz, the minimum detectable effect at 80% power (unadjusted and at
+  the family's level), MixedLM p-values (document intercept; + nested query; per-document
+  slope), primary flag, equivalence (TOST) columns where a margin is set, the decision, and
   per-``qtype`` cuts (``by=["qtype"]``).
-* :func:`equivalence_table` — bootstrap TOST verdicts per contrast.
+* :func:`decide` — the one decision rule (:mod:`.decision`).
+* :func:`equivalence_table` — the TOST columns and decision per contrast.
 * :func:`dose_response` — exploratory breadcrumb-depth slope with a clustered bootstrap.
 * :func:`condition_means`, :func:`condition_mean_cis`, :func:`section_recall_cis` — per-condition
   means, their clustered-bootstrap CIs, stage-1 section recall (:mod:`.means`).
@@ -24,7 +26,6 @@ from .bootstrap import (
     bootstrap_se,
     cluster_bootstrap,
     draw_blocks,
-    equivalence_verdict,
     per_doc,
     percentile_ci,
     tost,
@@ -38,13 +39,16 @@ from .contrasts import (
     cohen_dz,
     contrast_table,
     equivalence_table,
+    margin_for,
     paired,
+    table_schema,
 )
+from .decision import ALPHA, DECISIONS, MIN_BOOTSTRAP_DOCS, decide, decision_words
 from .dose import DEFAULT_DEPTHS, dose_response, per_query_slopes
 from .holm import holm
 from .identity import ranking_identity
 from .means import condition_mean_cis, condition_means, section_recall_cis
-from .mixedlm import mixedlm_pvalues
+from .mixedlm import mixedlm_pvalues, mixedlm_slope
 from .power import (
     MIN_DOCS,
     MIN_QUERIES,
@@ -60,13 +64,16 @@ from .power import (
 from .sizes import size_gap, size_matching
 
 __all__ = [
+    "ALPHA",
     "CELL",
+    "DECISIONS",
     "DEFAULT_CONTRASTS",
     "DEFAULT_DEPTHS",
     "DEFAULT_PRIMARY",
     "DEFAULT_SEED",
     "EQUIVALENCE_COLUMNS",
     "ID_COLUMNS",
+    "MIN_BOOTSTRAP_DOCS",
     "MIN_DOCS",
     "MIN_QUERIES",
     "OUTPUT_COLUMNS",
@@ -77,6 +84,8 @@ __all__ = [
     "bootstrap_se",
     "cluster_bootstrap",
     "cohen_dz",
+    "decide",
+    "decision_words",
     "condition_mean_cis",
     "condition_means",
     "contrast_table",
@@ -84,11 +93,12 @@ __all__ = [
     "dose_response",
     "draw_blocks",
     "equivalence_table",
-    "equivalence_verdict",
     "holm",
+    "margin_for",
     "mde",
     "metric_columns",
     "mixedlm_pvalues",
+    "mixedlm_slope",
     "needed_for_delta",
     "needed_for_dz",
     "paired",
@@ -101,5 +111,6 @@ __all__ = [
     "section_recall_cis",
     "size_gap",
     "size_matching",
+    "table_schema",
     "tost",
 ]

@@ -150,21 +150,8 @@ def bootstrap_se(reps: np.ndarray) -> np.ndarray:
 
 
 def tost(reps: np.ndarray, margin: float) -> np.ndarray:
-    """Bootstrap two one-sided tests against ``±margin``: ``max(Pr[d <= -m], Pr[d >= m])``."""
+    """Bootstrap two one-sided tests against ``±margin``: ``max(Pr[d <= -m], Pr[d >= m])``
+    over replicates (axis 0). It is below ``α`` exactly when the ``(1 − 2α)`` percentile
+    interval lies inside ``(−m, m)`` (up to the interpolation between replicates)."""
     r = np.asarray(reps)
     return np.maximum((r <= -margin).mean(axis=0), (r >= margin).mean(axis=0))
-
-
-def equivalence_verdict(ci90: tuple[float, float], ci95: tuple[float, float], margin: float) -> str:
-    """``"different"`` when the 95% interval excludes 0; otherwise ``"equivalent"`` when the 90%
-    interval lies inside ``(-margin, margin)``; otherwise ``"inconclusive"``.
-
-    Significance is checked first: an effect whose 95% interval excludes zero is never called
-    equivalent, however small (a small significant effect is a finding, not the absence of one;
-    its size is in the delta and the interval).
-    """
-    if ci95[0] > 0 or ci95[1] < 0:
-        return "different"
-    if -margin < ci90[0] and ci90[1] < margin:
-        return "equivalent"
-    return "inconclusive"

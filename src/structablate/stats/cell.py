@@ -12,7 +12,10 @@ go in, three tables come out:
 * ``contrasts_qtype`` — the same contrasts cut by query type (exploratory).
 * ``dose_response`` — breadcrumb-depth slope over A2 → A3-d1 → A3-d2 → A3 when all four ran.
 
-Contrasts whose conditions did not run in this cell are left out (never silently half-run).
+Each family is the one the config declares: a contrast whose conditions did not run in this
+cell has no row, but it stays in its family's Holm adjustment with p = 1 (the rows' ``family_size``
+and ``family_missing`` say so), so a partial run never reports a smaller adjusted p than the
+complete run would.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import polars as pl
 
 from structablate.settings import StatisticsSettings, dump
 
-from .contrasts import OUTPUT_COLUMNS, contrast_table
+from .contrasts import contrast_table, table_schema
 from .dose import DEFAULT_DEPTHS, dose_response
 
 
@@ -41,17 +44,8 @@ def long_scores(
     return pl.concat(frames, how="vertical") if frames else pl.DataFrame()
 
 
-def _runnable(contrasts: Mapping[str, tuple[str, str]], conditions: set[str]) -> dict:
-    return {k: (a, b) for k, (a, b) in contrasts.items() if a in conditions and b in conditions}
-
-
 def _empty_contrasts() -> pl.DataFrame:
-    schema = {c: pl.Float64 for c in OUTPUT_COLUMNS}
-    schema.update({c: pl.String for c in ("corpus", "embedder", "reranker", "metric",
-                                          "contrast", "cond_a", "cond_b")})
-    schema.update({"n_queries": pl.Int64, "n_docs": pl.Int64, "n_zero_delta": pl.Int64,
-                   "primary": pl.Boolean})
-    return pl.DataFrame(schema=schema)
+    return pl.DataFrame(schema=table_schema() | {"family": pl.String})
 
 
 def analyze_cell(
@@ -71,8 +65,8 @@ def analyze_cell(
         mixedlm=stats.mixedlm, equivalence_margin=stats.equivalence_margin,
     )
     families = [
-        ("pre-registered", _runnable(dict(stats.contrasts), conds)),
-        ("exploratory", _runnable(dict(stats.extra_contrasts), conds)),
+        ("pre-registered", dict(stats.contrasts)),
+        ("exploratory", dict(stats.extra_contrasts)),
     ]
     out, by_type = [], []
     for family, contrasts in families:

@@ -7,12 +7,15 @@ and condition added).
 
 For a contrast ``(a, b)`` the per-query delta is ``score_a - score_b`` over the queries present
 under both conditions of the cell; ``delta`` is their unweighted mean. Holm runs over the
-contrasts of one family = one (cell, metric[, by-values]).
+contrasts the config declares for one family, in one (cell, metric[, by-values]); a declared
+contrast that did not run there enters the adjustment with p = 1. What each row lets us say is
+decided by :mod:`structablate.stats.decision`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -23,14 +26,14 @@ from .bootstrap import (
     bootstrap_p,
     bootstrap_se,
     cluster_bootstrap,
-    equivalence_verdict,
     per_doc,
     percentile_ci,
     tost,
 )
 from .columns import CELL, metric_columns
+from .decision import ALPHA, MIN_BOOTSTRAP_DOCS, decide
 from .holm import holm
-from .mixedlm import mixedlm_pvalues
+from .mixedlm import mixedlm_pvalues, mixedlm_slope
 from .power import design_effect, mde
 
 DEFAULT_CONTRASTS: dict[str, tuple[str, str]] = {
@@ -47,14 +50,45 @@ DEFAULT_PRIMARY: dict[str, str] = {"metric": "covNDCG@10", "embedder": "strong",
 OUTPUT_COLUMNS = [
     "corpus", "embedder", "reranker", "metric", "contrast", "cond_a", "cond_b", "n_queries",
     "n_docs", "delta", "ci_low", "ci_high", "p", "p_holm", "dz", "se", "mde80",
-    "design_effect", "n_zero_delta", "p_mixedlm", "p_mixedlm_query", "primary",
+    "mde80_family", "design_effect", "n_zero_delta", "p_mixedlm", "p_mixedlm_query",
+    "p_mixedlm_slope", "primary", "family_size", "family_missing", "withheld", "margin",
+    "p_tost", "p_tost_adj", "ci_tost_low", "ci_tost_high", "decision",
 ]  # fmt: skip
 """``se``: the clustered bootstrap's standard error of ``delta``; ``mde80``: the minimum
-detectable effect at 80% power, two-sided α = 0.05 (``2.8016 · se``); ``design_effect``:
-``se² / (sd²/n)`` (:mod:`structablate.stats.power`); ``n_zero_delta``: queries whose delta is
-0 (``|δ_q| <= ZERO_TOL``), i.e. that score the same under both conditions."""
+detectable effect at 80% power, two-sided α = 0.05 (``2.8016 · se``); ``mde80_family``: the
+same at the level of the decision, two-sided ``α / family_size`` (Holm's strictest step, e.g.
+``3.3537 · se`` for a family of four); ``design_effect``: ``se² / (sd²/n)``
+(:mod:`structablate.stats.power`); ``n_zero_delta``: queries whose delta is 0
+(``|δ_q| <= ZERO_TOL``), i.e. that score the same under both conditions.
 
-EQUIVALENCE_COLUMNS = ["ci90_low", "ci90_high", "p_tost", "verdict", "margin"]
+``family_size``: the contrasts the config declares in the row's family (Holm runs over all of
+them: one that did not run enters with p = 1); ``family_missing``: the declared contrasts of
+the family that did not run (comma-separated names, empty when the family is complete);
+``withheld``: why the bootstrap's answers (p, CIs, Holm p, decision inputs) are null, e.g. too
+few documents (:data:`~structablate.stats.decision.MIN_BOOTSTRAP_DOCS`); null otherwise.
+
+``margin``: the equivalence margin of the row's metric (null: none configured); ``p_tost``: the
+bootstrap two one-sided tests p of ``|Δ| >= margin``; ``p_tost_adj``: Bonferroni over the
+declared family; ``ci_tost_low``/``ci_tost_high``: the ``(1 − 2α / family_size)`` percentile
+interval, inside ``±margin`` exactly when ``p_tost_adj < α``; ``decision``:
+:func:`structablate.stats.decision.decide` of ``p_holm`` and ``p_tost_adj``."""
+
+EQUIVALENCE_COLUMNS = ["margin", "p_tost", "p_tost_adj", "ci_tost_low", "ci_tost_high"]
+
+_STRING_COLUMNS = ("metric", "contrast", "cond_a", "cond_b", "family_missing", "withheld",
+                   "decision")
+_INT_COLUMNS = ("n_queries", "n_docs", "n_zero_delta", "family_size")
+
+
+def margin_for(margins: float | Mapping[str, float] | None, metric: str) -> float | None:
+    """The equivalence margin of ``metric``: one number for every metric, a mapping from
+    measure name to margin (metrics not in it get none), or None (no equivalence test)."""
+    if margins is None:
+        return None
+    if isinstance(margins, Mapping):
+        m = margins.get(metric)
+        return None if m is None else float(m)
+    return float(margins)
 
 
 def paired(cell: pl.DataFrame, cond_a: str, cond_b: str, metrics: Sequence[str]) -> pl.DataFrame:
@@ -95,19 +129,27 @@ def contrast_table(
     primary: Mapping[str, str] | None = DEFAULT_PRIMARY,
     mixedlm: str = "primary",
     by: Sequence[str] = (),
-    equivalence_margin: float | None = None,
+    equivalence_margin: float | Mapping[str, float] | None = None,
     primary_family: bool = True,
+    alpha: float = ALPHA,
+    min_docs: int = MIN_BOOTSTRAP_DOCS,
 ) -> pl.DataFrame:
-    """The contrasts table: one row per (cell[, by-values], metric, contrast).
+    """The contrasts table: one row per (cell[, by-values], metric, contrast that ran).
 
-    Columns :data:`OUTPUT_COLUMNS` (with the ``by`` columns after ``reranker``), plus, when
-    ``equivalence_margin`` is given, :data:`EQUIVALENCE_COLUMNS` ``ci90_low, ci90_high,
-    p_tost, verdict, margin`` (see :func:`~structablate.stats.bootstrap.equivalence_verdict`).
+    Columns :data:`OUTPUT_COLUMNS` (with the ``by`` columns after ``reranker``).
 
+    * ``contrasts`` is the whole declared family: Holm runs over all of it in every (cell,
+      by-values, metric), a contrast that cannot run there (a condition absent, no query
+      scored under both) entering with p = 1; ``family_size`` and ``family_missing`` say so on
+      every row. A partial run therefore never reports a smaller adjusted p than the complete
+      run would.
     * ``n_boot`` replicates of the document-clustered bootstrap with ``seed``. Every group of
       tests over the same document set draws from a fresh ``default_rng(seed)`` with documents
       in sorted order, so results do not depend on which other cells or contrasts are run.
-    * ``p_holm``: Holm over the contrasts of one (cell, by-values, metric) family.
+    * A row over fewer than ``min_docs`` documents has its bootstrap answers withheld (null,
+      with the reason in ``withheld``) and enters Holm with p = 1.
+    * ``equivalence_margin``: one margin for every metric, a mapping measure -> margin, or
+      None; the TOST columns are null for a metric without one.
     * ``primary``: the primary cell and metric: a row lies in it when its
       metric/embedder/reranker (and corpus, if given) equal these values and ``by`` is empty.
       Its ``primary`` column is true for the rows in it when ``primary_family`` (the
@@ -115,7 +157,7 @@ def contrast_table(
       never primary.
     * ``mixedlm``: ``"all"``, ``"primary"`` (the rows in the primary cell and metric, of either
       family; NaN elsewhere) or ``"none"``. Each fit takes seconds on 4,303 queries.
-    * A contrast whose conditions are absent from a cell is left out of that cell's family.
+    * ``decision``: :func:`structablate.stats.decision.decide` at family-wise ``alpha``.
     """
     if mixedlm not in ("all", "primary", "none"):
         raise ValueError("mixedlm must be 'all', 'primary' or 'none'")
@@ -129,36 +171,35 @@ def contrast_table(
     ]
     if missing:
         raise ValueError(f"contrast_table: scores lack column(s) {missing}")
+    opts = _Options(n_boot, seed, primary, mixedlm, bool(by), equivalence_margin,
+                    primary_family, alpha, min_docs)
     rows: list[dict] = []
     for cell_key, cell in sorted(scores.group_by(keys), key=lambda kv: tuple(map(str, kv[0]))):
-        rows.extend(
-            _cell_rows(
-                dict(zip(keys, cell_key, strict=True)),
-                cell,
-                contrasts,
-                metrics,
-                n_boot,
-                seed,
-                primary,
-                mixedlm,
-                bool(by),
-                equivalence_margin,
-                primary_family,
-            )
-        )
-    cols = [*CELL, *by, *OUTPUT_COLUMNS[3:]]
-    if equivalence_margin is not None:
-        cols += EQUIVALENCE_COLUMNS
-    schema = {c: pl.String for c in [*CELL, *by, "metric", "contrast", "cond_a", "cond_b"]}
-    schema |= {
-        "n_queries": pl.Int64,
-        "n_docs": pl.Int64,
-        "n_zero_delta": pl.Int64,
-        "primary": pl.Boolean,
-        "verdict": pl.String,
-    }
-    schema = {c: schema.get(c, pl.Float64) for c in cols}
+        rows.extend(_cell_rows(dict(zip(keys, cell_key, strict=True)), cell, contrasts,
+                               metrics, opts))
+    schema = table_schema(by)
     return pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+
+
+def table_schema(by: Sequence[str] = ()) -> dict[str, pl.DataType]:
+    """The column types of :func:`contrast_table` (``by`` columns after ``reranker``)."""
+    cols = [*CELL, *by, *OUTPUT_COLUMNS[3:]]
+    schema = {c: pl.String for c in [*CELL, *by, *_STRING_COLUMNS]}
+    schema |= {c: pl.Int64 for c in _INT_COLUMNS} | {"primary": pl.Boolean}
+    return {c: schema.get(c, pl.Float64) for c in cols}
+
+
+@dataclass(frozen=True)
+class _Options:
+    n_boot: int
+    seed: int
+    primary: Mapping[str, str] | None
+    mixedlm: str
+    cut: bool
+    margins: float | Mapping[str, float] | None
+    primary_family: bool
+    alpha: float
+    min_docs: int
 
 
 def _is_primary(cell: dict, metric: str, primary: Mapping[str, str] | None, cut: bool) -> bool:
@@ -170,19 +211,10 @@ def _is_primary(cell: dict, metric: str, primary: Mapping[str, str] | None, cut:
     return all(str(cell.get(k)) == str(v) for k, v in want.items())
 
 
-def _cell_rows(cell, df, contrasts, metrics, n_boot, seed, primary, mixedlm, cut, margin,
-               primary_family=True):
-    conds = set(df["condition"].unique().to_list())
-    tests = []  # (name, a, b, paired frame)
-    for name, (a, b) in contrasts.items():
-        if a in conds and b in conds:
-            j = paired(df, a, b, metrics)
-            if j.height:
-                tests.append((name, a, b, j))
-    if not tests:
-        return []
-    # bootstrap: tests over the same document set share one draw
-    stats: dict[str, dict[str, np.ndarray]] = {}
+def _bootstrap(tests, metrics, o: _Options) -> dict[str, dict]:
+    """Per test name: CI, p, se, TOST figures per metric, from one shared draw per group of
+    tests over the same document set."""
+    stats: dict[str, dict] = {}
     groups: dict[tuple, list[int]] = {}
     for i, (_, _, _, j) in enumerate(tests):
         groups.setdefault(tuple(np.unique(j["doc_id"].to_numpy())), []).append(i)
@@ -194,80 +226,92 @@ def _cell_rows(cell, df, contrasts, metrics, n_boot, seed, primary, mixedlm, cut
             _, s, c = per_doc(d, j["doc_id"].to_numpy())
             deltas.append((s, c))
             docs = s.shape[0]
+        if docs < o.min_docs:
+            for i in members:
+                stats[tests[i][0]] = {"n_docs": docs, "reps": None}
+            continue
         sums = np.concatenate([s for s, _ in deltas], axis=1)
         cnts = np.concatenate([np.repeat(c[:, None], len(metrics), axis=1) for _, c in deltas], 1)
-        reps = cluster_bootstrap(sums, cnts, n_boot, seed)
-        lo, hi = percentile_ci(reps, 0.95)
-        p = bootstrap_p(reps)
-        se = bootstrap_se(reps)
-        extra = {}
-        if margin is not None:
-            lo90, hi90 = percentile_ci(reps, 0.90)
-            extra = {"lo90": lo90, "hi90": hi90, "tost": tost(reps, margin)}
+        reps = cluster_bootstrap(sums, cnts, o.n_boot, o.seed)
         for k, i in enumerate(members):
-            sl = slice(k * len(metrics), (k + 1) * len(metrics))
-            stats[tests[i][0]] = {
-                "lo": lo[sl],
-                "hi": hi[sl],
-                "p": p[sl],
-                "se": se[sl],
-                "n_docs": docs,
-                **{key: v[sl] for key, v in extra.items()},
-            }
+            stats[tests[i][0]] = {"n_docs": docs,
+                                  "reps": reps[:, k * len(metrics):(k + 1) * len(metrics)]}
+    return stats
+
+
+def _cell_rows(cell, df, contrasts, metrics, o: _Options):
+    conds = set(df["condition"].unique().to_list())
+    tests = []  # (name, a, b, paired frame)
+    for name, (a, b) in contrasts.items():
+        if a in conds and b in conds:
+            j = paired(df, a, b, metrics)
+            if j.height:
+                tests.append((name, a, b, j))
+    if not tests:
+        return []
+    m_family = len(contrasts)
+    ran = {t[0] for t in tests}
+    family_missing = ",".join(n for n in contrasts if n not in ran)
+    level = 1.0 - 2.0 * o.alpha / m_family
+    stats = _bootstrap(tests, metrics, o)
     out = []
     for mi, metric in enumerate(metrics):
+        margin = margin_for(o.margins, metric)
         fam = []
         for name, a, b, j in tests:
             d = (j[metric] - j[f"{metric}__b"]).to_numpy()
             st = stats[name]
-            in_primary_cell = _is_primary(cell, metric, primary, cut)
-            is_primary = in_primary_cell and primary_family
-            pm = pq = float("nan")
-            if mixedlm == "all" or (mixedlm == "primary" and in_primary_cell):
-                pm, pq = mixedlm_pvalues(
-                    j["qid"].to_numpy(),
-                    j["doc_id"].to_numpy(),
-                    j[metric].to_numpy(),
-                    j[f"{metric}__b"].to_numpy(),
-                )
+            reps = None if st["reps"] is None else st["reps"][:, mi]
+            in_primary_cell = _is_primary(cell, metric, o.primary, o.cut)
             row = {
-                **cell,
-                "metric": metric,
-                "contrast": name,
-                "cond_a": a,
-                "cond_b": b,
-                "n_queries": len(d),
-                "n_docs": int(st["n_docs"]),
-                "delta": float(d.mean()),
-                "ci_low": float(st["lo"][mi]),
-                "ci_high": float(st["hi"][mi]),
-                "p": float(st["p"][mi]),
-                "p_holm": None,
+                **cell, "metric": metric, "contrast": name, "cond_a": a, "cond_b": b,
+                "n_queries": len(d), "n_docs": int(st["n_docs"]), "delta": float(d.mean()),
                 "dz": float(cohen_dz(d[:, None])[0]),
-                "se": float(st["se"][mi]),
-                "mde80": mde(float(st["se"][mi])),
-                "design_effect": design_effect(float(st["se"][mi]),
-                                               float(d.std(ddof=1)) if len(d) > 1
-                                               else float("nan"), len(d)),
                 "n_zero_delta": int((np.abs(d) <= ZERO_TOL).sum()),
-                "p_mixedlm": pm,
-                "p_mixedlm_query": pq,
-                "primary": is_primary,
+                "primary": in_primary_cell and o.primary_family,
+                "family_size": m_family, "family_missing": family_missing,
+                "margin": margin, "withheld": None,
+                "p_mixedlm": float("nan"), "p_mixedlm_query": float("nan"),
+                "p_mixedlm_slope": float("nan"),
             }
-            if margin is not None:
-                ci90 = (float(st["lo90"][mi]), float(st["hi90"][mi]))
-                row |= {
-                    "ci90_low": ci90[0],
-                    "ci90_high": ci90[1],
-                    "p_tost": float(st["tost"][mi]),
-                    "verdict": equivalence_verdict(ci90, (row["ci_low"], row["ci_high"]), margin),
-                    "margin": float(margin),
-                }
+            if reps is None:
+                row["withheld"] = (f"{st['n_docs']} documents, fewer than the {o.min_docs} a "
+                                   "document-clustered bootstrap needs")
+            else:
+                row |= _bootstrap_columns(reps, d, margin, m_family, level, o.alpha)
+            if o.mixedlm == "all" or (o.mixedlm == "primary" and in_primary_cell):
+                qids, doc_ids = j["qid"].to_numpy(), j["doc_id"].to_numpy()
+                row["p_mixedlm"], row["p_mixedlm_query"] = mixedlm_pvalues(
+                    qids, doc_ids, j[metric].to_numpy(), j[f"{metric}__b"].to_numpy())
+                row["p_mixedlm_slope"] = mixedlm_slope(doc_ids, d)[0]
             fam.append(row)
-        for row, ph in zip(fam, holm([r["p"] for r in fam]), strict=True):
-            row["p_holm"] = float(ph)
+        # the declared family: contrasts that did not run, and withheld rows, enter with p = 1
+        ps = [1.0 if r.get("p") is None else r["p"] for r in fam]
+        adj = holm(ps + [1.0] * (m_family - len(fam)))
+        for row, ph in zip(fam, adj, strict=False):
+            row["p_holm"] = None if row.get("p") is None else float(ph)
+            row["decision"] = decide(row["p_holm"], row.get("p_tost_adj"), alpha=o.alpha)
         out.extend(fam)
     return out  # ordered by metric as given, then contrast as given
+
+
+def _bootstrap_columns(reps: np.ndarray, d: np.ndarray, margin: float | None, m_family: int,
+                       level: float, alpha: float) -> dict:
+    """The bootstrap's columns of one row from its replicate means ``reps`` (n_boot,)."""
+    lo, hi = percentile_ci(reps, 0.95)
+    se = float(bootstrap_se(reps[:, None])[0])
+    sd = float(d.std(ddof=1)) if len(d) > 1 else float("nan")
+    out = {
+        "ci_low": float(lo), "ci_high": float(hi), "p": float(bootstrap_p(reps)),
+        "se": se, "mde80": mde(se), "mde80_family": mde(se, alpha=alpha / m_family),
+        "design_effect": design_effect(se, sd, len(d)),
+    }
+    if margin is not None:
+        tlo, thi = percentile_ci(reps, level)
+        p_tost = float(tost(reps, margin))
+        out |= {"p_tost": p_tost, "p_tost_adj": min(1.0, m_family * p_tost),
+                "ci_tost_low": float(tlo), "ci_tost_high": float(thi)}
+    return out
 
 
 def equivalence_table(
@@ -275,15 +319,14 @@ def equivalence_table(
     contrasts: Mapping[str, tuple[str, str]] = DEFAULT_CONTRASTS,
     metrics: Sequence[str] | None = None,
     *,
-    margin: float = 0.01,
+    margin: float | Mapping[str, float] = 0.01,
     **kwargs,
 ) -> pl.DataFrame:
-    """Equivalence (bootstrap TOST) per contrast: the contrast table's key columns with delta,
-    ci_low/ci_high (95%), ci90_low/ci90_high, p_tost, verdict (``different`` if the 95% CI
-    excludes 0, else ``equivalent`` if the 90% CI lies within ±margin, else ``inconclusive``)
-    and margin."""
+    """Equivalence per contrast: the contrast table's key columns with delta, the 95% CI,
+    Holm p, the TOST columns (:data:`EQUIVALENCE_COLUMNS`) and the decision."""
     kwargs.setdefault("mixedlm", "none")
     t = contrast_table(scores, contrasts, metrics, equivalence_margin=margin, **kwargs)
-    drop = ("p_holm", "dz", "se", "mde80", "design_effect", "n_zero_delta", "p_mixedlm",
-            "p_mixedlm_query")
-    return t.select([c for c in t.columns if c not in drop])
+    keep = [*CELL, "metric", "contrast", "cond_a", "cond_b", "n_queries", "n_docs",
+            "family_size", "delta", "ci_low", "ci_high", "p_holm", *EQUIVALENCE_COLUMNS,
+            "decision"]
+    return t.select([c for c in t.columns if c in keep])

@@ -11,8 +11,10 @@ the replicate means), so the clustering of questions in documents is already in 
       mde = (z_{1−α/2} + z_{1−β}) · se          # α = 0.05, 1 − β = 0.80:  2.8016 · se
 
   An effect of size ``mde`` is detected (95% CI excludes 0) in 80% of repetitions of the
-  design. It is the per-contrast figure before the Holm adjustment; Holm over ``m`` contrasts
-  tests the smallest p at ``α/m`` (``m = 4``: ``3.34 · se``).
+  design. That is the per-contrast figure before the Holm adjustment (``mde80``); the decision
+  is taken over the declared family, whose strictest step tests at ``α/m``, so the contrasts
+  table also gives ``mde80_family`` at that level (``m = 4``: ``3.35 · se``) and the verdict and
+  the needed samples use it.
 * **Design effect** of the clustering: ``deff = se² / (sd²/n)``, with ``sd`` the standard
   deviation (ddof = 1) of the ``n`` per-query deltas: how much larger the variance of the mean
   is than if the questions were independent.
@@ -126,14 +128,17 @@ def sample_warnings(n_queries: int, n_docs: int) -> list[str]:
 
 def resolving_power(contrasts: pl.DataFrame, deltas: Sequence[float] = PAPER_DELTAS,
                     dzs: Sequence[float] = PAPER_DZ) -> pl.DataFrame:
-    """Per contrast row: the MDE and the sample needed for each target effect.
+    """Per contrast row: the MDE and the sample needed for each target effect, at 80% power and
+    the level of the decision (two-sided ``α / family_size``, Holm's strictest step).
 
     ``contrasts`` needs ``n_queries, n_docs, mde80`` and, for the dz targets,
-    ``design_effect`` (the contrasts table; without it the dz columns are null); the
-    result keeps its key columns present among ``corpus, embedder, reranker, metric, contrast,
-    cond_a, cond_b`` and adds, per target, ``queries_for_delta_<x>`` / ``docs_for_delta_<x>``
-    and ``queries_for_dz_<x>`` / ``docs_for_dz_<x>`` (``<x>`` as written by ``f"{x:g}"``; null
-    when undefined).
+    ``design_effect`` (the contrasts table; without it the dz columns are null); with
+    ``mde80_family`` and ``family_size`` (the contrasts table has both) the figures are at the
+    family's level, else at α. The result keeps its key columns present among ``corpus,
+    embedder, reranker, metric, contrast, cond_a, cond_b`` and adds ``mde80`` (the MDE used),
+    ``alpha`` (its level), and per target ``queries_for_delta_<x>`` / ``docs_for_delta_<x>``
+    and ``queries_for_dz_<x>`` / ``docs_for_dz_<x>`` (``<x>`` as written by ``f"{x:g}"``;
+    null when undefined).
     """
     keys = [c for c in ("corpus", "embedder", "reranker", "metric", "contrast", "cond_a",
                         "cond_b") if c in contrasts.columns]
@@ -141,18 +146,23 @@ def resolving_power(contrasts: pl.DataFrame, deltas: Sequence[float] = PAPER_DEL
     missing = [c for c in need if c not in contrasts.columns]
     if missing:
         raise ValueError(f"resolving_power: the contrasts table lacks {missing}")
+    family = "mde80_family" in contrasts.columns and "family_size" in contrasts.columns
     rows = []
     for r in contrasts.iter_rows(named=True):
         row = {k: r[k] for k in keys}
-        row["mde80"] = r["mde80"]
+        size = int(r["family_size"]) if family and r["family_size"] else 1
+        alpha = ALPHA / size
+        row["mde80"] = r["mde80_family"] if family else r["mde80"]
+        row["alpha"] = alpha
         for d in deltas:
-            q, n = needed_for_delta(r["n_queries"], r["n_docs"], _f(r["mde80"]), d)
+            q, n = needed_for_delta(r["n_queries"], r["n_docs"], _f(row["mde80"]), d)
             row[f"queries_for_delta_{d:g}"], row[f"docs_for_delta_{d:g}"] = q, n
         for z in dzs:
-            q, n = needed_for_dz(r["n_queries"], r["n_docs"], _f(r.get("design_effect")), z)
+            q, n = needed_for_dz(r["n_queries"], r["n_docs"], _f(r.get("design_effect")), z,
+                                 alpha=alpha)
             row[f"queries_for_dz_{z:g}"], row[f"docs_for_dz_{z:g}"] = q, n
         rows.append(row)
-    schema = {k: pl.String for k in keys} | {"mde80": pl.Float64}
+    schema = {k: pl.String for k in keys} | {"mde80": pl.Float64, "alpha": pl.Float64}
     for d in deltas:
         schema |= {f"queries_for_delta_{d:g}": pl.Int64, f"docs_for_delta_{d:g}": pl.Int64}
     for z in dzs:

@@ -1,0 +1,53 @@
+"""The guard's mark on every contrast row, so it travels with the numbers.
+
+:func:`mark_contrasts` adds ``not_testable`` (the structure-quality guard's reasons, joined by
+"; "; null when the comparison is testable) and ``answer`` (the decision in words, or "not
+testable here") to a contrasts table. The report's cell tables, the forest and dose-response
+figures, the summary and the verdict page all read these two columns, so a comparison the guard
+rejects is never shown like a confirmed result anywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import polars as pl
+
+from structablate.settings import GuardSettings
+from structablate.stats.decision import decide, decision_words
+
+from .guard import comparison_flags
+
+NOT_TESTABLE = "not testable here"
+
+
+def mark_contrasts(
+    contrasts: pl.DataFrame,
+    *,
+    quality: pl.DataFrame | None = None,
+    checks: pl.DataFrame | None = None,
+    ranking: pl.DataFrame | None = None,
+    guard: GuardSettings | None = None,
+) -> pl.DataFrame:
+    """``contrasts`` with ``not_testable`` and ``answer`` columns (module docstring).
+
+    ``quality``/``checks``: the corpus's structure-quality table and comparison checks;
+    ``ranking``: the cell's ranking identity. Without them only what the row itself shows
+    (per-query deltas all 0) can flag it."""
+    if "not_testable" in contrasts.columns:
+        contrasts = contrasts.drop("not_testable", "answer", strict=False)
+    reasons, answers = [], []
+    for r in contrasts.iter_rows(named=True):
+        flags = comparison_flags(r["cond_a"], r["cond_b"], quality=quality, checks=checks,
+                                 ranking=ranking, settings=guard, row=r)
+        reasons.append("; ".join(flags) if flags else None)
+        answers.append(NOT_TESTABLE if flags else
+                       decision_words(decide(r.get("p_holm"), r.get("p_tost_adj")),
+                                      r.get("delta"), r.get("margin")))
+    return contrasts.with_columns(pl.Series("not_testable", reasons, dtype=pl.String),
+                                  pl.Series("answer", answers, dtype=pl.String))
+
+
+def is_testable(row: Mapping) -> bool:
+    """False when a marked row carries the guard's reasons."""
+    return not row.get("not_testable")

@@ -1,0 +1,154 @@
+"""The one decision rule (structablate.stats.decision) and the family fixed by the config:
+monotone, a function of the family-adjusted p-values only, the same words everywhere, and no
+shrunken Holm family in a partial run."""
+
+import numpy as np
+import polars as pl
+import pytest
+from test_stats_contrasts import make_scores
+
+from structablate.report.blocks import row_answer
+from structablate.report.verdict import answer
+from structablate.stats import (
+    DECISIONS,
+    MIN_BOOTSTRAP_DOCS,
+    contrast_table,
+    decide,
+    decision_words,
+    holm,
+)
+
+# how strongly an outcome claims an effect (equivalence claims its absence)
+EFFECT_CLAIM = {"difference": 2, "negligible": 1, "inconclusive": 0, "equivalent": -1}
+
+
+def test_four_outcomes():
+    assert decide(0.01, 0.5) == "difference"
+    assert decide(0.01, 0.01) == "negligible"
+    assert decide(0.5, 0.01) == "equivalent"
+    assert decide(0.5, 0.5) == "inconclusive"
+    assert decide(0.5, None) == "inconclusive"  # no margin: equivalence is not tested
+    assert decide(0.01, float("nan")) == "difference"
+    assert decide(None, 0.01) == "withheld"
+    assert decide(float("nan"), 0.01) == "withheld"
+    assert decide(0.05, 0.05) == "inconclusive"  # the level is strict: p < 0.05
+
+
+def test_rule_is_monotone_over_random_rows():
+    rng = np.random.default_rng(11)
+    p = rng.uniform(0, 0.2, (5000, 4))
+    for p1, p2, t1, t2 in p:
+        lo, hi = sorted((p1, p2))
+        # a smaller Holm p never gives a weaker claim of an effect
+        assert EFFECT_CLAIM[decide(lo, t1)] >= EFFECT_CLAIM[decide(hi, t1)]
+        # a smaller TOST p never gives a weaker claim of equivalence (or a stronger of effect)
+        tlo, thi = sorted((t1, t2))
+        assert EFFECT_CLAIM[decide(p1, tlo)] <= EFFECT_CLAIM[decide(p1, thi)]
+        # the answer depends on which side of the level each adjusted p lies, nothing else
+        same = decide(0.01 if p1 < 0.05 else 0.5, 0.01 if t1 < 0.05 else 0.5)
+        assert decide(p1, t1) == same
+
+
+def _row(**kw):
+    base = dict(cond_a="G4", cond_b="G3", metric="covNDCG@10", n_queries=4301, n_docs=1508,
+                dz=-0.037, mde80=0.0045, family_size=3, margin=0.01, n_zero_delta=0)
+    return base | kw
+
+
+def test_same_holm_p_and_both_intervals_inside_the_margin_give_one_answer():
+    """The full-QASPER page's two rows (Holm p 0.058 for both, both intervals inside ±0.01):
+    one read "too small to tell", the other "no measurable difference"."""
+    g4_g3 = _row(delta=-0.0036, ci_low=-0.0069, ci_high=-0.0006, p=0.019, p_holm=0.058,
+                 p_tost_adj=0.0003, ci_tost_low=-0.0074, ci_tost_high=-0.0001,
+                 verdict="different")
+    g2_a0 = _row(cond_a="G2", cond_b="A0", delta=0.0045, ci_low=-0.0000, ci_high=0.0092,
+                 p=0.050, p_holm=0.058, p_tost_adj=0.02, ci_tost_low=-0.0009,
+                 ci_tost_high=0.0098, verdict="equivalent")
+    assert answer(g4_g3) == answer(g2_a0) == "no difference larger than ±0.01"
+    assert row_answer(g4_g3) == row_answer(g2_a0) == answer(g2_a0)
+    # significant and inside the margin: a real but negligible difference, for both signs
+    assert answer(g4_g3 | {"p_holm": 0.01}) == answer(g2_a0 | {"p_holm": 0.01}) == \
+        "a real but negligible difference (smaller than ±0.01)"
+
+
+def test_words_cover_every_decision():
+    for d in DECISIONS:
+        assert decision_words(d, 0.01, 0.01)
+    assert decision_words("difference", -0.01, 0.01) == "no, it hurts"
+    assert decision_words("difference", 0.01, None) == "yes"
+    with pytest.raises(ValueError, match="unknown decision"):
+        decision_words("different", 0.0, 0.01)
+
+
+def test_holm_never_decreases_when_another_p_grows():
+    """Why a contrast that did not run enters with p = 1: whatever its p would have been, the
+    others' adjusted p-values are at most what p = 1 gives."""
+    rng = np.random.default_rng(3)
+    for _ in range(2000):
+        p = rng.uniform(0, 0.3, int(rng.integers(2, 7)))
+        drop = rng.random(len(p)) < 0.4
+        worst = holm(np.where(drop, 1.0, p))
+        assert (worst[~drop] >= holm(p)[~drop] - 1e-15).all()
+
+
+DECLARED = {"C1": ("A3", "A1"), "C2": ("A3", "P"), "C3": ("G3", "A3"), "C4": ("A4", "A3")}
+
+
+@pytest.fixture(scope="module")
+def families():
+    scores = make_scores(n_docs=40, seed=8)
+    kw = dict(n_boot=400, seed=1, mixedlm="none", equivalence_margin=0.01)
+    full = contrast_table(scores, DECLARED, **kw)
+    partial = contrast_table(scores.filter(pl.col("condition") != "A1"), DECLARED, **kw)
+    return full, partial
+
+
+def test_a_family_missing_a_contrast_is_not_shrunk(families):
+    full, partial = families
+    key = ["embedder", "metric", "contrast"]
+    j = partial.join(full, on=key, suffix="_full")
+    assert partial.height == full.height * 3 // 4  # C1 has no row without A1
+    assert (partial["family_size"] == 4).all() and (partial["family_missing"] == "C1").all()
+    assert (full["family_missing"] == "").all()
+    # never a smaller adjusted p than the complete run
+    assert (j["p_holm"] >= j["p_holm_full"] - 1e-15).all()
+    # exactly Holm over the declared four, C1 at p = 1
+    fam = partial.filter((pl.col("embedder") == "strong") & (pl.col("metric") == "R@50"))
+    np.testing.assert_allclose(fam["p_holm"].to_numpy(),
+                               holm([*fam["p"].to_list(), 1.0])[:3])
+
+
+def test_table_decision_is_the_rule(families):
+    full, _ = families
+    for r in full.iter_rows(named=True):
+        assert r["decision"] == decide(r["p_holm"], r["p_tost_adj"])
+        assert r["p_tost_adj"] == pytest.approx(min(1.0, 4 * r["p_tost"]))
+        inside = -r["margin"] < r["ci_tost_low"] and r["ci_tost_high"] < r["margin"]
+        assert inside == (r["p_tost_adj"] < 0.05) or r["p_tost_adj"] == pytest.approx(0.05,
+                                                                                     abs=0.01)
+
+
+def test_margin_per_measure():
+    scores = make_scores(n_docs=30, seed=9)
+    t = contrast_table(scores, DECLARED, n_boot=200, seed=1, mixedlm="none",
+                       equivalence_margin={"covNDCG@10": 0.02})
+    cov = t.filter(pl.col("metric") == "covNDCG@10")
+    other = t.filter(pl.col("metric") == "R@50")
+    assert (cov["margin"] == 0.02).all() and cov["p_tost"].is_not_null().all()
+    assert other["margin"].is_null().all() and other["p_tost_adj"].is_null().all()
+    assert set(other["decision"]) <= {"difference", "inconclusive"}  # never equivalent
+
+
+def test_too_few_documents_are_withheld():
+    scores = make_scores(n_docs=MIN_BOOTSTRAP_DOCS - 1, seed=2)
+    t = contrast_table(scores, DECLARED, n_boot=200, seed=1, mixedlm="none")
+    assert t.height and (t["decision"] == "withheld").all()
+    for c in ("p", "p_holm", "ci_low", "ci_high", "se", "mde80_family"):
+        assert t[c].is_null().all(), c
+    assert t["withheld"].str.contains(f"fewer than the {MIN_BOOTSTRAP_DOCS}").all()
+    assert t["delta"].is_not_null().all()  # the observed delta is still shown
+    one = make_scores(n_docs=1, seed=2)  # one document: p would be 0 and the CI zero-wide
+    t1 = contrast_table(one, DECLARED, n_boot=200, seed=1, mixedlm="none")
+    assert (t1["decision"] == "withheld").all() and t1["p"].is_null().all()
+    row = t1.row(0, named=True)
+    assert answer(row) == "withheld"
