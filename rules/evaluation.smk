@@ -48,6 +48,8 @@ rule summary_markdown:
     input:
         summaries=[P.cell_table(c.corpus, c.embedder, c.reranker, "summary")
                    for c in PLAN.cells()],
+        contrasts=[P.report_cell(c.corpus, c.embedder, c.reranker, "contrasts_marked.parquet")
+                   for c in PLAN.cells()],
     output:
         markdown=P.summary_markdown(),
     params:

@@ -41,8 +41,11 @@ rule report_cell:
         contrasts=P.cell_table(*CELL, "contrasts"),
         dose_response=P.cell_table(*CELL, "dose_response"),
         queries=P.queries(W["corpus"]),
+        structure_quality=P.report_corpus(W["corpus"], "structure_quality.parquet"),
+        comparison_checks=P.report_corpus(W["corpus"], "comparison_checks.parquet"),
     output:
         cis=P.report_cell(*CELL, "condition_cis.parquet"),
+        marked=P.report_cell(*CELL, "contrasts_marked.parquet"),
         section_recall=P.report_cell(*CELL, "section_recall.parquet"),
         cell=P.report_cell(*CELL, "cell.json"),
         ranking_identity=P.report_cell(*CELL, "ranking_identity.parquet"),
@@ -73,7 +76,8 @@ rule report_cell:
 
 rule report_corpus:
     input:
-        contrasts=lambda w: [P.cell_table(c.corpus, c.embedder, c.reranker, "contrasts")
+        contrasts=lambda w: [P.report_cell(c.corpus, c.embedder, c.reranker,
+                                           "contrasts_marked.parquet")
                              for c in PLAN.cells(w.corpus)],
         chunks=lambda w: [P.chunks(w.corpus, cs) for cs in PLAN.chunksets],
         embed_stats=lambda w: [P.vector_stats(w.corpus, e, cs)
@@ -107,7 +111,7 @@ rule report_corpus:
 rule report_page:
     input:
         summaries=tables_of_cells("summary"),
-        contrasts=tables_of_cells("contrasts"),
+        contrasts=report_of_cells("contrasts_marked.parquet"),
         dose=tables_of_cells("dose_response"),
         cis=report_of_cells("condition_cis.parquet"),
         section_recall=report_of_cells("section_recall.parquet"),

@@ -7,8 +7,14 @@ import polars as pl
 from structablate.io import read_parquet, write_json, write_parquet
 from structablate.report import blocks, figures, render
 from structablate.report.provenance import cell_flags
+from structablate.report.testable import dose_flags, mark_contrasts
 from structablate.settings import dump
-from structablate.stats import condition_mean_cis, ranking_identity, section_recall_cis
+from structablate.stats import (
+    DEFAULT_DEPTHS,
+    condition_mean_cis,
+    ranking_identity,
+    section_recall_cis,
+)
 from structablate.workflow import setup
 
 
@@ -35,8 +41,15 @@ def main(smk):
                             read_parquet(smk.input.queries), n_boot=n_boot, seed=seed)
     write_parquet(sr, smk.output.section_recall)
     chunks = {c: read_parquet(p) for c, p in zip(conds, smk.input.chunks, strict=True)}
-    write_parquet(ranking_identity({c: read_parquet(runs[c]) for c in conds}, chunks),
-                  smk.output.ranking_identity)
+    ranking = ranking_identity({c: read_parquet(runs[c]) for c in conds}, chunks)
+    write_parquet(ranking, smk.output.ranking_identity)
+    guard = dict(quality=read_parquet(smk.input.structure_quality),
+                 checks=read_parquet(smk.input.comparison_checks), ranking=ranking,
+                 guard=settings["guard"])
+    contrasts = mark_contrasts(contrasts, **guard)
+    write_parquet(contrasts, smk.output.marked)
+    log.info("%d of %d contrast rows not testable here (structure-quality guard)",
+             contrasts["not_testable"].is_not_null().sum(), contrasts.height)
 
     # did the reranker of this cell have a trained head? (the rerank rule records it per row)
     observed = None
@@ -64,7 +77,8 @@ def main(smk):
                                             title=f"Per-condition means, 95% CI — {label}"),
                      smk.output.bars, smk.output.bars_svg)
     figures.save_all(figures.dose_response_plot(
-        dose, cis, metric, title=f"Breadcrumb-depth dose-response — {label}"),
+        dose, cis, metric, title=f"Breadcrumb-depth dose-response — {label}",
+        flags=dose_flags(list(DEFAULT_DEPTHS), **guard) if dose.height else ()),
         smk.output.dose, smk.output.dose_svg)
     figures.save_all(figures.section_recall_plot(sr, title=f"Stage-1 section recall — {label}"),
                      smk.output.section_recall_fig, smk.output.section_recall_svg)

@@ -10,9 +10,11 @@ from structablate.workflow import setup
 
 def main(smk):
     _, settings = setup(smk)
-    cells = {(c.corpus, c.embedder, c.reranker): read_parquet(path)
-             for c, path in zip(settings["cells"], smk.input.summaries, strict=True)}
-    text = summary_markdown(cells, dump(settings["embedders"]), dump(settings["rerankers"]))
+    keys = [(c.corpus, c.embedder, c.reranker) for c in settings["cells"]]
+    cells = dict(zip(keys, map(read_parquet, smk.input.summaries), strict=True))
+    contrasts = dict(zip(keys, map(read_parquet, smk.input.contrasts), strict=True))
+    text = summary_markdown(cells, dump(settings["embedders"]), dump(settings["rerankers"]),
+                            contrasts=contrasts, metric=settings["metric"])
     Path(smk.output.markdown).write_text(text, encoding="utf-8")
 
 

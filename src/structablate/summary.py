@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
+from structablate.report.blocks import fmt, fmt_ci, fmt_p, row_answer
 from structablate.stats.means import condition_means
 
 
@@ -19,8 +20,14 @@ def summary_markdown(
     cells: Mapping[tuple[str, str, str], pl.DataFrame],
     embedders: Mapping[str, Mapping],
     rerankers: Mapping[str, Mapping],
+    *,
+    contrasts: Mapping[tuple[str, str, str], pl.DataFrame] | None = None,
+    metric: str | None = None,
 ) -> str:
-    """A Markdown page: one table (conditions x measures) per cell, with model provenance."""
+    """A Markdown page: one table (conditions x measures) per cell, with model provenance,
+    and, given ``contrasts`` (the marked contrasts of :func:`structablate.report.testable.
+    mark_contrasts`) and ``metric``, the cell's contrasts of ``metric`` with their answers by
+    the one decision rule, "not testable here" where the guard rejects a comparison."""
     lines = ["# structablate summary", ""]
     lines.append("Per-condition means of per-query scores. Every cell outside the pre-registered "
                  "primary cell (cov-nDCG@10, strong embedder, no reranker) is exploratory.")
@@ -50,4 +57,25 @@ def summary_markdown(
             vals = {r["measure"]: r["mean"] for r in sub.iter_rows(named=True)}
             lines.append(f"| {c} | " + " | ".join(f"{vals[m]:.4f}" for m in measures) + " |")
         lines.append("")
+        cell = (contrasts or {}).get((corpus, embedder, reranker))
+        if cell is not None and metric is not None and cell.height:
+            lines += _contrast_lines(cell.filter(pl.col("metric") == metric), metric)
     return "\n".join(lines)
+
+
+def _contrast_lines(df: pl.DataFrame, metric: str) -> list[str]:
+    if not df.height:
+        return []
+    out = [f"Contrasts of {metric} (Holm over each declared family; answers by the decision "
+           "rule of docs/statistics.md):", "",
+           "| contrast | family | Δ | 95% CI | Holm p | answer |",
+           "| --- | --- | ---: | ---: | ---: | --- |"]
+    for r in df.iter_rows(named=True):
+        answer = row_answer(r)
+        if r.get("not_testable"):
+            answer += f" ({r['not_testable']})"
+        out.append(f"| {r['contrast']}: {r['cond_a']} − {r['cond_b']} | {r.get('family', '')} "
+                   f"| {fmt(r['delta'], 4, True)} | {fmt_ci(r.get('ci_low'), r.get('ci_high'))} "
+                   f"| {fmt_p(r.get('p_holm'))} | {answer} |")
+    out.append("")
+    return out

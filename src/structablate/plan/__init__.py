@@ -563,14 +563,14 @@ _RULES: dict[str, Callable[[Plan, Settings, dict[str, str]], dict[str, Any]]] = 
     "score": lambda p, s, w: {"measures": s.metrics.measures, "conditions": p.conditions},
     "summarize_cell": lambda p, s, w: {"conditions": p.conditions},
     "summary_markdown": lambda p, s, w: {"embedders": s.embedders, "rerankers": s.rerankers,
-                                         "cells": p.cells()},
+                                         "cells": p.cells(), "metric": p.primary_metric},
     "contrasts": lambda p, s, w: {"statistics": _statistics(p, s), "seed": s.seed,
                                   "conditions": p.conditions},
     "trec_export": lambda p, s, w: {},
     "report_cell": lambda p, s, w: {
         "conditions": p.conditions, "metric": p.primary_metric,
         "n_boot": s.statistics.bootstrap_iters, "seed": s.seed,
-        "reranker": s.rerankers[w["reranker"]]},
+        "reranker": s.rerankers[w["reranker"]], "guard": s.report.guard},
     "structure_quality": lambda p, s, w: {
         "conditions": p.conditions, "chunksets": p.chunksets,
         "hier_top_sections": s.retrieval.hier_top_sections, "inducer": s.induction.inducer},

@@ -9,6 +9,7 @@ so in words rather than an empty plot.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,6 +24,8 @@ from matplotlib.figure import Figure  # noqa: E402
 SIG_COLOR = "#1f5fa8"
 NS_COLOR = "#8c8c8c"
 PRIMARY_COLOR = "#c0392b"
+FLAGGED_COLOR = "#c8c8c8"  # a comparison the structure-quality guard rejects
+FLAGGED_TEXT = "#8a4b00"
 
 
 def save(fig: Figure, path: str | Path, dpi: int = 110) -> None:
@@ -63,7 +66,10 @@ def forest_plot(contrasts: pl.DataFrame, metric: str, title: str = "") -> Figure
     """Contrasts of one corpus (all cells) for ``metric``: Δ with its 95% CI per row.
 
     Rows are grouped by cell; filled markers are Holm-significant (p_holm < 0.05), the
-    pre-registered primary rows are red.
+    pre-registered primary rows are red; a row the structure-quality guard marked (its
+    ``not_testable`` column, :func:`structablate.report.testable.mark_contrasts`) is drawn
+    hollow and light grey whatever its p, and labelled "not testable here"; a row whose
+    bootstrap was withheld has no interval.
     """
     df = contrasts.filter(pl.col("metric") == metric)
     if not df.height:
@@ -77,20 +83,25 @@ def forest_plot(contrasts: pl.DataFrame, metric: str, title: str = "") -> Figure
     labels = []
     for i, r in enumerate(df.iter_rows(named=True)):
         y = n - 1 - i
-        sig = _finite(r["p_holm"]) and r["p_holm"] < 0.05
-        color = PRIMARY_COLOR if r.get("primary") else (SIG_COLOR if sig else NS_COLOR)
-        if _finite(r["ci_low"], r["ci_high"]):
-            ax.hlines(y, r["ci_low"], r["ci_high"], color=color, lw=2)
+        flagged = bool(r.get("not_testable"))
+        sig = _finite(r["p_holm"]) and r["p_holm"] < 0.05 and not flagged
+        color = (FLAGGED_COLOR if flagged else PRIMARY_COLOR if r.get("primary")
+                 else SIG_COLOR if sig else NS_COLOR)
+        if _finite(r.get("ci_low"), r.get("ci_high")):
+            ax.hlines(y, r["ci_low"], r["ci_high"], color=color, lw=2,
+                      ls=":" if flagged else "-")
         ax.plot([r["delta"]], [y], "o", color=color, ms=7,
                 mfc=color if sig else "white", mew=1.8)
         fam = "" if r["family"] == "pre-registered" else " (expl.)"
+        mark = "  [not testable here]" if flagged else ""
         labels.append(f"{r['contrast']}: {r['cond_a']}−{r['cond_b']}{fam}  ·  "
-                      f"{r['embedder']}/{r['reranker']}")
+                      f"{r['embedder']}/{r['reranker']}{mark}")
     ax.axvline(0, color="black", lw=0.8, ls="--")
     ax.set_yticks(range(n))
     ax.set_yticklabels(list(reversed(labels)), fontsize=9)
     ax.set_xlabel(f"Δ {metric} (a − b), 95% document-clustered bootstrap CI\n"
-                  "filled: Holm p < 0.05 · open: n.s. · red: pre-registered primary cell",
+                  "filled: Holm p < 0.05 · open: n.s. · red: pre-registered primary cell · "
+                  "grey dotted: not testable here (structure-quality guard)",
                   fontsize=9)
     ax.set_title(title or f"Contrasts, {metric}", fontsize=11)
     ax.set_ylim(-0.7, n - 0.3)
@@ -143,10 +154,12 @@ DOSE_RUNGS = {"A2": 0, "A3-d1": 1, "A3-d2": 2, "A3": 3}
 
 
 def dose_response_plot(dose: pl.DataFrame, cis: pl.DataFrame, metric: str,
-                       title: str = "") -> Figure:
+                       title: str = "", flags: Sequence[str] = ()) -> Figure:
     """Breadcrumb depth (A2 → A3-d1 → A3-d2 → A3) against the mean of ``metric`` with CIs,
     annotated with the within-query slope and its CI. A placeholder when the ladder did not
-    run."""
+    run. ``flags``: the guard's reasons against the ladder
+    (:func:`structablate.report.testable.dose_flags`); with any, the slope is labelled "not
+    testable here" and the reasons are printed under the plot."""
     title = title or f"Breadcrumb-depth dose-response, {metric}"
     row = dose.filter(pl.col("metric") == metric) if dose.height else dose
     have = set(cis.filter(pl.col("measure") == metric)["condition"]) if cis.height else set()
@@ -168,10 +181,17 @@ def dose_response_plot(dose: pl.DataFrame, cis: pl.DataFrame, metric: str,
     ax.set_ylabel(f"mean {metric}")
     ax.set_title(title, fontsize=11)
     ax.grid(alpha=0.3)
-    ax.text(0.02, 0.95, f"slope {r['slope']:+.4f} per level, 95% CI "
+    mark = "NOT TESTABLE HERE: " if flags else ""
+    ax.text(0.02, 0.95, f"{mark}slope {r['slope']:+.4f} per level, 95% CI "
             f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}], p = {r['p']:.3f}",
-            transform=ax.transAxes, va="top", fontsize=9)
-    fig.tight_layout()
+            transform=ax.transAxes, va="top", fontsize=9,
+            color=FLAGGED_TEXT if flags else "black")
+    if flags:
+        wrapped = "\n".join(textwrap.fill(f, 95) for f in flags)
+        fig.text(0.01, 0.01, wrapped, fontsize=7, color=FLAGGED_TEXT, va="bottom")
+        fig.tight_layout(rect=(0, 0.06 + 0.045 * wrapped.count("\n"), 1, 1))
+    else:
+        fig.tight_layout()
     return fig
 
 

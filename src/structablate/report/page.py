@@ -8,7 +8,7 @@ them to Markdown and HTML.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import polars as pl
@@ -37,6 +37,7 @@ from .blocks import (
 from .guard import GuardSettings, comparison_flags
 from .provenance import answer_provenance, cell_flags, llm_status, provenance_blocks
 from .render import FigureBlock, Note, PageSection
+from .testable import mark_contrasts
 from .verdict import PAPER_NAMES, verdict_blocks
 
 PAPER_NAMES_BY_NAME = {name: pair for pair, name in PAPER_NAMES.items()}
@@ -121,6 +122,8 @@ def build_page(
     so a question or contrast that did not run says why (without it the paper's C1–C4 are
     assumed)."""
     metric = primary_metric(primary, measures)
+    cells = [_marked(c, next((x for x in corpora if x.name == c.cell[0]), None), guard)
+             for c in cells]
     observed = {c.cell: c.observed_trained for c in cells}
     intro = [Note("Per-query results of the structure ablation, the pre-registered contrasts "
                   "(Table 1 layout) and per-condition means (Table 2 layout), with the figures "
@@ -255,6 +258,19 @@ def _figure(key: str, src: str, caption: str) -> FigureBlock:
     linked under it."""
     svg = src[: -len(".png")] + ".svg" if src.endswith(".png") else None
     return FigureBlock(key, src, caption, formats={"SVG": svg} if svg else {})
+
+
+def _marked(cell: CellData, corpus: CorpusData | None, guard: GuardSettings | None
+            ) -> CellData:
+    """``cell`` with its contrasts marked by the guard (:func:`.testable.mark_contrasts`), so
+    every table of the page carries the mark; kept as it is when already marked."""
+    if not cell.contrasts.height or "not_testable" in cell.contrasts.columns:
+        return cell
+    marked = mark_contrasts(
+        cell.contrasts, quality=corpus.structure_quality if corpus else None,
+        checks=corpus.comparison_checks if corpus else None, ranking=cell.ranking_identity,
+        guard=guard)
+    return replace(cell, contrasts=marked)
 
 
 def _flagger(corpus: CorpusData | None, cell: CellData, guard: GuardSettings | None):

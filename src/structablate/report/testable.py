@@ -9,7 +9,7 @@ rejects is never shown like a confirmed result anywhere.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import polars as pl
 
@@ -51,3 +51,27 @@ def mark_contrasts(
 def is_testable(row: Mapping) -> bool:
     """False when a marked row carries the guard's reasons."""
     return not row.get("not_testable")
+
+
+def dose_flags(
+    rungs: Sequence[str],
+    *,
+    quality: pl.DataFrame | None = None,
+    checks: pl.DataFrame | None = None,
+    ranking: pl.DataFrame | None = None,
+    guard: GuardSettings | None = None,
+) -> list[str]:
+    """The guard's reasons against the depth ladder ``rungs`` (e.g. A2, A3-d1, A3-d2, A3):
+    neighbouring rungs that do not differ here, and induced structure too far from gold to
+    stand for the documents' structure (asked once, of the first and last rung)."""
+    out: list[str] = []
+    for a, b in zip(rungs, rungs[1:], strict=False):
+        for reason in comparison_flags(a, b, quality=quality, checks=checks, ranking=ranking,
+                                       settings=guard, gold_agreement=False):
+            out.append(f"{a} vs {b}: {reason}")
+    if len(rungs) > 1:
+        # the agreement reason alone: what the gold check adds to the flags of the end rungs
+        ends = dict(quality=quality, settings=guard)
+        without = comparison_flags(rungs[-1], rungs[0], gold_agreement=False, **ends)
+        out += [r for r in comparison_flags(rungs[-1], rungs[0], **ends) if r not in without]
+    return out
