@@ -331,7 +331,7 @@ def test_gp_and_a0g_run_end_to_end(tmp_path, counter):
     for cond in ("GP", "A0g"):
         assert (cell / "scores" / f"{cond}.parquet").exists()
     contrasts = read_parquet(cell / "contrasts.parquet")
-    assert {"G3-GP", "G2-A0g", "G2-A0", "C3"} <= set(contrasts["contrast"].to_list())
+    assert set(contrasts["contrast"].to_list()) == {"G3-GP", "G2-A0g", "G2-A0"}  # C1-C4 not run
     checks = read_parquet(root / "results" / "report" / "qasper" / "comparison_checks.parquet")
     gp_checks = checks.filter((pl.col("cond_a") == "G3") & (pl.col("cond_b") == "GP"))
     assert set(gp_checks["check"].to_list()) == {"same_text", "placebo_pairs_identical"}
