@@ -1,5 +1,6 @@
-# Chunking: one chunk table per chunkset (conditions that differ only in retrieval share one),
-# A1's situating contexts, and the induced structure the A family cuts along.
+# Chunking: one chunk table per chunkset (conditions that differ only in retrieval share one;
+# GP and A0g, beyond the paper, are chunksets of their own), A1's situating contexts, and the
+# induced structure the A family cuts along.
 
 
 rule tokenize_corpus:
@@ -29,7 +30,9 @@ rule chunk:
         documents=P.documents(W["corpus"]),
         paragraphs=P.paragraphs(W["corpus"]),
         tokens=P.tokens(W["corpus"]),
+        # gold or induced sections (the chunkset's structure; fixed windows: gold labels)
         sections=structure_file,
+        # fixed windows only: A0/A1 size_match_structure's sections, A0g gold's
         size_reference=size_reference_file,
     output:
         chunks=P.chunks(W["corpus"], W["chunkset"]),

@@ -160,8 +160,14 @@ def test_fingerprints_follow_code_not_comments(src_copy):
     fixed.write_text(text + "\nEXTRA_CONSTANT = 1\n")
     after = _prints(src_copy)
     changed = {c for c in CONDITIONS if after[c][0] != before[c][0]}
-    assert changed == {"A0", "A1"}
+    assert changed == {"A0", "A1", "A0g"}
     assert all(after[c][1] == before[c][1] for c in CONDITIONS)  # retrieval never runs it
+    # the placebo code reruns the chunking of both placebo conditions (P, and GP on gold)
+    placebo = src_copy / "src" / "structablate" / "chunking" / "placebo.py"
+    placebo.write_text(placebo.read_text() + "\nEXTRA_CONSTANT = 1\n")
+    moved = _prints(src_copy)
+    assert {c for c in CONDITIONS if moved[c][0] != after[c][0]} == {"P", "GP"}
+    after = moved
     two = src_copy / "src" / "structablate" / "retrieval" / "two_stage.py"
     two.write_text(two.read_text() + "\nEXTRA_CONSTANT = 1\n")
     again = _prints(src_copy)

@@ -1,5 +1,5 @@
 """Glue: corpus tables and the corpus token table -> the chunk table of one chunkset (and its
-size statistics)."""
+size statistics; for the placebo chunksets P and GP, the assignment report under ``placebo``)."""
 
 from structablate.chunking.build import build_chunks, chunk_stats
 from structablate.chunking.tokens import TokenCounter, read_corpus_tokens

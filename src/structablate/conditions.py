@@ -1,9 +1,19 @@
-"""The eleven conditions of the study (paper Table 4) and the chunksets they embed.
+"""The conditions of the study and the chunksets they embed: the eleven of the paper's Table 4,
+and two controls of structablate's own (:data:`BEYOND_PAPER`).
 
 A condition varies exactly three things: where chunk boundaries fall (``boundaries`` and
 ``structure``), what prefix precedes the content (``prefix``, ``depth``), and whether retrieval
 is flat or two-stage (``retrieval``). Conditions that differ only in retrieval share one
 chunkset and so one embedding file (A4 reads A3's vectors, G4 reads G3's).
+
+The two controls beyond the paper (docs/conditions.md):
+
+* ``GP``, the gold-structure placebo: G3's chunks (gold boundaries, depth-3 breadcrumb) with
+  heading paths shuffled across documents exactly as P shuffles A3's, so G3 − GP asks C2's
+  question on structure that is right by construction;
+* ``A0g``, fixed windows whose per-document size follows the *gold* structural chunks
+  whatever ``size_match_structure`` says (A0 keeps following ``size_match_structure``), so
+  G2 − A0g is the chunking contrast with a size control on the gold arm.
 """
 
 from __future__ import annotations
@@ -20,6 +30,9 @@ class Condition:
     depth: int  # breadcrumb depth (heading levels below the title); 0 without breadcrumb
     retrieval: str  # "flat" | "two_stage"
     chunkset: str  # name of the chunk table / embedding file this condition reads
+    size_match: str | None = None
+    """Fixed windows only: the structure (``gold`` | ``induced``) whose structural chunks set
+    each document's window size; None follows the ``size_match_structure`` setting."""
 
 
 CONDITIONS: dict[str, Condition] = {
@@ -36,8 +49,18 @@ CONDITIONS: dict[str, Condition] = {
         Condition("G2", "structural", "gold", "none", 0, "flat", "G2"),
         Condition("G3", "structural", "gold", "breadcrumb", 3, "flat", "G3"),
         Condition("G4", "structural", "gold", "breadcrumb", 3, "two_stage", "G3"),
+        # beyond the paper (BEYOND_PAPER)
+        Condition("GP", "structural", "gold", "placebo", 3, "flat", "GP"),
+        Condition("A0g", "fixed", None, "none", 0, "flat", "A0g", size_match="gold"),
     ]
 }
+
+PAPER_CONDITIONS: tuple[str, ...] = (
+    "A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "A4", "G2", "G3", "G4")
+"""The eleven conditions of the paper's Table 4, in its order."""
+
+BEYOND_PAPER: tuple[str, ...] = ("GP", "A0g")
+"""Exploratory controls of structablate's own; the paper defines neither."""
 
 
 def condition(name: str) -> Condition:

@@ -189,10 +189,19 @@ class Plan:
         return CONDITIONS[chunkset].structure or "gold"
 
     def size_reference(self, chunkset: str) -> str | None:
-        """Whose structural chunks size a fixed-window chunkset (None: not fixed windows)."""
-        if CONDITIONS[chunkset].boundaries != "fixed":
+        """Whose structural chunks (``gold`` or ``induced``) size a fixed-window chunkset: the
+        condition's own ``size_match`` (A0g: gold), else ``size_match_structure``; None for
+        structural chunksets."""
+        cond = CONDITIONS[chunkset]
+        if cond.boundaries != "fixed":
             return None
-        return self.settings.size_match_structure
+        return cond.size_match or self.settings.size_match_structure
+
+    def reads_induced(self, name: str) -> bool:
+        """Whether condition ``name`` reads induced sections: its boundaries follow them, or
+        its fixed windows are sized to them (:meth:`size_reference`)."""
+        cond = CONDITIONS[name]
+        return cond.structure == "induced" or self.size_reference(cond.chunkset) == "induced"
 
     def qasper_sources(self, corpus: str) -> list[QasperSource]:
         """A QASPER corpus's sources with relative v0.3 paths resolved against ``data_dir``."""
@@ -226,11 +235,9 @@ class Plan:
     def stage_conditions(self) -> dict[str, list[str]]:
         """For each grid-level LLM stage, the conditions that need it: ``induction`` (with
         the LLM inducer: conditions on induced structure, and fixed windows sized to induced
-        structure) and ``contexts`` (A1)."""
+        structure, :meth:`reads_induced`) and ``contexts`` (A1)."""
         s = self.settings
-        induced = [c for c in self.conditions if CONDITIONS[c].structure == "induced"
-                   or (CONDITIONS[c].boundaries == "fixed"
-                       and s.size_match_structure == "induced")]
+        induced = [c for c in self.conditions if self.reads_induced(c)]
         return {
             "induction": induced if s.induction.inducer == "llm" else [],
             "contexts": [c for c in self.conditions if CONDITIONS[c].prefix == "context"],
@@ -239,10 +246,7 @@ class Plan:
     @property
     def needs_induced_structure(self) -> bool:
         """Whether any condition reads induced sections (whichever inducer makes them)."""
-        s = self.settings
-        return any(CONDITIONS[c].structure == "induced"
-                   or (CONDITIONS[c].boundaries == "fixed" and s.size_match_structure ==
-                       "induced") for c in self.conditions)
+        return any(self.reads_induced(c) for c in self.conditions)
 
     def stage_llm(self, stage: str, corpus: str | None = None) -> LLMSettings:
         """The llm settings ``stage`` runs with: the ``llm`` block with the stage's own

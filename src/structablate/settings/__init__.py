@@ -45,10 +45,13 @@ __all__ = [
     "setting",
 ]
 
-CONDITION_NAMES = ("A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "A4", "G2", "G3", "G4")
-"""The eleven conditions of the paper's Table 4 (definitions: :mod:`structablate.conditions`)."""
+CONDITION_NAMES = ("A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "A4", "G2", "G3", "G4",
+                   "GP", "A0g")
+"""The eleven conditions of the paper's Table 4, then structablate's own controls GP and A0g
+(definitions: :mod:`structablate.conditions`)."""
 
-Condition = Literal["A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "A4", "G2", "G3", "G4"]
+Condition = Literal["A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "A4", "G2", "G3", "G4",
+                    "GP", "A0g"]
 QType = Literal["factoid", "underspecified", "multihop", "structural"]
 QTYPES: tuple[str, ...] = ("factoid", "underspecified", "multihop", "structural")
 
@@ -598,7 +601,8 @@ class Settings:
     conditions: tuple[Condition, ...] = setting(("A0", "G2", "G3"), minItems=1,
                                                 uniqueItems=True, doc="conditions run")
     size_match_structure: Literal["gold", "induced"] = setting(
-        "induced", doc="structure whose structural chunks size the fixed windows")
+        "induced", doc="structure whose structural chunks size the fixed windows of A0 and A1 "
+        "(A0g is always sized to gold)")
     rerankers: dict[str, RerankerSettings] = setting(
         {"none": RerankerSettings()}, minProperties=1,
         propertyNames={"pattern": "^[A-Za-z0-9_]+$"}, doc="reranker name -> reranker")
