@@ -1,0 +1,55 @@
+"""The paper's published numbers, in one table, for side-by-side comparisons.
+
+Values are as printed in the paper (Kuehlkamp, Moreira & Rund 2026; PROTOCOL.md "Headline
+numbers"): cov-nDCG@10 with the strong embedder (bge-large-en-v1.5) and no reranker. Keys of the
+corpus level are the paper's corpora, ``"wikipedia"`` (Wikipedia-FA) and ``"qasper"``.
+"""
+
+from __future__ import annotations
+
+PAPER_METRIC = "covNDCG@10"
+
+PAPER_MEANS: dict[str, dict[str, float]] = {
+    "wikipedia": {"A0": 0.362, "A1": 0.391, "A2": 0.403, "A3": 0.413, "P": 0.403, "A4": 0.381,
+                  "G2": 0.417, "G3": 0.426, "G4": 0.400},
+    "qasper": {"A0": 0.098, "A1": 0.114, "A2": 0.117, "A3": 0.125, "P": 0.109, "A4": 0.111,
+               "G2": 0.120, "G3": 0.126, "G4": 0.111},
+}
+"""Table 2: per-condition mean cov-nDCG@10."""
+
+PAPER_CONTRASTS: dict[str, dict[tuple[str, str], float]] = {
+    "wikipedia": {("A3", "A1"): 0.0218, ("A3", "P"): 0.0099, ("G3", "A3"): 0.0129,
+                  ("A4", "A3"): -0.0326},
+    "qasper": {("A3", "A1"): 0.0115, ("A3", "P"): 0.0161, ("G3", "A3"): 0.0011,
+               ("A4", "A3"): -0.0147},
+}
+"""Table 1: the pre-registered contrasts C1–C4 (Δ cov-nDCG@10); C3 on QASPER is not
+significant, the others are Holm-significant."""
+
+PAPER_SECTION_RECALL: dict[str, tuple[float, float]] = {
+    "wikipedia": (0.60, 0.68), "qasper": (0.17, 0.20)}
+"""Stage-1 section recall of two-stage retrieval, as a range."""
+
+PAPER_BM25_GOLD_TOP1: dict[str, float] = {"wikipedia": 0.363, "qasper": 0.227}
+"""Share of questions whose best BM25 chunk is relevant."""
+
+PAPER_CHUNK_SPAN_IDENTITY: dict[str, float] = {"wikipedia": 0.789, "qasper": 0.758}
+"""Induced structural chunk spans byte-identical to a gold span (the paper's LLM inducer)."""
+
+PAPER_QASPER_FUNNEL: dict[str, float] = {
+    "questions": 5049, "kept": 4303, "papers": 1508, "exact_share": 0.957,
+    "multi_span_share": 0.439, "spans_per_question": 2.10}
+"""QASPER's funnel: all questions, questions kept over papers, evidence mapped exactly,
+multi-span questions and spans per question."""
+
+
+def paper_contrast(corpus_kind: str, a: str, b: str) -> float | None:
+    """The paper's Δ for ``a − b`` on a corpus: a published contrast, else the difference of
+    its published means (rounded to the means' three decimals), else None."""
+    pub = PAPER_CONTRASTS.get(corpus_kind, {})
+    if (a, b) in pub:
+        return pub[(a, b)]
+    means = PAPER_MEANS.get(corpus_kind, {})
+    if a in means and b in means:
+        return round(means[a] - means[b], 3)
+    return None
