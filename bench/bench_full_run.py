@@ -18,65 +18,16 @@ folder does only what is missing (the embedding cache keeps every vector).
 from __future__ import annotations
 
 import argparse
-import csv
-import hashlib
-import json
-import re
 import subprocess
 import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 
+from structablate.report.results import embedding_counts, read_benchmarks, score_hashes
+
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "config" / "qasper-full-cpu.yaml"
-RULE_OF_PREFIX = {"embed_queries": "embed_queries"}
-"""Benchmark names that are a rule's name as they stand (the rest lose a condition suffix)."""
-
-
-def read_benchmarks(results: Path) -> list[dict]:
-    """One row per job: ``job`` (its benchmark name), ``rule``, ``s`` (wall seconds),
-    ``cpu_s`` and ``max_rss_mb`` (peak resident memory, MB), from ``{results}/benchmarks``."""
-    rows = []
-    root = results / "benchmarks"
-    for path in sorted(root.rglob("*.tsv")):
-        with path.open() as fh:
-            rec = next(csv.DictReader(fh, delimiter="\t"), None)
-        if rec is None:
-            continue
-        job = path.relative_to(root).with_suffix("").as_posix()
-        stem = job.rsplit("/", 1)[-1]
-        rule = RULE_OF_PREFIX.get(stem, re.sub(r"_(A\d[-\w]*|G\d|P)$", "", stem))
-        rule = {"embed": "embed_chunks", "trec": "trec_export", "summarize": "summarize_cell",
-                "rerank": "rerank"}.get(rule, rule)
-
-        def num(key: str, rec=rec) -> float:
-            try:
-                return float(rec.get(key) or "nan")
-            except ValueError:  # Snakemake writes "NA" where it measured nothing
-                return float("nan")
-
-        rows.append({"job": job, "rule": rule, "s": num("s"), "cpu_s": num("cpu_time"),
-                     "max_rss_mb": num("max_rss")})
-    return rows
-
-
-def embedding_counts(results: Path) -> list[dict]:
-    """Per embedding job: texts, unique texts, computed, served from the cache, texts/s."""
-    out = []
-    for path in sorted(results.glob("*/*/embeddings/*.json")):
-        s = json.loads(path.read_text())
-        out.append({"job": path.relative_to(results).with_suffix("").as_posix(), **{
-            k: s.get(k) for k in ("texts", "unique_texts", "computed", "cache_hits",
-                                  "texts_per_second", "truncated")}})
-    return out
-
-
-def score_hashes(results: Path) -> list[tuple[str, str]]:
-    """``(path under results, sha256)`` of every per-query score table, so a rerun can be
-    compared with a recorded one without keeping the tables."""
-    return [(p.relative_to(results).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest())
-            for p in sorted(results.glob("*/*/*/scores/*.parquet"))]
 
 
 def markdown(results: Path) -> str:

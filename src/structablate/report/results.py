@@ -215,6 +215,19 @@ def _benchmark(path: Path) -> dict:
     return {"s": num("s"), "cpu_s": num("cpu_time"), "max_rss_mb": num("max_rss")}
 
 
+_PER_CONDITION = {"embed": "embed_chunks", "chunk": "chunk", "retrieve": "retrieve",
+                  "rerank": "rerank", "trec": "trec_export"}
+
+
+def _rule_of(stem: str) -> str:
+    """The rule of a benchmark file's stem (rules/*.smk name them ``<rule or short
+    name>[_<chunkset or condition>]``)."""
+    if stem in ("embed_queries", "summarize"):
+        return {"summarize": "summarize_cell"}.get(stem, stem)
+    head, sep, _ = stem.partition("_")
+    return _PER_CONDITION[head] if sep and head in _PER_CONDITION else stem
+
+
 def read_benchmarks(results: str | Path) -> list[dict]:
     """One row per job: ``job`` (its benchmark name under ``benchmarks/``), ``rule`` (the name
     before a wildcard suffix), ``s`` (wall seconds), ``cpu_s`` and ``max_rss_mb`` (peak
@@ -223,8 +236,7 @@ def read_benchmarks(results: str | Path) -> list[dict]:
     rows = []
     for path in sorted(root.rglob("*.tsv")):
         job = path.relative_to(root).with_suffix("").as_posix()
-        stem = job.rsplit("/", 1)[-1]
-        rule = re.sub(r"_(A\d[-\w]*|G\d|GP|P|queries)$", "", stem)
+        rule = _rule_of(job.rsplit("/", 1)[-1])
         rows.append({"job": job, "rule": rule, "file": f"benchmarks/{job}.tsv",
                      **_benchmark(path)})
     return rows
