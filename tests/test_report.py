@@ -205,6 +205,11 @@ def test_size_matching_reports_means_gap_and_truncation():
     assert np.isnan(sm.filter(pl.col("chunkset") == "G2")["mean_size_target"][0])
     assert size_gap(sm, "gold") == pytest.approx(250 - 754 / 3)
     assert size_gap(sm, "induced") is None
+    # A0 follows size_match_structure (here induced); A0g always gold: never averaged together
+    both = size_matching({**chunks, "A0g": _chunks([300, 300, 300], [0, 0, 0])}, stats,
+                         ["A0", "A0g", "G2", "G3"])
+    assert size_gap(both, "gold", "induced") == pytest.approx(300 - 754 / 3)
+    assert size_gap(both, "gold", "gold") == pytest.approx(275 - 754 / 3)
     t = blocks.size_matching_block(sm, "gold")
     assert t.columns[-1] == "truncated (small)"
     assert t.rows[2][-1] == "25.0 %"

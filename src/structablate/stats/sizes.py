@@ -68,14 +68,19 @@ def size_matching(
     return pl.DataFrame(rows, infer_schema_length=None)
 
 
-def size_gap(sm: pl.DataFrame, structure: str) -> float | None:
-    """Mean content tokens of the fixed windows minus those of the structural chunks of
-    ``structure`` (gold / induced) they were sized to; None when either is absent. Chunksets
-    with the same boundaries share their content, so the first structural one stands for all.
-    The paper reports at most 4 tokens."""
+def size_gap(sm: pl.DataFrame, structure: str, default: str | None = None) -> float | None:
+    """Mean content tokens of the fixed windows sized to ``structure`` (gold / induced) minus
+    those of that structure's structural chunks; None when either is absent. A fixed-window
+    chunkset is sized to its condition's ``size_match`` (A0g: gold), else to ``default`` (the
+    ``size_match_structure`` setting; ``structure`` when not given), so A0 and A0g are never
+    averaged together. Chunksets with the same boundaries share their content, so the first
+    structural one stands for all. The paper reports at most 4 tokens."""
     if not sm.height:
         return None
-    fixed = sm.filter(pl.col("boundaries") == "fixed")["mean_content_tokens"]
+    default = structure if default is None else default
+    sized = [cs for cs in sm.filter(pl.col("boundaries") == "fixed")["chunkset"]
+             if (get_condition(cs).size_match or default) == structure]
+    fixed = sm.filter(pl.col("chunkset").is_in(sized))["mean_content_tokens"]
     ref = sm.filter((pl.col("boundaries") == "structural") & (pl.col("structure") == structure))
     if not fixed.len() or not ref.height:
         return None
