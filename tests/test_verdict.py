@@ -359,3 +359,44 @@ def test_page_verdict_section_shows_guard_table_bm25_and_left_out():
     assert "rungs A3-d2 and A3 do not differ here: 100% of the chunks embed the same text " \
            "under A3-d2 and A3: the induced structure is at most 2 levels deep" in ladder
     assert "gold" not in ladder and "A3-d1 and A3-d2" not in cell_md
+
+
+def test_the_guards_mark_travels_to_every_place_a_contrast_appears():
+    """A contrast the guard rejects reads "not testable here" in the marked table, the contrast
+    table, the summary and the forest plot; the depth ladder's flags reach its figure."""
+    from structablate.report import figures
+    from structablate.report.testable import dose_flags, mark_contrasts
+    from structablate.summary import summary_markdown
+
+    rows = pl.DataFrame([_row("A4", "A3", -0.03, -0.04, -0.02, 0.001, "different"),
+                         _row("G4", "G3", -0.01, -0.02, -0.001, 0.01, "different")])
+    rows = rows.with_columns(pl.lit("pre-registered").alias("family"),
+                             pl.lit(False).alias("primary"))
+    marked = mark_contrasts(rows, quality=_quality(0.11, 1.0, 2), checks=DEGENERATE)
+    a4, g4 = marked.row(0, named=True), marked.row(1, named=True)
+    assert "stage 1 keeps 5 of the corpus's 5" in a4["not_testable"]
+    assert a4["answer"] == "not testable here"
+    assert g4["not_testable"] is None and g4["answer"] == "no, it hurts"
+    table = blocks.contrasts_block(marked, [METRIC])
+    assert [r[13] for r in table.rows] == ["not testable here", "no, it hurts"]
+    summary = pl.DataFrame({"condition": ["A3"], "measure": [METRIC], "mean": [0.2],
+                            "n_queries": [400], "n_docs": [60]})
+    md = summary_markdown({("c", "e", "none"): summary}, {"e": {"model": "m"}}, {},
+                          contrasts={("c", "e", "none"): marked}, metric=METRIC)
+    assert "| not testable here (stage 1 keeps 5" in md and "| no, it hurts |" in md
+    fig = figures.forest_plot(marked, METRIC)
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert sum("[not testable here]" in x for x in labels) == 1
+    assert any("A4−A3" in x and "[not testable here]" in x for x in labels)
+    flags = dose_flags(["A2", "A3-d1", "A3-d2", "A3"], quality=_quality(0.11, 1.0, 2),
+                       checks=DEGENERATE)
+    assert any(f.startswith("A3-d2 vs A3: ") for f in flags)
+    assert any("matches gold for only 11%" in f for f in flags)
+    dose = pl.DataFrame({"metric": [METRIC], "slope": [0.01], "ci_low": [0.0],
+                         "ci_high": [0.02], "p": [0.04]})
+    cis = pl.DataFrame({"condition": ["A2", "A3-d1", "A3-d2", "A3"], "measure": [METRIC] * 4,
+                        "mean": [0.1, 0.11, 0.12, 0.13], "ci_low": [0.09] * 4,
+                        "ci_high": [0.14] * 4})
+    fig = figures.dose_response_plot(dose, cis, METRIC, flags=flags)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert texts[0].startswith("NOT TESTABLE HERE: slope +0.0100")
