@@ -19,7 +19,7 @@ def main(smk):
     quality, checks = corpus_structure_report(
         read_parquet(smk.input.paragraphs), read_parquet(smk.input.gold), induced, chunks,
         settings["conditions"], hier_top_sections=settings["hier_top_sections"],
-        inducer=settings["inducer"], chunk_stats=stats)
+        inducer=settings["inducer"], chunk_stats=stats, seed=settings["seed"])
     log.info("structure quality: %d sources, %d comparison checks", quality.height,
              checks.height)
     write_parquet(quality, smk.output.quality)

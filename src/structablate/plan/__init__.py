@@ -577,7 +577,8 @@ _RULES: dict[str, Callable[[Plan, Settings, dict[str, str]], dict[str, Any]]] = 
         "reranker": s.rerankers[w["reranker"]], "guard": s.report.guard},
     "structure_quality": lambda p, s, w: {
         "conditions": p.conditions, "chunksets": p.chunksets,
-        "hier_top_sections": s.retrieval.hier_top_sections, "inducer": s.induction.inducer},
+        "hier_top_sections": s.retrieval.hier_top_sections, "inducer": s.induction.inducer,
+        "seed": s.seed},
     "report_corpus": lambda p, s, w: {
         "metric": p.primary_metric, "conditions": p.conditions, "chunksets": p.chunksets,
         "embedders": p.embedders, "size_match_structure": s.size_match_structure},

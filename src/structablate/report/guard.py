@@ -19,10 +19,14 @@ Reasons, per pair of conditions ``(a, b)`` (either order):
   structure no deeper than two levels); with the placebo P the threshold is
   ``max_placebo_same_text_share`` (chunks whose shuffled path is textually their own dilute
   A3 − P toward zero by that share);
-* **induced structure far from gold** — a comparison that rests on induced structure (one side
-  induced, the other not gold), when the induced structural chunks match gold chunk spans for
-  less than ``min_gold_agreement`` (section spans when no chunk tables were measured); skipped
-  when gold has one section per document (nothing to agree with);
+* **induced structure no closer to gold than chance** — a comparison that rests on induced
+  structure (one side induced, the other not gold), when the induced section boundaries'
+  chance-corrected agreement with gold, ``boundary_f1_kappa = (F1 − F1_chance) /
+  (1 − F1_chance)`` (:mod:`structablate.structure.quality`: F1 within one paragraph, chance =
+  random boundaries with the induced count per document), is below ``min_boundary_kappa``;
+  skipped when gold has one section per document (nothing to agree with). Raw F1 is not used:
+  with a paragraph of tolerance and a section every few paragraphs, random boundaries of the
+  same density already reach most of it;
 * **unchanged** — whatever the cause, for at least ``max_unchanged_share`` of the queries the
   two runs return identical rankings (all ranks), or the two conditions score the same on the
   contrast's metric (per-query delta exactly 0, the contrast row's ``n_zero_delta``).
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import polars as pl
 
@@ -55,9 +60,32 @@ def _pair_rows(df: pl.DataFrame | None, a: str, b: str) -> list[dict]:
     return list(sub.iter_rows(named=True))
 
 
-def induced_agreement(quality: pl.DataFrame | None) -> tuple[float | None, str]:
-    """(agreement of the induced structure with gold, what was measured): chunk span identity,
-    else section span identity; ``(None, why)`` when it cannot be measured."""
+@dataclass(frozen=True)
+class Agreement:
+    """The induced structure's boundary agreement with gold, as the guard reads it: boundary
+    F1 within one paragraph (``observed``), the mean F1 of random boundaries with the induced
+    count per document (``chance``), and ``kappa = (observed − chance) / (1 − chance)``
+    (columns ``boundary_f1``, ``boundary_f1_chance``, ``boundary_f1_kappa`` of the
+    structure-quality table)."""
+
+    observed: float
+    chance: float
+    kappa: float
+    source: str
+
+    def describe(self) -> str:
+        """The three figures in words, for a reason or a note."""
+        return (f"boundary F1 {self.observed:.2f} (within one paragraph) against "
+                f"{self.chance:.2f} for random boundaries with as many per document, "
+                f"chance-corrected {self.kappa:.2f}")
+
+
+def induced_agreement(quality: pl.DataFrame | None) -> tuple[Agreement | None, str]:
+    """(the induced structure's agreement with gold, what was measured or why nothing was):
+    the first ``induced*`` row's boundary F1, its chance figure and the chance-corrected
+    figure (:class:`Agreement`); ``(None, why)`` when it cannot be measured (no table, no gold,
+    gold with one section per document, no induced row, a table without the chance columns,
+    or a chance figure of 1)."""
     if quality is None or not quality.height:
         return None, "no structure-quality table"
     gold = quality.filter(pl.col("source") == "gold")
@@ -68,12 +96,17 @@ def induced_agreement(quality: pl.DataFrame | None) -> tuple[float | None, str]:
     ind = quality.filter(pl.col("source").str.starts_with("induced"))
     if not ind.height:
         return None, "no induced structure"
+    if "boundary_f1_kappa" not in quality.columns:
+        return None, ("no chance-corrected agreement in the structure-quality table (written "
+                      "before it was measured; rerun structure_quality)")
     r = ind.row(0, named=True)
-    if _finite(r["chunk_span_identity"]):
-        return float(r["chunk_span_identity"]), "structural chunk spans"
-    if _finite(r["section_span_identity"]):
-        return float(r["section_span_identity"]), "section spans"
-    return None, "agreement not measured"
+    if not _finite(r["boundary_f1"]):
+        return None, "no section boundary on either side"
+    if not _finite(r["boundary_f1_kappa"]):
+        return None, (f"boundary F1 {r['boundary_f1']:.2f} equals what random boundaries "
+                      "reach (every candidate paragraph boundary is one)")
+    return Agreement(float(r["boundary_f1"]), float(r["boundary_f1_chance"]),
+                     float(r["boundary_f1_kappa"]), r["source"]), "boundary F1"
 
 
 def _max_depth(quality: pl.DataFrame | None, structure: str | None) -> int | None:
@@ -145,12 +178,12 @@ def comparison_flags(
                            f"{cond_a} and {cond_b}{why}")
     structures = {a.structure, b.structure}
     if gold_agreement and "induced" in structures and "gold" not in structures:
-        agree, what = induced_agreement(quality)
-        if agree is not None and agree < s.min_gold_agreement:
-            out.append(f"the induced structure matches gold for only {_pct(agree)} of the "
-                       f"{what} (guard: at least {_pct(s.min_gold_agreement)}), so the answer "
-                       "would describe this inducer's segmentation, not the documents' "
-                       "structure")
+        agree, _ = induced_agreement(quality)
+        if agree is not None and agree.kappa < s.min_boundary_kappa:
+            out.append(f"the induced section boundaries agree with gold little beyond chance: "
+                       f"{agree.describe()} (guard: at least {s.min_boundary_kappa:.2f}), so "
+                       "the answer would describe this inducer's segmentation, not the "
+                       "documents' structure")
     unchanged = False
     for r in _pair_rows(ranking, cond_a, cond_b):
         if _finite(r["identical_share"]) and r["identical_share"] >= s.max_unchanged_share:

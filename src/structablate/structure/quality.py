@@ -14,7 +14,10 @@ one induced by the LLM or by TextTiling. :func:`structure_quality` measures, per
   to a gold section span), ``chunk_span_identity`` (the same over structural chunk spans, the
   paper's 78.9% / 75.8%, when chunk tables are given), and boundary precision / recall / F1
   with a tolerance of one paragraph, over all section starts (``boundary_*``) and over
-  top-level starts (``top_boundary_f1``).
+  top-level starts (``top_boundary_f1``),
+* beside ``section_span_identity``, ``boundary_f1`` and ``top_boundary_f1``: the same figure
+  for random boundaries with the source's boundary count per document (``*_chance``) and the
+  chance-corrected figure (``*_kappa``), see *Chance agreement* below.
 
 :func:`comparison_checks` measures, from the chunk tables of the grid, the facts that decide
 whether a comparison of two conditions can show anything: how much of the candidate pool
@@ -28,6 +31,28 @@ at most once (a greedy sweep in document order, which is a maximum matching for 
 windows); F1 ``= 2·TP / (n_predicted + n_gold)``, summed over documents (micro), NaN when
 neither side has a boundary.
 
+**Chance agreement.** A document with ``n`` paragraphs (indices ``0 … n−1``; a section is the
+half-open paragraph range ``[para_start, para_end)``) has the ``n − 1`` candidate boundaries
+``1 … n−1``. A *random segmentation* with ``k`` boundaries draws ``k`` of them uniformly without
+replacement (``k`` capped at ``n − 1``); its sections are the ranges between consecutive
+boundaries, ``[0, b_1), [b_1, b_2), …, [b_k, n)``. For a source, every document it shares with
+gold gets ``k`` = the source's own number of boundaries in that document (top-level
+boundaries for ``top_boundary_f1_chance``, drawn separately), so a random inducer is given the
+source's segmentation density and nothing else. The chance figure is the mean, over
+:data:`CHANCE_DRAWS` draws, of the figure computed for the random segmentations exactly as for
+the source (same tolerance, same micro-averaging); span identity compares the random sections'
+paragraph ranges with gold's (for sections that tile the paragraphs, a section's character span
+is fixed by its paragraph range, so this is the same test as the observed figure's
+``(doc_id, start, end)``). Draw ``d`` (``0 … CHANCE_DRAWS−1``) uses
+``numpy.random.default_rng(SeedSequence([seed, d, stream]))`` (stream 0: all boundaries and the
+sections they form, stream 1: top-level boundaries) over the documents in ``doc_id`` order, so
+the figures are a function of the tables and the seed. The chance-corrected figure is
+``kappa = (observed − chance) / (1 − chance)``: 1 for gold's own segmentation, about 0 for a
+segmentation no better than random boundaries of the same density, negative below that; NaN
+when either figure is NaN or ``chance`` is 1 (every candidate is a boundary: nothing to tell
+apart). Structural chunk spans have no chance figure: it would need the tokenizer and the
+chunker run per draw.
+
 **Top-level groups** follow the chunker's rule (:func:`structablate.corpus.flatten.
 top_section_ids`): a new group starts at every level-1 section and wherever the first heading of
 the path changes. Two-stage routing ranks the pairs ``(doc_id, top_section)`` of a chunk table
@@ -40,11 +65,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from structablate.conditions import condition as get_condition
+from structablate.settings import Settings
 
 DEPTH_BINS = ("depth_1", "depth_2", "depth_3", "depth_4plus")
+
+CHANCE_DRAWS = 20
+"""Random segmentations averaged per chance figure (module docstring). With TextTiling's
+boundary counts, the standard error of the 20-draw mean is 0.004-0.007 on the bundled 15-paper
+QASPER sample and 0.0015-0.0025 on 120 QASPER test papers (docs/report.md)."""
+
+CHANCE_FIGURES = ("section_span_identity", "boundary_f1", "top_boundary_f1")
+"""The agreement columns that get a ``_chance`` and a ``_kappa`` column."""
 
 QUALITY_SCHEMA: dict[str, pl.DataType] = {
     "source": pl.String(),
@@ -62,9 +97,11 @@ QUALITY_SCHEMA: dict[str, pl.DataType] = {
     "boundary_recall": pl.Float64(),
     "boundary_f1": pl.Float64(),
     "top_boundary_f1": pl.Float64(),
+    **{f"{f}_{kind}": pl.Float64() for f in CHANCE_FIGURES for kind in ("chance", "kappa")},
 }
-"""Columns of the structure-quality table (one row per source). Agreement columns are NaN for
-the gold row and wherever no gold source was given."""
+"""Columns of the structure-quality table (one row per source). Agreement columns (and their
+``_chance`` / ``_kappa`` twins) are NaN for the gold row and wherever no gold source was
+given."""
 
 CHECKS_SCHEMA: dict[str, pl.DataType] = {
     "cond_a": pl.String(),
@@ -166,6 +203,99 @@ def span_identity(spans: pl.DataFrame, gold: pl.DataFrame) -> float:
     return same.height / spans.height
 
 
+def chance_corrected(observed: float, chance: float) -> float:
+    """``(observed − chance) / (1 − chance)``; NaN when either is NaN or ``chance >= 1``."""
+    if np.isnan(observed) or np.isnan(chance) or chance >= 1.0:
+        return float("nan")
+    return (observed - chance) / (1.0 - chance)
+
+
+def random_boundaries(n_paragraphs: int, count: int, rng: np.random.Generator) -> list[int]:
+    """``min(count, n_paragraphs − 1)`` distinct boundaries drawn uniformly without replacement
+    from the candidates ``1 … n_paragraphs − 1`` (paragraph indices; module docstring), sorted.
+    """
+    k = min(count, n_paragraphs - 1)
+    if k <= 0:
+        return []
+    return sorted(int(x) + 1 for x in rng.choice(n_paragraphs - 1, size=k, replace=False))
+
+
+def _para_ranges(sections: pl.DataFrame) -> dict[str, set[tuple[int, int]]]:
+    out: dict[str, set[tuple[int, int]]] = {}
+    for doc, a, b in sections.select("doc_id", "para_start", "para_end").iter_rows():
+        out.setdefault(doc, set()).add((int(a), int(b)))
+    return out
+
+
+def _n_paragraphs(paragraphs: pl.DataFrame | None, *tables: pl.DataFrame) -> dict[str, int]:
+    """Paragraphs per document: from ``paragraphs`` when given, else the largest ``para_end``
+    of the sections tables (sections tile the paragraphs)."""
+    if paragraphs is not None:
+        return {d: int(n) for d, n in paragraphs.group_by("doc_id").agg(pl.len()).iter_rows()}
+    out: dict[str, int] = {}
+    for t in tables:
+        for d, n in t.group_by("doc_id").agg(pl.col("para_end").max()).iter_rows():
+            out[d] = max(out.get(d, 0), int(n))
+    return out
+
+
+def chance_agreement(
+    sections: pl.DataFrame,
+    gold: pl.DataFrame,
+    *,
+    paragraphs: pl.DataFrame | None = None,
+    tolerance: int = 1,
+    seed: int = Settings.seed,
+    draws: int = CHANCE_DRAWS,
+) -> dict[str, float]:
+    """Agreement with ``gold`` of random segmentations with ``sections``' boundary count per
+    document, averaged over ``draws`` draws (module docstring, *Chance agreement*):
+    ``section_span_identity``, ``boundary_f1`` and ``top_boundary_f1``, each the chance
+    counterpart of the observed figure of :func:`structure_quality`.
+
+    ``paragraphs`` gives each document's paragraph count (else the largest ``para_end`` of the
+    two tables). Boundary figures cover the documents both tables hold, like
+    :func:`boundary_scores`; span identity covers every document of ``sections`` (one missing
+    from gold matches nothing), like :func:`span_identity`. NaN where the observed figure is
+    undefined (no boundary on either side, no section).
+    """
+    if draws < 1:
+        raise ValueError(f"chance_agreement: draws must be >= 1, got {draws}")
+    n_par = _n_paragraphs(paragraphs, sections, gold)
+    nan = float("nan")
+    out: dict[str, float] = {}
+    for stream, top_only in ((0, False), (1, True)):
+        pred, ref = _boundaries(sections, top_only), _boundaries(gold, top_only)
+        docs = sorted(set(pred) & set(ref))
+        n_g = sum(len(ref[d]) for d in docs)
+        span_docs = sorted(pred)
+        gold_ranges = _para_ranges(gold)
+        f1s, spans = [], []
+        for d in range(draws):
+            rng = np.random.default_rng(np.random.SeedSequence([seed, d, stream]))
+            tp = n_p = same = n_sec = 0
+            for doc in span_docs if not top_only else docs:
+                if doc not in n_par:
+                    raise ValueError(f"chance_agreement: document {doc!r} has no paragraphs")
+                b = random_boundaries(n_par[doc], len(pred[doc]), rng)
+                if doc in ref:
+                    tp += match_boundaries(b, ref[doc], tolerance)
+                    n_p += len(b)
+                if not top_only:
+                    edges = [0, *b, n_par[doc]]
+                    ranges = gold_ranges.get(doc, set())
+                    same += sum((edges[i], edges[i + 1]) in ranges for i in range(len(b) + 1))
+                    n_sec += len(b) + 1
+            f1s.append(2 * tp / (n_p + n_g) if n_p + n_g else nan)
+            spans.append(same / n_sec if n_sec else nan)
+        if top_only:
+            out["top_boundary_f1"] = float(np.mean(f1s))
+        else:
+            out["boundary_f1"] = float(np.mean(f1s))
+            out["section_span_identity"] = float(np.mean(spans)) if sections.height else nan
+    return out
+
+
 def _source_row(name: str, sections: pl.DataFrame) -> dict[str, Any]:
     docs = sections["doc_id"].n_unique()
     tops = top_groups(sections).group_by("doc_id").agg(
@@ -194,6 +324,8 @@ def structure_quality(
     gold: str | None = "gold",
     structural_chunks: Mapping[str, pl.DataFrame] | None = None,
     tolerance: int = 1,
+    seed: int = Settings.seed,
+    chance_draws: int = CHANCE_DRAWS,
 ) -> pl.DataFrame:
     """One row per structure source (columns :data:`QUALITY_SCHEMA`, sources in the given
     order).
@@ -203,7 +335,9 @@ def structure_quality(
     name -> a structural chunk table of that source (e.g. G2 for gold, A2 for induced), for
     ``chunk_span_identity``. ``paragraphs`` (the paragraphs table), when given, is checked
     against the sections: a section range outside its document's paragraphs raises
-    ``ValueError`` naming the source and document.
+    ``ValueError`` naming the source and document; it also gives the paragraph counts the
+    random segmentations draw from. ``seed`` and ``chance_draws`` fix the ``*_chance`` columns
+    (:func:`chance_agreement`; the workflow passes the config's ``seed``).
     """
     if gold is not None and gold not in sources:
         raise ValueError(f"structure_quality: gold source {gold!r} not among {list(sources)}")
@@ -223,9 +357,7 @@ def structure_quality(
     for name, s in sources.items():
         row = _source_row(name, s)
         nan = float("nan")
-        row |= {"section_span_identity": nan, "chunk_span_identity": nan,
-                "boundary_precision": nan, "boundary_recall": nan, "boundary_f1": nan,
-                "top_boundary_f1": nan}
+        row |= {k: nan for k in QUALITY_SCHEMA if k not in row}
         if gold is not None and name != gold:
             g = sources[gold]
             b = boundary_scores(s, g, tolerance=tolerance)
@@ -236,6 +368,11 @@ def structure_quality(
                                                        top_only=True)["f1"]}
             if name in chunks and gold in chunks:
                 row["chunk_span_identity"] = span_identity(chunks[name], chunks[gold])
+            chance = chance_agreement(s, g, paragraphs=paragraphs, tolerance=tolerance,
+                                      seed=seed, draws=chance_draws)
+            for f in CHANCE_FIGURES:
+                row[f"{f}_chance"] = chance[f]
+                row[f"{f}_kappa"] = chance_corrected(row[f], chance[f])
         rows.append(row)
     return pl.DataFrame(rows, schema=QUALITY_SCHEMA) if rows else pl.DataFrame(
         schema=QUALITY_SCHEMA)
@@ -345,6 +482,7 @@ def corpus_structure_report(
     inducer: str | None = None,
     chunk_stats: Mapping[str, Mapping] | None = None,
     extra_sources: Mapping[str, pl.DataFrame] | None = None,
+    seed: int = Settings.seed,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``(structure_quality, comparison_checks)`` of one corpus, for the report.
 
@@ -352,6 +490,7 @@ def corpus_structure_report(
     any ``extra_sources`` (e.g. a TextTiling induction kept for comparison). Structural chunk
     tables for ``chunk_span_identity`` are taken from ``chunks``: the first structural chunkset
     of each structure among the conditions (all chunksets of one structure share their spans).
+    ``seed`` seeds the random segmentations of the ``*_chance`` columns.
     """
     sources: dict[str, pl.DataFrame] = {}
     if gold_sections is not None:
@@ -368,7 +507,7 @@ def corpus_structure_report(
         name = "gold" if cond.structure == "gold" else label
         structural.setdefault(name, chunks[cond.chunkset])
     quality = structure_quality(paragraphs, sources, gold="gold" if "gold" in sources else None,
-                                structural_chunks=structural)
+                                structural_chunks=structural, seed=seed)
     checks = comparison_checks(conditions, chunks, hier_top_sections=hier_top_sections,
                                chunk_stats=chunk_stats)
     return quality, checks
