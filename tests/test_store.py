@@ -221,6 +221,11 @@ def test_many_processes_write_and_read_at_once_one_killed_mid_write(tmp_path):
             torn_lines.append(line)
         assert line.strip() == "TORN", torn.stderr.read()
         killed_lines = [killed.stdout.readline() for _ in range(3)]
+        # Every other writer has opened its store (it printed its first commit) before the torn
+        # writer dies: opening a writer collects a dead writer's temporary file, so a writer
+        # that a loaded machine started late would otherwise remove the evidence checked below.
+        plain_first = [p.stdout.readline() for p in plain]
+        assert all(x.startswith(("C ", "DONE")) for x in plain_first), plain_first
         time.sleep(random.uniform(0.0, 0.05))  # somewhere inside put/flush/sleep
     finally:
         torn.send_signal(signal.SIGKILL)
@@ -229,7 +234,11 @@ def test_many_processes_write_and_read_at_once_one_killed_mid_write(tmp_path):
     killed_lines += killed.stdout.readlines()
     killed.wait(timeout=60)
     assert torn.returncode == killed.returncode == -signal.SIGKILL
-    outs = [p.communicate(timeout=120) for p in plain]
+    # not communicate(): it reads the pipe's descriptor and would miss what readline buffered
+    outs = [(first + p.stdout.read(), p.stderr.read()) for first, p in zip(plain_first, plain,
+                                                                           strict=True)]
+    for p in plain:
+        p.wait(timeout=120)
     for p, (out, err) in zip(plain, outs, strict=True):
         assert p.returncode == 0 and out.strip().endswith("DONE"), err
     stop.touch()
