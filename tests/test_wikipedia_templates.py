@@ -110,6 +110,11 @@ def test_unrecognised_templates_alone_on_their_line_are_listed_apart():
     assert counts.unrecognised == {"unknown inline": 1}  # real misses: in running text
     assert counts.unrecognised_block == {"politics of nowhere": 1, "mercury": 1}
     assert doc.text.endswith("The metal Hg is liquid.")
+    # inside a block tag too
+    doc = normalize_wikitext("t", "t", 'Text.\n<div style="float:right">\n{{Cities in Nowhere}}\n'
+                                       "</div>\nAcid {{eqm}} base.\n")
+    assert doc.meta["templates"].unrecognised_block == {"cities in nowhere": 1}
+    assert doc.meta["templates"].unrecognised == {} and "Acid ⇌ base." in doc.text
 
 
 def test_template_counts_by_rule():

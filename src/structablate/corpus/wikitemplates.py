@@ -122,7 +122,7 @@ LITERALS: dict[str, str] = {
     "!": "|", "=": "=", "dot": "·", "middot": "·", "·": "·", "bull": "•", "en dash": "–",
     "em dash": "—", "zwsp": "", "break": " ", "px2": "", "'s": "'s", "'\"": "'\"",
     "\"'": "\"'", "mdashb": "—", "ndashb": "–", "thinsp": " ", "nnbsp": " ", "hair space": " ",
-    "-\"": "\"", "shy": "", "wbr": "",
+    "-\"": "\"", "shy": "", "wbr": "", "eqm": "⇌", "equilibrium": "⇌",
     # block separators: a paragraph break, as the rendered page shows
     "clear": "\n\n", "-": "\n\n", "clear left": "\n\n", "clear right": "\n\n",
 }
@@ -139,7 +139,7 @@ ONE_ARG: dict[str, int] = {
     "gloss": 1, "qi": 1, "nastaliq": 1, "lang-rtl": 2, "lower": 1, "upper": 1, "samp": 1,
     "kbd": 1, "highlight": 1, "color": 2, "colour": 2, "font color": 2, "ill": 1,
     "interlanguage link": 1, "interlanguage link multi": 1, "ill2": 1, "nihongo2": 1,
-    "zh": 1, "korean": 1, "notatypo": 1, "as written": 1, "lang-x": 1,
+    "zh": 1, "korean": 1, "notatypo": 1, "as written": 1, "lang-x": 1, "vr": 1,
 }
 """Templates rendered to one positional argument (1-based)."""
 

@@ -337,8 +337,8 @@ class _Renderer:
         if name in ("li", "dt", "dd"):
             inner = " ".join(self.render(tag.contents).split("\n"))
             return "\n" + _LIST + inner + "\n"
-        if name in _BLOCK_TAGS:
-            return "\n\n" + self.render(tag.contents) + "\n\n"
+        if name in _BLOCK_TAGS:  # block content: a template alone on its line is a block
+            return "\n\n" + self.nodes(tag.contents.nodes if tag.contents else []) + "\n\n"
         return self.render(tag.contents)
 
 
