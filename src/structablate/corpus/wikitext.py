@@ -30,8 +30,12 @@ Inline markup
       counts them by name as rendered, dropped by rule, or unrecognised.
     * ``<ref>`` and ``<references>`` are dropped; so are tables (``{| ... |}``), galleries,
       ``<math>`` (``<chem>`` / ``<ce>`` render their formula), block code, timelines,
-      comments, ``[[File:...]]``/``[[Image:...]]`` (captions included), ``[[Category:...]]``
-      links and interlanguage links.
+      comments, ``[[File:...]]``/``[[Image:...]]`` (captions included; a space stays, so the
+      sentences on either side are not glued), ``[[Category:...]]`` links and interlanguage
+      links.
+    * A template without a rule is reported: in ``unrecognised`` when it sits in running text
+      (its text is missing), in ``unrecognised_block`` when it stands alone on its line
+      (navigation boxes and sidebars, most of the time).
     * Internal links render as their label (or target, or the pipe-trick label); external links
       as their label (numbered ``[url]`` and bare URLs vanish). Bold/italic and inline HTML tags
       render as their contents; ``<br>`` as a space; HTML entities as their character, a
