@@ -69,6 +69,8 @@ def test_template_renderings(wikitext, shown):
     # a fraction after a whole number is a mixed number, not more digits (1¼, not 11/4)
     ("It weighs 1{{sfrac|1|4}} pounds, {{frac|2|1|4}} or {{frac|3|4}}.",
      "It weighs 1 1/4 pounds, 2 1/4 or 3/4."),
+    ("A {{convert|1{{frac|1|2}}|mi|km}} walk, {{nowrap|2{{sfrac|3|4}}}} laps.",
+     "A 1 1/2 miles walk, 2 3/4 laps."),
     # a numerator or denominator of several tokens is bracketed: (3n + 1)/2, not 3n + 1/2
     ("Then {{sfrac|3n + 1|2}} and {{frac|1|2 + x}} and {{sfrac|−1|2}}.",
      "Then (3n + 1)/2 and 1/(2 + x) and −1/2."),
