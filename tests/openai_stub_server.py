@@ -40,6 +40,7 @@ class StubServer:
         fail_status: int = 503,
         retry_after: str | None = None,
         delay_s: float = 0.0,
+        gather: int = 0,
         garbage_first: int = 0,
         garbage: str = "<html><body><h1>502 Bad Gateway</h1></body></html>",
     ):
@@ -49,6 +50,10 @@ class StubServer:
         self.fail_status = fail_status
         self.retry_after = retry_after
         self.delay_s = delay_s
+        # gather=N: every request waits (up to 10 s) until N requests have been in flight at
+        # once, so a concurrency test sees overlap however late a loaded machine runs a thread
+        self.gather = gather
+        self._gathered = threading.Event()
         self.garbage_first = garbage_first
         self.garbage = garbage
         self.requests: list[dict[str, Any]] = []
@@ -107,7 +112,11 @@ class StubServer:
                     n = server._count
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                    if server.gather and server.in_flight >= server.gather:
+                        server._gathered.set()
                 try:
+                    if server.gather:
+                        server._gathered.wait(timeout=10)
                     if server.delay_s:
                         time.sleep(server.delay_s)
                     if server.api_key is not None and (

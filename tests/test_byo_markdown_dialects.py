@@ -53,6 +53,18 @@ def test_admonitions_render_title_and_body():
     assert {s.path for s in doc.sections} == {("S",)}
 
 
+def test_pymdown_blocks_keep_their_content_not_their_fences():
+    doc = md(
+        "# T\n\n## S\n\nBefore.\n\n"
+        "/// html | div.result\nThe result text.\n///\n\n"
+        "/// admonition | Some Title\n    type: warning\n\nBody of the box.\n///\n\n"
+        "/// details | Summary line\n/// note\nNested body.\n///\n///\n\n"
+        "```\n/// inside code\n```\nAfter.\n")
+    assert paras(doc) == ["Before.", "The result text.", "Some Title", "Body of the box.",
+                          "Summary line", "Note", "Nested body.", "/// inside code", "After."]
+    assert all("|" not in p and not p.startswith("///") for p in paras(doc)[:-2])
+
+
 def test_attribute_lists_never_reach_text_or_headings():
     doc = md(
         "# Title {: #top }\n\n"

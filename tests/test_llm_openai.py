@@ -110,7 +110,7 @@ def test_timeout_is_retried_then_fails(key):
 
 
 def test_concurrency_limit_and_order(tmp_path, key):
-    with StubServer(api_key=key, delay_s=0.15) as srv:
+    with StubServer(api_key=key, delay_s=0.15, gather=2) as srv:  # overlap, not timing
         client = client_from_config(config(srv, tmp_path, concurrency=3))
         reqs = [client.request([{"role": "user", "content": f"w{i} q"}]) for i in range(9)]
         out = client.generate_many(reqs)

@@ -65,6 +65,60 @@ def test_template_renderings(wikitext, shown):
     assert text_of(wikitext) == shown
 
 
+@pytest.mark.parametrize("wikitext, shown", [
+    # a fraction after a whole number is a mixed number, not more digits (1¼, not 11/4)
+    ("It weighs 1{{sfrac|1|4}} pounds, {{frac|2|1|4}} or {{frac|3|4}}.",
+     "It weighs 1 1/4 pounds, 2 1/4 or 3/4."),
+    ("A {{convert|1{{frac|1|2}}|mi|km}} walk, {{nowrap|2{{sfrac|3|4}}}} laps.",
+     "A 1 1/2 miles walk, 2 3/4 laps."),
+    # a numerator or denominator of several tokens is bracketed: (3n + 1)/2, not 3n + 1/2
+    ("Then {{sfrac|3n + 1|2}} and {{frac|1|2 + x}} and {{sfrac|−1|2}}.",
+     "Then (3n + 1)/2 and 1/(2 + x) and −1/2."),
+    # the date text of an old-style date survives
+    ("Born {{OldStyleDate|2 February|1650|23 January}} in a town.",
+     "Born 2 February [O.S. 23 January] 1650 in a town."),
+    ("Died {{OldStyleDateNY|9 January|1650|30 December|1649}}.",
+     "Died 9 January 1650 [O.S. 30 December 1649]."),
+    # element templates and formula templates keep every element
+    ("Alkanes are {{Carbon}}<sub>n</sub>{{Hydrogen}}<sub>2n+2</sub>.",
+     "Alkanes are CnH2n+2."),
+    ("Alkanes are {{chem2|C_{n}H_{2n+2} }}, also {{chem|C|''n''|H|2''n''+2}}.",
+     "Alkanes are CnH2n+2, also CnH2n+2."),
+    ("The {{nuclide2|Carbon|14}} method.", "The 14C method."),
+    # rail gauges: the width (the converted value is not computed)
+    ("Built to {{RailGauge|ussg}}, later {{RailGauge|1000mm}} and {{RailGauge|42}}.",
+     "Built to 1,435 mm, later 1,000 mm and 3 ft 6 in."),
+    # horizontal lists: every item kept, separated
+    ("Genres: {{hlist|rock|pop|jazz}}; members {{ubl|Ann|Bo}}.",
+     "Genres: rock · pop · jazz; members Ann; Bo."),
+    # an inline image between two sentences does not glue them
+    ("It ended in 2011.[[File:Flag.svg|thumb|A flag]]Albania joined.",
+     "It ended in 2011. Albania joined."),
+])
+def test_text_bearing_templates_keep_their_meaning(wikitext, shown):
+    assert text_of(wikitext) == shown
+
+
+def test_unreadable_rail_gauge_is_reported_not_dropped_silently():
+    doc = normalize_wikitext("t", "t", "Gauge {{RailGauge|odd code}} here.\n")
+    assert doc.meta["templates"].unrecognised == {"railgauge": 1}
+
+
+def test_unrecognised_templates_alone_on_their_line_are_listed_apart():
+    doc = normalize_wikitext("t", "t", (
+        "Intro text.\n{{Politics of Nowhere}}\nMore {{unknown inline|x}} text.\n"
+        "{{Mercury}}\nThe metal {{Mercury}} is liquid.\n"))
+    counts = doc.meta["templates"]
+    assert counts.unrecognised == {"unknown inline": 1}  # real misses: in running text
+    assert counts.unrecognised_block == {"politics of nowhere": 1, "mercury": 1}
+    assert doc.text.endswith("The metal Hg is liquid.")
+    # inside a block tag too
+    doc = normalize_wikitext("t", "t", 'Text.\n<div style="float:right">\n{{Cities in Nowhere}}\n'
+                                       "</div>\nAcid {{eqm}} base.\n")
+    assert doc.meta["templates"].unrecognised_block == {"cities in nowhere": 1}
+    assert doc.meta["templates"].unrecognised == {} and "Acid ⇌ base." in doc.text
+
+
 def test_template_counts_by_rule():
     doc = normalize_wikitext("t", "t", (
         "Fact.{{citation needed|date=May 2016}} {{convert|5|km|mi}} "
@@ -73,7 +127,8 @@ def test_template_counts_by_rule():
     assert counts["rendered"] == {"convert": 1}
     assert counts["dropped"] == {"#if:": 1, "citation needed": 1, "infobox country": 1}
     assert counts["unrecognised"] == {"some unknown box": 1}
-    assert counts["totals"] == {"rendered": 1, "dropped": 3, "unrecognised": 1}
+    assert counts["totals"] == {"rendered": 1, "dropped": 3, "unrecognised": 1,
+                                "unrecognised_block": 0}
     assert template_rule("cite web") == "drop" and template_rule("lang-xx") == "render"
     assert template_rule("some unknown box") is None
 
@@ -128,7 +183,7 @@ def test_bundled_sample_lists_and_report():
     items = [atlantic.paragraph_text(i) for i in range(europe.para_start, europe.para_end)]
     assert items[:5] == ["Azores (PRT)", "Belgium", "Denmark", "Faroe Islands (DEN)", "France"]
     t = b.report["templates"]
-    assert set(t) == {"rendered", "dropped", "unrecognised", "totals"}
+    assert set(t) == {"rendered", "dropped", "unrecognised", "unrecognised_block", "totals"}
     assert t["totals"]["unrecognised"] == sum(t["unrecognised"].values())
     assert t["rendered"]["convert"] > 0 and t["dropped"]["sfn"] > 0
     assert sum(r["templates_unrecognised"] for r in b.report["documents"]) == \

@@ -21,6 +21,7 @@ elements) are in ``docs/byo.md``.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -87,6 +88,9 @@ def input_files(corpus: UserCorpus) -> list[str]:
     return files + ([q] if q else [])
 
 
+_SKIP_ADVICE = re.compile(r"[,;]?\s*(?:or )?set skip_bad_files: true[^;)]*")
+
+
 def build_documents(
     corpus: UserCorpus, source_name: str
 ) -> tuple[list[FlatDocument], list[dict], dict[str, str]]:
@@ -112,8 +116,10 @@ def build_documents(
         except ByoInputError as exc:
             if not skip:
                 raise
-            log.warning("skipped %s", exc)
-            skipped.append({"where": exc.where, "doc_id": guess, "reason": exc.reason})
+            # logged once, by the caller that reports the build (workflow_scripts/build_user.py
+            # names every skipped unit); the advice to turn skipping on is left out: it is on
+            skipped.append({"where": exc.where, "doc_id": guess,
+                            "reason": _SKIP_ADVICE.sub("", exc.reason).rstrip("; ,")})
             continue
         if doc.doc_id in docs:  # never skipped: keeping either one would be a silent choice
             raise ByoInputError(

@@ -26,6 +26,10 @@ GitLab). Rules (``docs/byo.md`` has them with examples):
   indented by four spaces) — the title is a paragraph of its own (the type capitalised when no
   title is given, none for ``""``), then the body's blocks as above: what the rendered box
   shows, not an indented code block.
+* **pymdown blocks** (``/// admonition | Title`` … ``///``, ``/// details | Summary``,
+  ``/// html | div.result`` …) — the fence lines are dropped; the header is a paragraph of
+  its own where the box shows it as a title (for ``html`` it is a selector and is dropped);
+  the body's blocks as above.
 * **Footnotes** (``[^1]``) — the reference marker is dropped; each definition's paragraphs stay
   where the definition is written.
 * **Dropped** — raw HTML blocks, HTML comments, thematic breaks, link reference definitions,
@@ -105,6 +109,67 @@ def _parser() -> MarkdownIt:
     # escaped brace (\{) is never read as the start of an attribute list
     md.disable(["footnote_tail", "text_join"])
     return md
+
+
+_BLOCK_OPEN = re.compile(r"^[ \t]*/{3,}[ \t]*([A-Za-z][\w-]*)[ \t]*(?:\|[ \t]*(.*?))?[ \t]*$")
+_BLOCK_CLOSE = re.compile(r"^[ \t]*/{3,}[ \t]*$")
+_BLOCK_OPTION = re.compile(r"^(?: {4,}|\t)[A-Za-z][\w-]*:(?:[ \t]|$)")
+_CODE_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
+# pymdown block types whose box shows a title (the type capitalised when none is given)
+_TITLED_BLOCKS = frozenset({
+    "admonition", "note", "attention", "caution", "danger", "error", "hint", "important",
+    "tip", "warning", "info", "question", "success", "failure", "bug", "example", "quote",
+    "abstract", "seealso", "details"})
+# pymdown block types whose header is markup, not text (``/// html | div.result``)
+_UNTITLED_BLOCKS = frozenset({"html", "define"})
+
+
+def pymdown_blocks(text: str) -> str:
+    """Rewrite pymdown-extensions generic blocks (``/// type | header`` … ``///``) outside
+    fenced code: the fence lines go; the header becomes a paragraph of its own where the
+    rendered box shows it as a title (admonitions, ``details``, ``tab``, ``caption``; the type
+    capitalised for an admonition without a title), and goes for ``html`` (a selector) and
+    ``define``; the indented ``key: value`` options under a header go. The body's blocks
+    stay as they are. Each fence line is replaced by lines of
+    its own, so the body keeps its line breaks."""
+    out: list[str] = []
+    fence: str | None = None
+    depth = 0
+    options = False  # right after a header: the block's indented YAML options
+    for line in text.split("\n"):
+        if options and _BLOCK_OPTION.match(line):
+            out.append("")
+            continue
+        options = False
+        m = _CODE_FENCE.match(line)
+        if fence is not None:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                fence = None
+            out.append(line)
+            continue
+        if m:
+            fence = m.group(1)
+            out.append(line)
+            continue
+        opening = _BLOCK_OPEN.match(line)
+        if opening:
+            depth += 1
+            kind, header = opening.group(1).lower(), (opening.group(2) or "").strip()
+            if len(header) >= 2 and header[0] == header[-1] and header[0] in "\"'":
+                header = header[1:-1].strip()
+            if kind in _UNTITLED_BLOCKS:
+                header = ""
+            elif not header and kind in _TITLED_BLOCKS:
+                header = kind.capitalize()
+            out.extend(["", header, ""] if header else [""])
+            options = True
+            continue
+        if depth and _BLOCK_CLOSE.match(line):
+            depth -= 1
+            out.append("")
+            continue
+        out.append(line)
+    return "\n".join(out)
 
 
 def split_front_matter(text: str, where: str) -> tuple[dict, str]:
@@ -207,7 +272,7 @@ def parse_markdown(
     for key in ("title", "id", "topic"):
         if key in meta and not isinstance(meta[key], str | int | float):
             raise ByoInputError(f"{where}", f"front matter field {key!r} must be a string")
-    tokens = _parser().parse(text)
+    tokens = _parser().parse(pymdown_blocks(text) if "///" in text else text)
     blocks = [t for t in tokens if t.level == 0 and not t.type.endswith("_close")]
     h1 = [t for t in tokens if t.type == "heading_open" and t.tag == "h1"]
     title_token = None

@@ -213,11 +213,17 @@ def select_documents(
     for d in docs:
         if isinstance(d.meta.get("templates"), TemplateCounts):
             templates.update(d.meta["templates"])
+    listed = templates.as_dict()
     if templates.unrecognised:
-        worst = list(templates.as_dict()["unrecognised"].items())[:10]
-        top = ", ".join(f"{k} ({v})" for k, v in worst)
-        log.warning("templates the normaliser could not render (dropped; see report "
-                    "'templates.unrecognised'): %s", top)
+        top = ", ".join(f"{k} ({v})" for k, v in list(listed["unrecognised"].items())[:10])
+        log.warning("templates inside running text the normaliser could not render (their "
+                    "text is missing; see report 'templates.unrecognised'): %s", top)
+    if templates.unrecognised_block:
+        top = ", ".join(f"{k} ({v})" for k, v in
+                        list(listed["unrecognised_block"].items())[:10])
+        log.info("templates alone on their line without a rule (navigation boxes, sidebars, "
+                 "hatnotes most of the time; dropped, see report "
+                 "'templates.unrecognised_block'): %s", top)
     report = {
         "n_candidates": len(order),
         "n_examined": examined,

@@ -20,7 +20,13 @@ text. Rendering choices (``docs/wikipedia.md`` lists them all):
   reproduced; a wrong number would be worse than none);
 * numbers: ``formatnum:`` and ``nts`` group thousands with commas; scientific notation
   (``{{e|24}}``, ``{{val|5.98|e=24|u=kg}}``, ``{{10^|24}}``) as ``×10^24``;
-* fractions: ``frac``, ``sfrac``, ``fraction`` as ``1/4``, ``2 1/4``;
+* fractions: ``frac``, ``sfrac``, ``fraction`` as ``1/4``, ``2 1/4``; after a digit with a
+  space (``1{{frac|1|4}}`` -> ``1 1/4``), a numerator or denominator of more than one token
+  in brackets (``(3n + 1)/2``);
+* old-style dates (``OldStyleDate`` …) as ``2 February [O.S. 23 January] 1650``; rail gauges
+  (``RailGauge``) as their width (``1,435 mm``, ``3 ft 6 in``; a code not understood is
+  reported); element templates (``{{Carbon}}``) as their symbol, ``nuclide`` / ``nuclide2``
+  as ``14C``; ``hlist`` items joined with `` · ``, ``ubl`` items with ``; ``;
 * dates: ``birth date``, ``death date``, ``start date``, ``end date``, ``dts`` … month first
   (``February 12, 1809``) unless ``df=y``; ``death date and age`` adds ``(aged 56)``,
   computed from the two dates; ``… and age`` of a living subject drops the age (it depends on
@@ -53,7 +59,9 @@ class _Renders(Protocol):
     def render(self, code: Wikicode | None) -> str: ...
 
 
-Renderer = Callable[[_Renders, Template], str]
+Renderer = Callable[[_Renders, Template], "str | None"]
+"""A renderer returns the visible text, or ``None`` when it cannot read its arguments (the
+normaliser then reports the template as unrecognised rather than guess)."""
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
           "September", "October", "November", "December")
@@ -114,7 +122,7 @@ LITERALS: dict[str, str] = {
     "!": "|", "=": "=", "dot": "·", "middot": "·", "·": "·", "bull": "•", "en dash": "–",
     "em dash": "—", "zwsp": "", "break": " ", "px2": "", "'s": "'s", "'\"": "'\"",
     "\"'": "\"'", "mdashb": "—", "ndashb": "–", "thinsp": " ", "nnbsp": " ", "hair space": " ",
-    "-\"": "\"", "shy": "", "wbr": "",
+    "-\"": "\"", "shy": "", "wbr": "", "eqm": "⇌", "equilibrium": "⇌",
     # block separators: a paragraph break, as the rendered page shows
     "clear": "\n\n", "-": "\n\n", "clear left": "\n\n", "clear right": "\n\n",
 }
@@ -131,7 +139,7 @@ ONE_ARG: dict[str, int] = {
     "gloss": 1, "qi": 1, "nastaliq": 1, "lang-rtl": 2, "lower": 1, "upper": 1, "samp": 1,
     "kbd": 1, "highlight": 1, "color": 2, "colour": 2, "font color": 2, "ill": 1,
     "interlanguage link": 1, "interlanguage link multi": 1, "ill2": 1, "nihongo2": 1,
-    "zh": 1, "korean": 1, "notatypo": 1, "as written": 1, "lang-x": 1,
+    "zh": 1, "korean": 1, "notatypo": 1, "as written": 1, "lang-x": 1, "vr": 1,
 }
 """Templates rendered to one positional argument (1-based)."""
 
@@ -409,14 +417,29 @@ def render_power_of_ten(r: _Renders, tpl: Template) -> str:
     return f"10^{exp}" if exp else "10"
 
 
+FRACTION_JOIN = "\ue001"
+"""Leads a rendered fraction: the normaliser turns it into a space after a digit (``1{{frac|1|4}}``
+reads ``1 1/4``, not ``11/4``) and removes it elsewhere."""
+
+_ONE_TOKEN = re.compile(r"^[-−+]?[\w.,′″'°]+$")
+
+
+def _fraction_part(value: str) -> str:
+    """A numerator or denominator: parenthesised unless it is one token (``3n + 1`` ->
+    ``(3n + 1)``, so that ``(3n + 1)/2`` cannot read as ``3n + 1/2``)."""
+    v = " ".join(value.split())
+    return v if not v or _ONE_TOKEN.match(v) else f"({v})"
+
+
 def render_frac(r: _Renders, tpl: Template) -> str:
-    """``{{frac|1|4}}`` -> ``1/4``, ``{{sfrac|2|1|4}}`` -> ``2 1/4``, ``{{frac|4}}`` -> ``1/4``."""
-    a = [x for x in args(r, tpl)]
+    """``{{frac|1|4}}`` -> ``1/4``, ``{{sfrac|2|1|4}}`` -> ``2 1/4``, ``{{frac|4}}`` -> ``1/4``,
+    ``{{sfrac|3n + 1|2}}`` -> ``(3n + 1)/2``. The text starts with :data:`FRACTION_JOIN`."""
+    a = [_fraction_part(x) for x in args(r, tpl)]
     if len(a) >= 3:
-        return f"{a[0]} {a[1]}/{a[2]}"
+        return f"{FRACTION_JOIN}{a[0]} {a[1]}/{a[2]}"
     if len(a) == 2:
-        return f"{a[0]}/{a[1]}"
-    return f"1/{a[0]}" if a and a[0] else ""
+        return f"{FRACTION_JOIN}{a[0]}/{a[1]}"
+    return f"{FRACTION_JOIN}1/{a[0]}" if a and a[0] else ""
 
 
 def render_formatted_number(r: _Renders, tpl: Template) -> str:
@@ -537,8 +560,105 @@ def render_chem(r: _Renders, tpl: Template) -> str:
 
 
 def render_chem2(r: _Renders, tpl: Template) -> str:
-    """``{{chem2|SO4^2-}}`` -> ``SO42-`` (the sub/superscript markers ``^`` and ``_`` go)."""
-    return re.sub(r"[\^_]", "", arg(r, tpl, 1))
+    """``{{chem2|SO4^2-}}`` -> ``SO42-``, ``{{chem2|C_{n}H_{2n+2}}}`` -> ``CnH2n+2`` (the
+    sub/superscript markers ``^`` and ``_`` and their braces go)."""
+    return re.sub(r"[\^_]\{([^{}]*)(?:\}|$)|[\^_]", r"\1", arg(r, tpl, 1))
+
+
+_ELEMENTS = """
+H hydrogen|He helium|Li lithium|Be beryllium|B boron|C carbon|N nitrogen|O oxygen|F fluorine|
+Ne neon|Na sodium|Mg magnesium|Al aluminium|Al aluminum|Si silicon|P phosphorus|S sulfur|
+S sulphur|Cl chlorine|Ar argon|K potassium|Ca calcium|Sc scandium|Ti titanium|V vanadium|
+Cr chromium|Mn manganese|Fe iron|Co cobalt|Ni nickel|Cu copper|Zn zinc|Ga gallium|
+Ge germanium|As arsenic|Se selenium|Br bromine|Kr krypton|Rb rubidium|Sr strontium|Y yttrium|
+Zr zirconium|Nb niobium|Mo molybdenum|Tc technetium|Ru ruthenium|Rh rhodium|Pd palladium|
+Ag silver|Cd cadmium|In indium|Sn tin|Sb antimony|Te tellurium|I iodine|Xe xenon|Cs caesium|
+Cs cesium|Ba barium|La lanthanum|Ce cerium|Pr praseodymium|Nd neodymium|Pm promethium|
+Sm samarium|Eu europium|Gd gadolinium|Tb terbium|Dy dysprosium|Ho holmium|Er erbium|
+Tm thulium|Yb ytterbium|Lu lutetium|Hf hafnium|Ta tantalum|W tungsten|Re rhenium|Os osmium|
+Ir iridium|Pt platinum|Au gold|Hg mercury|Tl thallium|Pb lead|Bi bismuth|Po polonium|
+At astatine|Rn radon|Fr francium|Ra radium|Ac actinium|Th thorium|Pa protactinium|U uranium|
+Np neptunium|Pu plutonium|Am americium|Cm curium|Bk berkelium|Cf californium|
+Es einsteinium|Fm fermium|Md mendelevium|No nobelium|Lr lawrencium|Rf rutherfordium|
+Db dubnium|Sg seaborgium|Bh bohrium|Hs hassium|Mt meitnerium|Ds darmstadtium|
+Rg roentgenium|Cn copernicium|Nh nihonium|Fl flerovium|Mc moscovium|Lv livermorium|
+Ts tennessine|Og oganesson
+"""
+ELEMENT_SYMBOLS: dict[str, str] = {
+    name: symbol for symbol, name in
+    (item.strip().split(" ", 1) for item in _ELEMENTS.replace("\n", "").split("|"))
+}
+"""Element templates by name (``{{Carbon}}`` shows the linked symbol ``C`` in a formula)."""
+
+
+def render_nuclide(r: _Renders, tpl: Template) -> str:
+    """``{{nuclide2|Carbon|14}}`` -> ``14C`` (mass number, then the symbol, as the page's
+    superscript reads as plain text); an unknown element -> ``None`` (reported)."""
+    element, mass = arg(r, tpl, 1), arg(r, tpl, 2)
+    symbol = ELEMENT_SYMBOLS.get(element.lower(), element if len(element) <= 3 else None)
+    if not symbol:
+        return None  # type: ignore[return-value]
+    return f"{mass}{symbol}"
+
+
+def render_old_style_date(r: _Renders, tpl: Template) -> str:
+    """``{{OldStyleDate|2 February|1650|23 January}}`` -> ``2 February [O.S. 23 January]
+    1650`` (the Gregorian date, the Julian one in brackets)."""
+    day, year, old = arg(r, tpl, 1), arg(r, tpl, 2), arg(r, tpl, 3)
+    return " ".join(x for x in (day, f"[O.S. {old}]" if old else "", year) if x)
+
+
+def render_old_style_date_dy(r: _Renders, tpl: Template) -> str:
+    """``{{OldStyleDateDY|9 February|1650|1649}}`` -> ``9 February 1650 [O.S. 9 February
+    1649]`` (a different year in the old style)."""
+    day, year, old_year = arg(r, tpl, 1), arg(r, tpl, 2), arg(r, tpl, 3)
+    return f"{day} {year} [O.S. {day} {old_year}]" if old_year else f"{day} {year}".strip()
+
+
+def render_old_style_date_ny(r: _Renders, tpl: Template) -> str:
+    """``{{OldStyleDateNY|9 January|1650|30 December|1649}}`` -> ``9 January 1650 [O.S. 30
+    December 1649]``."""
+    day, year, old, old_year = (arg(r, tpl, i) for i in (1, 2, 3, 4))
+    tail = " ".join(x for x in (old, old_year) if x)
+    return f"{day} {year} [O.S. {tail}]" if tail else f"{day} {year}".strip()
+
+
+GAUGES: dict[str, int] = {"sg": 1435, "ussg": 1435, "standard": 1435, "metre": 1000,
+                          "meter": 1000, "cape": 1067, "russian": 1520, "irish": 1600,
+                          "iberian": 1668, "indian": 1676}
+"""RailGauge codes with a name: their width in millimetres."""
+
+
+def render_rail_gauge(r: _Renders, tpl: Template) -> str:
+    """``{{RailGauge|1435mm}}`` / ``{{RailGauge|sg}}`` -> ``1,435 mm``; ``{{RailGauge|42}}``
+    (inches) -> ``3 ft 6 in``; ``{{RailGauge|3ft6in}}`` -> ``3 ft 6 in``. The converted value
+    is not computed. A code not understood -> ``None`` (reported as unrecognised)."""
+    code = "".join(arg(r, tpl, 1).lower().split())
+    if code in GAUGES:
+        return f"{GAUGES[code]:,} mm"
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)(mm|cm|m)?", code)
+    if m and (m.group(2) or float(m.group(1)) >= 100):
+        return f"{group_thousands(m.group(1))} {m.group(2) or 'mm'}"
+    if m:  # a plain number below 100: inches
+        inches = float(m.group(1))
+        feet, rest = divmod(inches, 12)
+        rest_s = f"{rest:g}"
+        return f"{int(feet)} ft {rest_s} in" if feet else f"{rest_s} in"
+    m = re.fullmatch(r"(\d+)ft(?:(\d+(?:\.\d+)?|\d+[⁄/]\d+)(?:in)?)?", code)
+    if m:
+        return f"{m.group(1)} ft {m.group(2)} in" if m.group(2) else f"{m.group(1)} ft"
+    return None  # type: ignore[return-value]
+
+
+def render_hlist(r: _Renders, tpl: Template) -> str:
+    """``{{hlist|a|b|c}}`` -> ``a · b · c`` (every item kept, separated as the page shows)."""
+    return " · ".join(x for x in args(r, tpl) if x)
+
+
+def render_item_list(r: _Renders, tpl: Template) -> str:
+    """``{{ubl|a|b}}`` (``unbulleted list``, ``bulleted list``, ``plainlist`` with items as
+    arguments) -> ``a; b``: every item kept, separated."""
+    return "; ".join(x for x in args(r, tpl) if x)
 
 
 SHIP_PREFIXES = frozenset({
@@ -713,7 +833,16 @@ RENDERERS: dict[str, Renderer] = {
     "as of": render_as_of, "us$": render_currency("US$"), "usd": render_currency("US$"),
     "gbp": render_currency("£"), "£": render_currency("£"), "€": render_currency("€"),
     "ill": render_ill, "interlanguage link": render_ill,
+    "nuclide": render_nuclide, "nuclide2": render_nuclide,
+    "oldstyledate": render_old_style_date, "old style date": render_old_style_date,
+    "oldstyledatedy": render_old_style_date_dy, "oldstyledateny": render_old_style_date_ny,
+    "railgauge": render_rail_gauge, "rail gauge": render_rail_gauge,
+    "hlist": render_hlist, "flatlist": render_block_arg, "plainlist": render_block_arg,
+    "ubl": render_item_list, "unbulleted list": render_item_list,
+    "bulleted list": render_item_list, "blist": render_item_list,
 }
+for _name, _symbol in ELEMENT_SYMBOLS.items():
+    RENDERERS.setdefault(_name, lambda r, tpl, _symbol=_symbol: _symbol)
 for _name in QUOTES:
     RENDERERS[_name] = render_quote
 for _code, _country in COUNTRY_FLAGS.items():
@@ -769,7 +898,7 @@ DROPPED: frozenset[str] = frozenset({
     "colend", "col-begin-small", "div col", "div col end", "columns", "multiple image",
     "multiple images", "double image", "wide image", "css image crop", "image frame",
     "chart", "chart top", "chart bottom", "chart/start", "chart/end", "bar box", "bar chart",
-    "clade", "stack", "stack begin", "stack end", "flagicon", "flag icon", "railgauge",
+    "clade", "stack", "stack begin", "stack end", "flagicon", "flag icon",
     "dentalformula", "weather box", "historical populations", "us census population",
     "ordered list", "algorithm-begin", "algorithm-end", "legend-line", "image label",
     "image label begin", "image label end", "center block", "static row numbers",

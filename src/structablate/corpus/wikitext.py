@@ -30,8 +30,12 @@ Inline markup
       counts them by name as rendered, dropped by rule, or unrecognised.
     * ``<ref>`` and ``<references>`` are dropped; so are tables (``{| ... |}``), galleries,
       ``<math>`` (``<chem>`` / ``<ce>`` render their formula), block code, timelines,
-      comments, ``[[File:...]]``/``[[Image:...]]`` (captions included), ``[[Category:...]]``
-      links and interlanguage links.
+      comments, ``[[File:...]]``/``[[Image:...]]`` (captions included; a space stays, so the
+      sentences on either side are not glued), ``[[Category:...]]`` links and interlanguage
+      links.
+    * A template without a rule is reported: in ``unrecognised`` when it sits in running text
+      (its text is missing), in ``unrecognised_block`` when it stands alone on its line
+      (navigation boxes and sidebars, most of the time).
     * Internal links render as their label (or target, or the pipe-trick label); external links
       as their label (numbered ``[url]`` and bare URLs vanish). Bold/italic and inline HTML tags
       render as their contents; ``<br>`` as a space; HTML entities as their character, a
@@ -75,7 +79,13 @@ from mwparserfromhell.nodes import (
 from mwparserfromhell.wikicode import Wikicode
 
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
-from structablate.corpus.wikitemplates import group_thousands, renderer_for, template_rule
+from structablate.corpus.wikitemplates import (
+    ELEMENT_SYMBOLS,
+    FRACTION_JOIN,
+    group_thousands,
+    renderer_for,
+    template_rule,
+)
 from structablate.errors import StructablateError
 from structablate.settings import DEFAULT_DROP_SECTIONS, LEAD_HEADING
 
@@ -175,15 +185,20 @@ class TemplateCounts:
     rendered: Counter = field(default_factory=Counter)
     dropped: Counter = field(default_factory=Counter)
     unrecognised: Counter = field(default_factory=Counter)
+    unrecognised_block: Counter = field(default_factory=Counter)
+    """Unrecognised templates standing alone on their line (navigation boxes, sidebars,
+    hatnotes and other layout most of the time): dropped, and listed apart from
+    ``unrecognised`` (templates inside running text, which are real misses)."""
 
     def update(self, other: TemplateCounts) -> None:
         self.rendered.update(other.rendered)
         self.dropped.update(other.dropped)
         self.unrecognised.update(other.unrecognised)
+        self.unrecognised_block.update(other.unrecognised_block)
 
     def as_dict(self) -> dict:
-        """``{rendered, dropped, unrecognised}`` by name (most frequent first, then by name),
-        and ``totals``."""
+        """``{rendered, dropped, unrecognised, unrecognised_block}`` by name (most frequent
+        first, then by name), and ``totals``."""
 
         def ordered(c: Counter) -> dict[str, int]:
             return dict(sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
@@ -192,9 +207,11 @@ class TemplateCounts:
             "rendered": ordered(self.rendered),
             "dropped": ordered(self.dropped),
             "unrecognised": ordered(self.unrecognised),
+            "unrecognised_block": ordered(self.unrecognised_block),
             "totals": {"rendered": sum(self.rendered.values()),
                        "dropped": sum(self.dropped.values()),
-                       "unrecognised": sum(self.unrecognised.values())},
+                       "unrecognised": sum(self.unrecognised.values()),
+                       "unrecognised_block": sum(self.unrecognised_block.values())},
         }
 
 
@@ -210,7 +227,16 @@ class _Renderer:
         return "".join(self.node(n) for n in code.nodes)
 
     def nodes(self, nodes: Iterable) -> str:
-        return "".join(self.node(n) for n in nodes)
+        """The text of a section body's top-level nodes (a template alone on its line is
+        rendered with ``block=True``)."""
+        seq = list(nodes)
+        out = []
+        for i, n in enumerate(seq):
+            if isinstance(n, Template):
+                out.append(self.template(n, block=_alone_on_line(seq, i)))
+            else:
+                out.append(self.node(n))
+        return "".join(out)
 
     def node(self, n) -> str:
         if isinstance(n, Text):
@@ -245,7 +271,9 @@ class _Renderer:
         prefix, sep, _ = target.partition(":")
         prefix = prefix.strip().lower()
         if sep and not colon:
-            if prefix in _FILE_NAMESPACES or prefix == "category":
+            if prefix in _FILE_NAMESPACES:
+                return " "  # an inline image between two sentences must not glue them
+            if prefix == "category":
                 return ""
             if _INTERLANGUAGE.fullmatch(prefix) and link.text is None:
                 return ""
@@ -259,7 +287,10 @@ class _Renderer:
         return self.render(mwparserfromhell.parse(target))
 
     # -- templates -----------------------------------------------------------------------
-    def template(self, tpl: Template) -> str:
+    def template(self, tpl: Template, block: bool = False) -> str:
+        """The text of a template; ``block``: it stands alone on its line (an unrecognised
+        one is then counted in ``unrecognised_block``, and an element name such as
+        ``{{Mercury}}`` is not read as a symbol: on a line of its own it is a box)."""
         name = _template_name(tpl)
         if not name:
             return ""
@@ -272,11 +303,17 @@ class _Renderer:
             self.counts.dropped[magic + ":"] += 1
             return ""
         render = renderer_for(name)
-        if render is not None:
-            self.counts.rendered[name] += 1
-            return render(self, tpl)
+        if render is not None and not (block and name in ELEMENT_SYMBOLS):
+            text = render(self, tpl)
+            if text is not None:
+                self.counts.rendered[name] += 1
+                return text
+            self.counts.unrecognised[name] += 1  # a renderer that could not read it
+            return ""
         if template_rule(name) == "drop":
             self.counts.dropped[name] += 1
+        elif block:
+            self.counts.unrecognised_block[name] += 1
         else:
             self.counts.unrecognised[name] += 1
         return ""
@@ -304,12 +341,28 @@ class _Renderer:
         if name in ("li", "dt", "dd"):
             inner = " ".join(self.render(tag.contents).split("\n"))
             return "\n" + _LIST + inner + "\n"
-        if name in _BLOCK_TAGS:
-            return "\n\n" + self.render(tag.contents) + "\n\n"
+        if name in _BLOCK_TAGS:  # block content: a template alone on its line is a block
+            return "\n\n" + self.nodes(tag.contents.nodes if tag.contents else []) + "\n\n"
         return self.render(tag.contents)
 
 
+def _alone_on_line(nodes: Sequence, i: int) -> bool:
+    """Whether ``nodes[i]`` has only whitespace between it and the line's ends (or the ends
+    of ``nodes``)."""
+    before = nodes[i - 1] if i > 0 else None
+    after = nodes[i + 1] if i + 1 < len(nodes) else None
+    if before is not None and not (isinstance(before, Text)
+                                   and before.value.rstrip(" \t").endswith("\n")):
+        return False
+    return after is None or (isinstance(after, Text)
+                             and after.value.lstrip(" \t")[:1] in ("\n", ""))
+
+
+_FRACTION_AFTER_DIGIT = re.compile(r"(?<=\d)" + FRACTION_JOIN)
+
+
 def _clean_paragraph(text: str) -> str:
+    text = _FRACTION_AFTER_DIGIT.sub(" ", text).replace(FRACTION_JOIN, "")
     text = text.replace(_LIST, " ").replace(_FMT, "")
     text = " ".join(text.split())
     text = _EMPTY_BRACKETS.sub("", text)
@@ -372,7 +425,9 @@ def _check_rendered(body: str, where: Sequence[str]) -> None:
 
 def heading_title(heading: Heading, renderer: _Renderer | None = None) -> str:
     """The visible text of a heading (markup rendered, whitespace collapsed)."""
-    text = (renderer or _Renderer()).render(heading.title).replace(_LIST, " ").replace(_FMT, "")
+    text = (renderer or _Renderer()).render(heading.title)
+    text = _FRACTION_AFTER_DIGIT.sub(" ", text).replace(FRACTION_JOIN, "")
+    text = text.replace(_LIST, " ").replace(_FMT, "")
     return " ".join(text.translate(_UNPROTECT).split())
 
 
