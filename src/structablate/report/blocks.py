@@ -333,18 +333,22 @@ def structure_quality_block(quality: pl.DataFrame, *, key: str = "structure-qual
                      fmt(r["top_sections_per_doc"], 1), _pct(r["single_top_share"]),
                      str(r["max_depth"]), depth, _pct(r["section_span_identity"]),
                      _pct(r["chunk_span_identity"]), fmt(r["boundary_f1"], 3),
+                     fmt(r.get("boundary_f1_chance"), 3), fmt(r.get("boundary_f1_kappa"), 3),
                      fmt(r["top_boundary_f1"], 3)])
     return TableBlock(
         key, title,
         ["source", "docs", "sections / doc", "top-level / doc", "docs with one top-level",
          "max depth", "depth 1 / 2 / 3 / 4+", "section spans = gold", "chunk spans = gold",
-         "boundary F1 (±1 para)", "top-level boundary F1"], rows,
+         "boundary F1 (±1 para)", "boundary F1 of random boundaries", "chance-corrected",
+         "top-level boundary F1"], rows,
         note="Depth is the length of a section's heading path (share of sections per depth). "
              "Agreement with gold: identical (doc, start, end) spans of sections and of "
              "structural chunks (paper: 78.9% Wikipedia-FA, 75.8% QASPER), and section-start "
-             "boundaries matched within one paragraph. Two-stage routing ranks the top-level "
-             "sections of the whole corpus.",
-        align=["l"] + ["r"] * 5 + ["l"] + ["r"] * 4)
+             "boundaries matched within one paragraph, beside the same figure for random "
+             "boundaries with the same count per document and the chance-corrected "
+             "(observed − chance) / (1 − chance), on which the guard decides. Two-stage "
+             "routing ranks the top-level sections of the whole corpus.",
+        align=["l"] + ["r"] * 5 + ["l"] + ["r"] * 6)
 
 
 def guard_notes(contrasts: pl.DataFrame, flags_of, metric: str) -> list:
