@@ -9,9 +9,21 @@ from pathlib import Path
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from structablate.corpus.byo import input_files as user_input_files
+from structablate.errors import ConfigError
 from structablate.plan import Plan
+from structablate.slurm import slurm_extra_problems
 
 PLAN = Plan.from_config(config, source=", ".join(map(str, workflow.configfiles)) or "config")
+# A slurm_extra the executor plugin would refuse on every submission is refused here.
+_extras = {f"{where}: slurm_extra": res["slurm_extra"].raw
+           for where, res in [("default-resources", workflow.resource_settings.default_resources
+                               or {}),
+                              *((f"set-resources: {rule}", r) for rule, r in
+                                workflow.resource_settings.overwrite_resources.items())]
+           if "slurm_extra" in res}
+if slurm_extra_problems(_extras):
+    raise ConfigError("\n".join(slurm_extra_problems(_extras)))
+
 P = PLAN.paths
 W = {k: f"{{{k}}}" for k in ("corpus", "embedder", "reranker", "condition", "chunkset")}
 SCRIPTS = Path(workflow.basedir) / "workflow_scripts"

@@ -48,13 +48,13 @@ def profile():
     return yaml.safe_load(PROFILE.read_text())
 
 
-def slurm_plan(tmp_path: Path, *args: str) -> dict:
-    """Every submission unit of ``snakemake --profile profiles/slurm ARGS`` (see
+def slurm_plan(tmp_path: Path, *args: str, profile: str = "profiles/slurm") -> dict:
+    """Every submission unit of ``snakemake --profile PROFILE ARGS`` (see
     tests/slurm_plan.py); a plain run, not a dry run, so jobs are planned as for SLURM."""
     out = tmp_path / "plan.json"
     proc = subprocess.run(
         [sys.executable, str(REPO / "tests" / "slurm_plan.py"), str(out),
-         "--profile", "profiles/slurm", *args],
+         "--profile", profile, *args],
         cwd=REPO, capture_output=True, text=True, timeout=900, env=offline_env())
     assert proc.returncode == 0 and out.exists(), (proc.stdout + proc.stderr)[-4000:]
     plan = json.loads(out.read_text())
@@ -81,15 +81,18 @@ class _Resources(dict):
 
 
 def sbatch(unit: dict) -> str:
-    """The plugin's own sbatch line for a job or group job: its partition chosen from
-    partitions.yaml as the plugin chooses it, its submit string and its GPU request."""
+    """The plugin's own sbatch line for a job or group job: its ``slurm_extra`` validated as
+    the plugin validates it before each submission, its partition chosen from partitions.yaml
+    as the plugin chooses it, its submit string and its GPU request."""
     from snakemake_executor_plugin_slurm.partitions import get_best_partition, read_partition_file
     from snakemake_executor_plugin_slurm.submit_string import get_submit_command
     from snakemake_executor_plugin_slurm.utils import set_gres_string
+    from snakemake_executor_plugin_slurm.validation import validate_slurm_extra
 
     res = _Resources(unit["resources"])
     name = unit["group"] or unit["rule"]
     job = SimpleNamespace(resources=res, threads=unit["threads"], name=name)
+    validate_slurm_extra(job)
     partition = get_best_partition(read_partition_file(PARTITIONS), job,
                                    logging.getLogger("slurm"))
     assert partition, f"no partition of partitions.yaml fits {name}: {dict(res)}"
@@ -239,3 +242,52 @@ def test_profile_names_only_real_rules(profile):
     assert set(profile["set-resources"]) == GPU_RULES
     assert profile["slurm-partition-config"] == "partitions.yaml"
     assert profile["cores"] == 8 and "slurm_partition" not in profile["default-resources"]
+
+
+# ------------------------------------------------------------------------------------- QOS
+
+
+def profile_copy(tmp_path: Path, edit) -> Path:
+    """profiles/slurm copied to ``tmp_path`` with its config.yaml text passed through
+    ``edit``."""
+    folder = tmp_path / "slurm-profile"
+    folder.mkdir()
+    (folder / "partitions.yaml").write_text(PARTITIONS.read_text())
+    (folder / "config.yaml").write_text(edit(PROFILE.read_text()))
+    return folder
+
+
+def test_the_documented_qos_renders_through_the_plugin(tmp_path):
+    """docs/cluster.md: uncomment the profile's `# qos:` line. Every submission of the paper
+    grid passes the plugin's slurm_extra validation and asks for that QOS."""
+    doc = (REPO / "docs" / "cluster.md").read_text()
+    assert 'uncomment `# qos: "normal"`' in doc and '"--qos=NAME"' not in doc
+    text = PROFILE.read_text()
+    assert text.count('  # qos: "normal"\n') == 1
+    folder = profile_copy(tmp_path, lambda t: t.replace('  # qos: "normal"\n',
+                                                        '  qos: "normal"\n'))
+    plan = slurm_plan(tmp_path, "--configfile", str(PAPER), profile=str(folder))
+    submitted = [u for u in plan["units"] if not u["local"]]
+    assert len(submitted) == 166
+    for unit in submitted:
+        assert " --qos=normal " in sbatch(unit) + " ", unit
+
+
+def test_a_slurm_extra_the_plugin_refuses_is_refused_while_planning(tmp_path):
+    """Before: `slurm_extra: "--qos=NAME"` (the old docs' recipe) planned cleanly and the
+    plugin refused every submission. Now the dry run stops, naming the key."""
+    from snakemake_executor_plugin_slurm.validation import validate_slurm_extra
+    from snakemake_interface_common.exceptions import WorkflowError
+
+    extra = '"--qos=normal"'
+    with pytest.raises(WorkflowError):  # what the plugin does at each submission
+        validate_slurm_extra(SimpleNamespace(resources=_Resources(slurm_extra=extra[1:-1])))
+    folder = profile_copy(tmp_path, lambda t: t.replace(
+        '  # qos: "normal"\n', f"  slurm_extra: '{extra}'\n"))
+    proc = snakemake("--profile", str(folder), "-n", "--configfile", str(PAPER))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert f"default-resources: slurm_extra: {extra} sets the quality of service" in out, \
+        out[-3000:]
+    assert "use the `qos` resource" in out and "Job stats" not in out
+
