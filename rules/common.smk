@@ -13,7 +13,8 @@ from structablate.errors import ConfigError
 from structablate.plan import Plan
 from structablate.slurm import slurm_extra_problems
 
-PLAN = Plan.from_config(config, source=", ".join(map(str, workflow.configfiles)) or "config")
+PLAN = Plan.from_config(config, source=", ".join(map(str, workflow.configfiles)) or "config",
+                        check_models=False)
 # A slurm_extra the executor plugin would refuse on every submission is refused here.
 _extras = {f"{where}: slurm_extra": res["slurm_extra"].raw
            for where, res in [("default-resources", workflow.resource_settings.default_resources
@@ -23,6 +24,20 @@ _extras = {f"{where}: slurm_extra": res["slurm_extra"].raw
            if "slurm_extra" in res}
 if slurm_extra_problems(_extras):
     raise ConfigError("\n".join(slurm_extra_problems(_extras)))
+# Every model and dataset the run reads, looked up offline once, by the Snakemake that plans
+# (a job's own Snakemake, on a node, skips it): a dry run lists the missing ones in one
+# warning block and still shows the grid; a real run stops before its first job (onstart).
+MODEL_PROBLEMS = [] if workflow.remote_exec or workflow.subprocess_exec else PLAN.model_problems()
+if MODEL_PROBLEMS:
+    from snakemake.logging import logger
+
+    logger.warning(PLAN.models_message(MODEL_PROBLEMS))
+
+
+onstart:
+    if MODEL_PROBLEMS:
+        raise ConfigError(PLAN.models_message(MODEL_PROBLEMS))
+
 
 P = PLAN.paths
 W = {k: f"{{{k}}}" for k in ("corpus", "embedder", "reranker", "condition", "chunkset")}

@@ -291,3 +291,36 @@ def test_a_slurm_extra_the_plugin_refuses_is_refused_while_planning(tmp_path):
         out[-3000:]
     assert "use the `qos` resource" in out and "Job stats" not in out
 
+
+# ---------------------------------------------------------------------- models, before jobs
+
+
+def test_dry_run_lists_every_missing_model_once_and_shows_the_grid(tmp_path, monkeypatch):
+    """A clone without any model: `snakemake --profile profiles/slurm -n` shows the 230-job
+    grid and one warning block naming every model and the dataset, with the prefetch
+    command; a real run stops before its first job with the same block (a local run here:
+    the refusal comes before any executor submits)."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    proc = snakemake("--profile", "profiles/slurm", "-n", "--configfile", str(PAPER))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert job_counts(out) == PAPER_JOBS
+    assert out.count("model(s) or dataset(s) of this run cannot be loaded") == 1
+    block = out.split("cannot be loaded by an offline job:\n")[1].split("\nFetch them")[0]
+    named = [line.removeprefix("  - ").split(": ")[0] for line in block.splitlines()]
+    assert named == ["embedders.bge_small.model", "embedders.bge_large.model",
+                     "rerankers.bge_reranker.model", "chunking.tokenizer",
+                     "corpora.qasper.sources[0]; corpora.qasper.sources[1]; "
+                     "corpora.qasper.sources[2]",
+                     "induction.llm over llm (vllm); contexts.llm over llm (vllm); "
+                     "corpora.wikipedia_fa.queries.llm over llm (vllm)"], block
+    assert "'google/gemma-4-26b-a4b-it' is neither" in block
+    assert f"python -m structablate.prefetch --configfile {PAPER}" in out
+    results = tmp_path / "results"
+    proc = snakemake("--cores", "1", "--configfile", str(PAPER), "--config",
+                     f"results={results}")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "'google/gemma-4-26b-a4b-it' is neither" in out and "Job stats" in out
+    assert not results.exists() and "Select jobs to execute" not in out
