@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from structablate.corpus.byo import input_files as user_input_files
 from structablate.errors import ConfigError
 from structablate.plan import Plan
-from structablate.slurm import slurm_extra_problems
+from structablate.slurm import gpu_group, on_gpu, slurm_extra_problems
 
 PLAN = Plan.from_config(config, source=", ".join(map(str, workflow.configfiles)) or "config",
                         check_models=False)
