@@ -137,3 +137,35 @@ def booked_gpu_hours(units: list[dict[str, Any]]) -> float:
     times its ``runtime`` (minutes) / 60."""
     return sum(int(u["resources"].get("gpu", 0) or 0) * u["resources"]["runtime"] / 60
                for u in units if not u["local"])
+
+
+def gpu_hours_by_unit(units: list[dict[str, Any]]) -> dict[str, float]:
+    """:func:`booked_gpu_hours` split by rule (a group job by its group's kind, e.g.
+    ``embed``)."""
+    out: dict[str, float] = {}
+    for u in units:
+        gpus = int(u["resources"].get("gpu", 0) or 0)
+        if u["local"] or not gpus:
+            continue
+        name = u["group"].split("-")[0] if u["group"] else u["rule"]
+        out[name] = out.get(name, 0.0) + gpus * u["resources"]["runtime"] / 60
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m structablate.slurm PLAN.json``: the GPU-hours a plan written by
+    tests/slurm_plan.py books at attempt 1, by rule, and the number of sbatch submissions."""
+    import json
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    units = json.loads(open(args[0], encoding="utf-8").read())["units"]
+    for name, hours in sorted(gpu_hours_by_unit(units).items()):
+        print(f"{name}\t{hours:.1f}")
+    submitted = sum(1 for u in units if not u["local"])
+    print(f"total\t{booked_gpu_hours(units):.1f} GPU-hours in {submitted} submissions")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
