@@ -301,8 +301,9 @@ def offline_problems(needs: Iterable[Need], environ: Mapping[str, str] | None = 
     """``key: why`` for every LLM model and hub dataset of ``needs`` that an offline job could
     not load, without the network and without importing the hub libraries (fast enough for
     every plan): a vLLM model is a local folder or a hub snapshot in the local cache
-    (:func:`structablate.model_paths.check_model`); a GGUF file named by path exists (a
-    packaged GGUF is unpacked by the job from its installed packages); a hub dataset is
+    (:func:`structablate.model_paths.check_model`); a GGUF file named by path (with a ``/``
+    or ending ``.gguf``) exists (a packaged GGUF is unpacked by the job from its installed
+    packages; any other name is left to the job); a hub dataset is
     prepared in the datasets cache or snapshotted in the hub cache. When jobs may use the hub
     (``HF_HUB_OFFLINE=0``) hub names pass unchecked, as for embedders. Embedders, rerankers
     and tokenizers are :meth:`structablate.plan.Plan._check_models`' own."""
@@ -325,7 +326,8 @@ def offline_problems(needs: Iterable[Need], environ: Mapping[str, str] | None = 
                 check_model(need.name, key, environ=environ)
             except ConfigError as exc:
                 out.append(str(exc))
-        elif "gguf" in need.kinds and need.name not in KNOWN_MODELS:
+        elif "gguf" in need.kinds and need.name not in KNOWN_MODELS and (
+                "/" in need.name or need.name.endswith(".gguf")):
             if not Path(need.name).expanduser().is_file():
                 out.append(f"{key}: no GGUF file {need.name}")
     return out
