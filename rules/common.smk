@@ -9,9 +9,36 @@ from pathlib import Path
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from structablate.corpus.byo import input_files as user_input_files
+from structablate.errors import ConfigError
 from structablate.plan import Plan
+from structablate.slurm import gpu_group, on_gpu, slurm_extra_problems
 
-PLAN = Plan.from_config(config, source=", ".join(map(str, workflow.configfiles)) or "config")
+PLAN = Plan.from_config(config, source=", ".join(map(str, workflow.configfiles)) or "config",
+                        check_models=False)
+# A slurm_extra the executor plugin would refuse on every submission is refused here.
+_extras = {f"{where}: slurm_extra": res["slurm_extra"].raw
+           for where, res in [("default-resources", workflow.resource_settings.default_resources
+                               or {}),
+                              *((f"set-resources: {rule}", r) for rule, r in
+                                workflow.resource_settings.overwrite_resources.items())]
+           if "slurm_extra" in res}
+if slurm_extra_problems(_extras):
+    raise ConfigError("\n".join(slurm_extra_problems(_extras)))
+# Every model and dataset the run reads, looked up offline once, by the Snakemake that plans
+# (a job's own Snakemake, on a node, skips it): a dry run lists the missing ones in one
+# warning block and still shows the grid; a real run stops before its first job (onstart).
+MODEL_PROBLEMS = [] if workflow.remote_exec or workflow.subprocess_exec else PLAN.model_problems()
+if MODEL_PROBLEMS:
+    from snakemake.logging import logger
+
+    logger.warning(PLAN.models_message(MODEL_PROBLEMS))
+
+
+onstart:
+    if MODEL_PROBLEMS:
+        raise ConfigError(PLAN.models_message(MODEL_PROBLEMS))
+
+
 P = PLAN.paths
 W = {k: f"{{{k}}}" for k in ("corpus", "embedder", "reranker", "condition", "chunkset")}
 SCRIPTS = Path(workflow.basedir) / "workflow_scripts"

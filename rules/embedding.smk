@@ -19,6 +19,8 @@ rule embed_chunks:
         mem_mb=lambda w, attempt: 32000 * attempt,
         runtime=lambda w, attempt: attempt * (
             30 if PLAN.settings.embedders[w.embedder].device.startswith("cuda") else 480),
+    # SLURM group by corpus and the stages upstream, none on a CPU device (structablate.slurm)
+    group: lambda w: gpu_group(workflow, PLAN, "embed", "embed_chunks", w)
     conda:
         "../envs/gpu.yaml"
     log:
@@ -45,6 +47,8 @@ rule embed_queries:
         mem_mb=lambda w, attempt: 16000 * attempt,
         runtime=lambda w, attempt: attempt * (
             15 if PLAN.settings.embedders[w.embedder].device.startswith("cuda") else 480),
+    # SLURM group by corpus and the stages upstream, none on a CPU device (structablate.slurm)
+    group: lambda w: gpu_group(workflow, PLAN, "embed", "embed_queries", w)
     conda:
         "../envs/gpu.yaml"
     log:

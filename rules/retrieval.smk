@@ -44,9 +44,12 @@ rule rerank:
         reranker=_alternatives([r for r in PLAN.rerankers if r != "none"]),
     threads: 8
     resources:
-        gpu=1,
+        # one GPU for a reranker on a cuda device, none on a CPU device (which runs longer)
+        gpu=lambda w: int(on_gpu(PLAN.settings.rerankers[w.reranker].device)),
         mem_mb=lambda w, attempt: 32000 * attempt,
-        runtime=lambda w, attempt: 60 * attempt,
+        runtime=lambda w, attempt: attempt * (
+            60 if on_gpu(PLAN.settings.rerankers[w.reranker].device) else 480),
+    group: lambda w: gpu_group(workflow, PLAN, "rerank", "rerank", w)
     conda:
         "../envs/gpu.yaml"
     log:

@@ -4,7 +4,8 @@
 arguments (profiles, executor plugin and all) up to the point where the DAG is built and its
 group jobs are formed, then writes every submission unit to OUT.json instead of starting the
 job scheduler: each job or group job with its rule(s), wildcards, threads, evaluated resources
-(attempt 1 and 2) and whether it runs on the submit host. Nothing is submitted and no sbatch,
+(attempt 1 and 2), the corpus builds and LLM stages it waits for (``upstream``) and whether it
+runs on the submit host. Nothing is submitted and no sbatch,
 sinfo or sacct is needed. Used by tests/test_profiles.py.
 """
 
@@ -16,7 +17,29 @@ def _plain(resources) -> dict:
     return {k: (v if isinstance(v, int | float) else str(v)) for k, v in resources.items()}
 
 
-def _job(job) -> dict:
+LONG_STAGES = {"build_qasper", "build_wikipedia", "induce_structure", "contextualize",
+               "generate_queries"}
+"""Rules of the stages that take hours (a corpus build, an LLM stage): a job's ``upstream``
+lists those it waits for."""
+
+
+def _upstream(dag, job) -> list[str]:
+    """Every job of LONG_STAGES that ``job`` depends on, directly or not, as
+    ``rule(wildcards)``."""
+    seen, todo, out = set(), [job], set()
+    while todo:
+        for dep in dag.dependencies[todo.pop()]:
+            if dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+                if dep.rule.name in LONG_STAGES:
+                    wc = ",".join(f"{k}={v}" for k, v in sorted(dep.wildcards_dict.items()))
+                    out.add(f"{dep.rule.name}({wc})")
+    return sorted(out)
+
+
+def _job(job, dag=None) -> dict:
+    upstream = _upstream(dag, job) if dag is not None else []
     first = _plain(job.resources)
     job.attempt = 2
     job.reset_params_and_resources()
@@ -24,7 +47,8 @@ def _job(job) -> dict:
     job.attempt = 1
     job.reset_params_and_resources()
     return {"rule": job.rule.name, "wildcards": dict(job.wildcards_dict),
-            "threads": job.threads, "resources": first, "resources_attempt2": second}
+            "threads": job.threads, "resources": first, "resources_attempt2": second,
+            "upstream": upstream}
 
 
 def dump(workflow, out: str) -> None:
@@ -33,13 +57,14 @@ def dump(workflow, out: str) -> None:
     for job in sorted(dag.needrun_jobs(), key=lambda j: j.jobid):
         group = dag._group.get(job)
         if group is None:
-            units.append({"group": None, "local": job.is_local, **_job(job)})
+            units.append({"group": None, "local": job.is_local, **_job(job, dag)})
         elif id(group) not in seen:
             seen.add(id(group))
             units.append({"group": group.groupid, "local": group.is_local,
                           "threads": group.resources["_cores"],
                           "resources": _plain(group.resources),
-                          "jobs": [_job(j) for j in sorted(group.jobs, key=lambda j: j.jobid)]})
+                          "jobs": [_job(j, dag) for j in sorted(group.jobs,
+                                                               key=lambda j: j.jobid)]})
     with open(out, "w") as fh:
         json.dump({"local_exec": workflow.local_exec, "units": units}, fh, indent=1)
 

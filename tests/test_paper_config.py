@@ -80,7 +80,9 @@ def paper():
     return yaml.safe_load(PAPER.read_text())
 
 
-PAPER_MODELS = ("BAAI/bge-small-en-v1.5", "BAAI/bge-large-en-v1.5", "BAAI/bge-reranker-v2-m3")
+PAPER_MODELS = ("BAAI/bge-small-en-v1.5", "BAAI/bge-large-en-v1.5", "BAAI/bge-reranker-v2-m3",
+                "google/gemma-4-26b-a4b-it")
+PAPER_DATASETS = ("allenai/qasper",)
 
 
 def stand_in_hub_cache(root: Path) -> Path:
@@ -90,10 +92,11 @@ def stand_in_hub_cache(root: Path) -> Path:
     (structablate.model_paths.check_model); the paper's models cannot be downloaded here, and
     nothing that uses this cache loads their weights."""
     cache = root / "hf-hub-cache"
-    for repo in PAPER_MODELS:
-        snap = cache / ("models--" + repo.replace("/", "--")) / "snapshots" / ("0" * 40)
-        snap.mkdir(parents=True, exist_ok=True)
-        (snap / "config.json").write_text("{}")
+    for kind, repos in (("models", PAPER_MODELS), ("datasets", PAPER_DATASETS)):
+        for repo in repos:
+            snap = cache / (f"{kind}--" + repo.replace("/", "--")) / "snapshots" / ("0" * 40)
+            snap.mkdir(parents=True, exist_ok=True)
+            (snap / "config.json").write_text("{}")
     return cache
 
 

@@ -169,3 +169,65 @@ def test_snapshots_skip_weights_no_loader_reads(files, ignores_bin):
     ignore = hub_ignore_patterns(files)
     assert "*.onnx" in ignore and "onnx/*" in ignore
     assert ("*.bin" in ignore) == ignores_bin
+
+
+# ---------------------------------------------------------------- the plan checks them all
+
+
+def _snapshot(cache, kind, repo):
+    snap = cache / f"{kind}--{repo.replace('/', '--')}" / "snapshots" / ("a" * 40)
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text("{}")
+
+
+@pytest.fixture
+def offline_cache(tmp_path, monkeypatch):
+    """Jobs run offline; a hub cache holding the paper's embedders and reranker only."""
+    cache = tmp_path / "hub"
+    for repo in ("BAAI/bge-small-en-v1.5", "BAAI/bge-large-en-v1.5", "BAAI/bge-reranker-v2-m3"):
+        _snapshot(cache, "models", repo)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "datasets"))
+    monkeypatch.delenv("SENTENCE_TRANSFORMERS_HOME", raising=False)
+    return cache
+
+
+def test_the_plan_refuses_a_missing_llm_and_dataset_with_the_prefetch_command(offline_cache):
+    """Before: with the bge models cached the paper plan passed, and induction failed on the
+    node (no Gemma). Now every missing name is in one refusal, with the fetch command."""
+    from structablate.errors import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        Plan.from_config(load(PAPER), str(PAPER))
+    msg = str(err.value)
+    assert msg.startswith(f"{PAPER}: 2 model(s) or dataset(s)"), msg
+    assert ("induction.llm over llm (vllm); contexts.llm over llm (vllm); "
+            "corpora.wikipedia_fa.queries.llm over llm (vllm): 'google/gemma-4-26b-a4b-it' is "
+            "neither a local folder nor a hub model in the local Hugging Face cache") in msg
+    assert "corpora.qasper.sources[0]; corpora.qasper.sources[1]; corpora.qasper.sources[2]: " \
+           "hub dataset 'allenai/qasper' is not in the local datasets cache" in msg
+    assert f"python -m structablate.prefetch --configfile {PAPER}\n" in msg
+    assert f"python -m structablate.prefetch --check --configfile {PAPER}\n" in msg
+    assert "bge" not in msg
+    # the dataset prepared by `prefetch` (datasets' own cache layout) and the LLM's snapshot
+    prepared = offline_cache.parent / "datasets" / "allenai___qasper" / "default"
+    prepared.mkdir(parents=True)
+    with pytest.raises(ConfigError) as err:
+        Plan.from_config(load(PAPER), str(PAPER))
+    assert "allenai/qasper" not in str(err.value) and "gemma" in str(err.value)
+    _snapshot(offline_cache, "models", "google/gemma-4-26b-a4b-it")
+    Plan.from_config(load(PAPER), str(PAPER))
+
+
+def test_replayed_stages_load_no_llm_and_online_jobs_pass_unchecked(offline_cache,
+                                                                    monkeypatch):
+    cfg = load(PAPER)
+    for stage in ("induction", "contexts"):
+        cfg[stage] = {"llm": {"mode": "replay", "cache": "recorded.jsonl"}}
+    cfg["corpora"]["wikipedia_fa"]["queries"]["llm"] = {"mode": "replay"}
+    problems = Plan.from_config(cfg, check_models=False).model_problems()
+    assert [p.split(":")[0] for p in problems] == [
+        "corpora.qasper.sources[0]; corpora.qasper.sources[1]; corpora.qasper.sources[2]"]
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # jobs may download: only the hub can say
+    assert Plan.from_config(load(PAPER), check_models=False).model_problems() == []

@@ -48,13 +48,13 @@ def profile():
     return yaml.safe_load(PROFILE.read_text())
 
 
-def slurm_plan(tmp_path: Path, *args: str) -> dict:
-    """Every submission unit of ``snakemake --profile profiles/slurm ARGS`` (see
+def slurm_plan(tmp_path: Path, *args: str, profile: str = "profiles/slurm") -> dict:
+    """Every submission unit of ``snakemake --profile PROFILE ARGS`` (see
     tests/slurm_plan.py); a plain run, not a dry run, so jobs are planned as for SLURM."""
     out = tmp_path / "plan.json"
     proc = subprocess.run(
         [sys.executable, str(REPO / "tests" / "slurm_plan.py"), str(out),
-         "--profile", "profiles/slurm", *args],
+         "--profile", profile, *args],
         cwd=REPO, capture_output=True, text=True, timeout=900, env=offline_env())
     assert proc.returncode == 0 and out.exists(), (proc.stdout + proc.stderr)[-4000:]
     plan = json.loads(out.read_text())
@@ -81,22 +81,28 @@ class _Resources(dict):
 
 
 def sbatch(unit: dict) -> str:
-    """The plugin's own sbatch line for a job or group job: its partition chosen from
-    partitions.yaml as the plugin chooses it, its submit string and its GPU request."""
+    """The plugin's own sbatch line for a job or group job: its ``slurm_extra`` validated as
+    the plugin validates it before each submission, its partition chosen from partitions.yaml
+    as the plugin chooses it, its submit string and its GPU request."""
     from snakemake_executor_plugin_slurm.partitions import get_best_partition, read_partition_file
     from snakemake_executor_plugin_slurm.submit_string import get_submit_command
     from snakemake_executor_plugin_slurm.utils import set_gres_string
+    from snakemake_executor_plugin_slurm.validation import validate_slurm_extra
 
     res = _Resources(unit["resources"])
     name = unit["group"] or unit["rule"]
     job = SimpleNamespace(resources=res, threads=unit["threads"], name=name)
+    validate_slurm_extra(job)
     partition = get_best_partition(read_partition_file(PARTITIONS), job,
                                    logging.getLogger("slurm"))
     assert partition, f"no partition of partitions.yaml fits {name}: {dict(res)}"
     params = {"run_uuid": "u", "slurm_logfile": Path("x/%j.log"), "comment_str": f"rule_{name}",
               "account": f" -A {res['slurm_account']}", "partition": f" -p {partition}",
               "workdir": "/w"}
-    return get_submit_command(job, params) + set_gres_string(job)
+    profile = yaml.safe_load(PROFILE.read_text())
+    settings = SimpleNamespace(requeue=profile.get("slurm-requeue", False), no_requeue=False,
+                               qos=profile.get("slurm-qos"), reservation=None)
+    return get_submit_command(job, params, settings) + set_gres_string(job)
 
 
 def test_paper_grid_plans_every_job_for_slurm(paper_plan):
@@ -112,12 +118,12 @@ def test_every_job_books_what_it_needs(paper_plan):
     gpu_partition = yaml.safe_load(PARTITIONS.read_text())["partitions"]["gpu"]
     assert gpu_partition["available_gpu_models"] == ["h200"] and gpu_partition["max_gpu"] >= 1
     submitted = [u for u in paper_plan["units"] if not u["local"]]
-    # 230 jobs (test_paper_config.PAPER_JOBS, counted by hand): 36 embed_chunks + 4
-    # embed_queries = 40 embedding jobs in ceil(40 / 10) = 4 group jobs and 22 reranking jobs
-    # in ceil(22 / 6) = 4; 10 on the submit host (6 summarize_cell, summary_markdown,
-    # report_page, build_wikipedia, all): 230 - 62 + 8 - 10 = 166 sbatch submissions
+    # 230 jobs (test_paper_config.PAPER_JOBS, counted by hand); the 40 embedding and 22
+    # reranking jobs in 17 group jobs (test_groups_follow_the_dag counts them); 10 on the
+    # submit host (6 summarize_cell, summary_markdown, report_page, build_wikipedia, all):
+    # 230 - 62 + 17 - 10 = 175 sbatch submissions
     assert sum(PAPER_JOBS.values()) == 230
-    assert len(submitted) == 230 - 62 + 8 - 10
+    assert len(submitted) == 230 - 62 + 17 - 10
     for unit in submitted:
         rules = {j["rule"] for j in unit["jobs"]} if unit["group"] else {unit["rule"]}
         call = sbatch(unit)
@@ -152,13 +158,13 @@ def test_short_gpu_jobs_share_allocations(paper_plan):
     after another (the largest member's memory, the sum of their runtimes); the LLM stages,
     hours each, stay single jobs."""
     groups = [u for u in paper_plan["units"] if u["group"]]
-    assert sorted(u["group"] for u in groups) == ["embed"] * 4 + ["rerank"] * 4
+    assert {u["group"].split("-")[0] for u in groups} == {"embed", "rerank"}
     for g in groups:
         members = g["jobs"]
         rules = {j["rule"] for j in members}
-        assert rules <= ({"embed_chunks", "embed_queries"} if g["group"] == "embed"
-                         else {"rerank"})
-        assert len(members) <= (10 if g["group"] == "embed" else 6)
+        embed = g["group"].startswith("embed-")
+        assert rules <= ({"embed_chunks", "embed_queries"} if embed else {"rerank"})
+        assert len(members) <= (10 if embed else 6)
         assert g["resources"]["gpu"] == 1 and g["threads"] == 8
         assert g["resources"]["mem_mb"] == max(j["resources"]["mem_mb"] for j in members)
         assert g["resources"]["runtime"] == sum(j["resources"]["runtime"] for j in members)
@@ -187,7 +193,7 @@ def test_stages_without_a_gpu_book_none(tmp_path):
         assert unit["resources"]["mem_mb"] == mem
         assert "--gpus" not in call and " -p cpu" in call
         assert f"--cpus-per-task={threads}" in call, call
-    embed = [u for u in plan["units"] if u["group"] == "embed"]
+    embed = [u for u in plan["units"] if (u["group"] or "").startswith("embed-")]
     assert embed and all(sbatch(u).endswith(" --gpus=1") for u in embed)
 
 
@@ -234,8 +240,174 @@ def test_profile_names_only_real_rules(profile):
     proc = snakemake("--list-rules", "--configfile", str(PAPER))
     assert proc.returncode == 0, proc.stderr[-2000:]
     rules = set(proc.stdout.split())
-    for rule in [*profile["set-resources"], *profile["groups"]]:
+    assert "groups" not in profile  # the rules name them (structablate.slurm.gpu_group)
+    for rule in [*profile["set-resources"]]:
         assert rule in rules, f"profile names unknown rule {rule}"
     assert set(profile["set-resources"]) == GPU_RULES
     assert profile["slurm-partition-config"] == "partitions.yaml"
     assert profile["cores"] == 8 and "slurm_partition" not in profile["default-resources"]
+
+
+# ------------------------------------------------------------------------------------- QOS
+
+
+def profile_copy(tmp_path: Path, edit) -> Path:
+    """profiles/slurm copied to ``tmp_path`` with its config.yaml text passed through
+    ``edit``."""
+    folder = tmp_path / "slurm-profile"
+    folder.mkdir()
+    (folder / "partitions.yaml").write_text(PARTITIONS.read_text())
+    (folder / "config.yaml").write_text(edit(PROFILE.read_text()))
+    return folder
+
+
+def test_the_documented_qos_renders_through_the_plugin(tmp_path):
+    """docs/cluster.md: uncomment the profile's `# qos:` line. Every submission of the paper
+    grid passes the plugin's slurm_extra validation and asks for that QOS."""
+    doc = (REPO / "docs" / "cluster.md").read_text()
+    assert 'uncomment `# qos: "normal"`' in doc and '"--qos=NAME"' not in doc
+    text = PROFILE.read_text()
+    assert text.count('  # qos: "normal"\n') == 1
+    folder = profile_copy(tmp_path, lambda t: t.replace('  # qos: "normal"\n',
+                                                        '  qos: "normal"\n'))
+    plan = slurm_plan(tmp_path, "--configfile", str(PAPER), profile=str(folder))
+    submitted = [u for u in plan["units"] if not u["local"]]
+    assert len(submitted) == 175
+    for unit in submitted:
+        assert " --qos=normal " in sbatch(unit) + " ", unit
+
+
+def test_a_slurm_extra_the_plugin_refuses_is_refused_while_planning(tmp_path):
+    """Before: `slurm_extra: "--qos=NAME"` (the old docs' recipe) planned cleanly and the
+    plugin refused every submission. Now the dry run stops, naming the key."""
+    from snakemake_executor_plugin_slurm.validation import validate_slurm_extra
+    from snakemake_interface_common.exceptions import WorkflowError
+
+    extra = '"--qos=normal"'
+    with pytest.raises(WorkflowError):  # what the plugin does at each submission
+        validate_slurm_extra(SimpleNamespace(resources=_Resources(slurm_extra=extra[1:-1])))
+    folder = profile_copy(tmp_path, lambda t: t.replace(
+        '  # qos: "normal"\n', f"  slurm_extra: '{extra}'\n"))
+    proc = snakemake("--profile", str(folder), "-n", "--configfile", str(PAPER))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert f"default-resources: slurm_extra: {extra} sets the quality of service" in out, \
+        out[-3000:]
+    assert "use the `qos` resource" in out and "Job stats" not in out
+
+
+# ---------------------------------------------------------------------- models, before jobs
+
+
+def test_dry_run_lists_every_missing_model_once_and_shows_the_grid(tmp_path, monkeypatch):
+    """A clone without any model: `snakemake --profile profiles/slurm -n` shows the 230-job
+    grid and one warning block naming every model and the dataset, with the prefetch
+    command; a real run stops before its first job with the same block (a local run here:
+    the refusal comes before any executor submits)."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    proc = snakemake("--profile", "profiles/slurm", "-n", "--configfile", str(PAPER))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert job_counts(out) == PAPER_JOBS
+    assert out.count("model(s) or dataset(s) of this run cannot be loaded") == 1
+    block = out.split("cannot be loaded by an offline job:\n")[1].split("\nFetch them")[0]
+    named = [line.removeprefix("  - ").split(": ")[0] for line in block.splitlines()]
+    assert named == ["embedders.bge_small.model", "embedders.bge_large.model",
+                     "rerankers.bge_reranker.model", "chunking.tokenizer",
+                     "corpora.qasper.sources[0]; corpora.qasper.sources[1]; "
+                     "corpora.qasper.sources[2]",
+                     "induction.llm over llm (vllm); contexts.llm over llm (vllm); "
+                     "corpora.wikipedia_fa.queries.llm over llm (vllm)"], block
+    assert "'google/gemma-4-26b-a4b-it' is neither" in block
+    assert f"python -m structablate.prefetch --configfile {PAPER}" in out
+    results = tmp_path / "results"
+    proc = snakemake("--cores", "1", "--configfile", str(PAPER), "--config",
+                     f"results={results}")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "'google/gemma-4-26b-a4b-it' is neither" in out and "Job stats" in out
+    assert not results.exists() and "Select jobs to execute" not in out
+
+
+# ----------------------------------------------------------- groups follow the DAG and device
+
+
+def _device(cfg: dict, job: dict) -> str | None:
+    """The torch device of the model a job runs (its embedder's or reranker's), else None."""
+    w = job["wildcards"]
+    if job["rule"] == "rerank":
+        return cfg["rerankers"][w["reranker"]].get("device", "cpu")
+    if job["rule"] in ("embed_chunks", "embed_queries"):
+        return cfg["embedders"][w["embedder"]].get("device", "cpu")
+    return None
+
+
+def check_groups_and_devices(plan: dict, cfg: dict) -> None:
+    """No group job waits for a corpus build or LLM stage that one of its members does not
+    need (every member's upstream long stages are the group's); groups hold one corpus and
+    keep A1 apart; a job whose model runs on a CPU device books no GPU and is in no group."""
+    for unit in plan["units"]:
+        members = unit["jobs"] if unit["group"] else [unit]
+        if unit["group"]:
+            upstream = {tuple(j["upstream"]) for j in members}
+            assert len(upstream) == 1, (unit["group"], upstream)
+            assert len({j["wildcards"]["corpus"] for j in members}) == 1, unit["group"]
+            a1 = {(j["wildcards"].get("chunkset") or j["wildcards"].get("condition")) == "A1"
+                  for j in members}
+            assert len(a1) == 1, unit["group"]
+        for job in members:
+            device = _device(cfg, job)
+            if device is not None and not device.startswith("cuda"):
+                assert job["resources"].get("gpu", 0) == 0, job
+                assert unit["group"] is None, (unit["group"], job["rule"], job["wildcards"])
+                assert "--gpus" not in sbatch(unit)
+
+
+def test_groups_follow_the_dag(paper_plan):
+    """Before: 4 embedding and 4 reranking group jobs, each waiting for the Wikipedia crawl,
+    both inductions and mostly a 12 h contextualize. Now a group per corpus and upstream
+    stage. Counted by hand from config/paper.yaml (size_match_structure: induced, so A0 and
+    the A family wait for induction): per corpus, embedding 2 embedders x {G2, G3} (+ QASPER's
+    2 question sets) = 1 group, x {A0, A2, A3-d1, A3-d2, A3, P} = 12 jobs in 2, x A1 = 1, and
+    Wikipedia's generated questions 1; reranking {G2, G3, G4} = 1, 7 induced = 2, A1 = 1."""
+    cfg = yaml.safe_load(PAPER.read_text())
+    check_groups_and_devices(paper_plan, cfg)
+    counts: dict[str, int] = {}
+    for u in paper_plan["units"]:
+        if u["group"]:
+            counts[u["group"]] = counts.get(u["group"], 0) + 1
+    assert counts == {
+        "embed-qasper-base": 1, "embed-qasper-induction": 2,
+        "embed-qasper-induction+contexts": 1, "embed-wikipedia_fa-base": 1,
+        "embed-wikipedia_fa-queries": 1, "embed-wikipedia_fa-induction": 2,
+        "embed-wikipedia_fa-induction+contexts": 1, "rerank-qasper-base": 1,
+        "rerank-qasper-induction": 2, "rerank-qasper-induction+contexts": 1,
+        "rerank-wikipedia_fa-queries": 1, "rerank-wikipedia_fa-induction+queries": 2,
+        "rerank-wikipedia_fa-induction+contexts+queries": 1}
+    base = next(u for u in paper_plan["units"] if u["group"] == "embed-qasper-base")
+    assert base["jobs"][0]["upstream"] == ["build_qasper(corpus=qasper)"]  # during the LLM stages
+
+
+def test_cpu_devices_book_no_gpu_and_join_no_group(tmp_path):
+    """The paper grid with bge-small and the reranker on `device: cpu`: those jobs book no
+    GPU, join no group (before: a CPU reranker booked an H200, CPU embedders made 80 h group
+    jobs), while bge-large's jobs keep their GPU groups."""
+    cfg = yaml.safe_load(PAPER.read_text())
+    cfg["embedders"]["bge_small"]["device"] = "cpu"
+    cfg["rerankers"]["bge_reranker"]["device"] = "cpu"
+    path = tmp_path / "cpu.yaml"
+    path.write_text(yaml.safe_dump(cfg, allow_unicode=True))
+    plan = slurm_plan(tmp_path, "--configfile", str(path))
+    check_groups_and_devices(plan, cfg)
+    singles = [u for u in plan["units"] if not u["group"] and u["rule"] == "rerank"]
+    assert len(singles) == 22 and all(" -p cpu" in sbatch(u) for u in singles)
+    assert any((u["group"] or "").startswith("embed-") for u in plan["units"])
+
+
+def test_preempted_jobs_requeue_without_doubling(profile, paper_plan):
+    """sbatch --requeue: SLURM requeues a preempted job or one on a failed node as it is; the
+    plugin waits for it instead of failing it into a retry with twice the memory and runtime."""
+    assert profile["slurm-requeue"] is True and profile["retries"] == 1
+    unit = next(u for u in paper_plan["units"] if not u["local"])
+    assert " --requeue" in sbatch(unit)

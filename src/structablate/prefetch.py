@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 __all__ = ["KINDS", "Need", "Status", "Use", "fetch", "hub_ignore_patterns", "locate", "main",
-           "required"]
+           "offline_problems", "prefetch_command", "required"]
 
 Kind = Literal["sentence-transformers", "cross-encoder", "tokenizer", "llm", "gguf", "server",
                "dataset"]
@@ -262,6 +262,83 @@ def fetch(need: Need) -> Status:
     except Exception as exc:  # noqa: BLE001 - report every failure, keep fetching the rest
         return Status(need, "failed", status.source, f"{type(exc).__name__}: {exc}")
     return locate(need)
+
+
+def datasets_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The folder ``datasets`` keeps prepared datasets in (``HF_DATASETS_CACHE``, else
+    ``$HF_HOME/datasets``, else ``$XDG_CACHE_HOME/huggingface/datasets``), as ``datasets``
+    resolves it, without importing ``datasets``."""
+    env = os.environ if environ is None else environ
+    if env.get("HF_DATASETS_CACHE"):
+        return Path(os.path.expanduser(env["HF_DATASETS_CACHE"]))
+    home = env.get("HF_HOME") or os.path.join(
+        env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "huggingface")
+    return Path(os.path.expanduser(home)) / "datasets"
+
+
+def cached_hub_dataset(repo_id: str, environ: Mapping[str, str] | None = None) -> Path | None:
+    """Where ``datasets.load_dataset(repo_id)`` would find ``repo_id`` (``org/name``) offline:
+    its prepared copy ``{datasets cache}/org___name`` (what a download by
+    :func:`fetch` leaves), or a hub-cache snapshot ``datasets--org--name`` with files. None
+    when neither is there. Reads the disk only."""
+    from structablate.model_paths import hub_cache_dirs
+
+    prepared = datasets_cache_dir(environ) / repo_id.replace("/", "___")
+    if prepared.is_dir() and any(prepared.iterdir()):
+        return prepared
+    folder = "datasets--" + repo_id.replace("/", "--")
+    for cache in hub_cache_dirs(environ):
+        snapshots = cache / folder / "snapshots"
+        if snapshots.is_dir() and any(s.is_dir() and any(s.iterdir())
+                                      for s in snapshots.iterdir()):
+            return snapshots
+    return None
+
+
+def offline_problems(needs: Iterable[Need], environ: Mapping[str, str] | None = None
+                     ) -> list[str]:
+    """``key: why`` for every LLM model and hub dataset of ``needs`` that an offline job could
+    not load, without the network and without importing the hub libraries (fast enough for
+    every plan): a vLLM model is a local folder or a hub snapshot in the local cache
+    (:func:`structablate.model_paths.check_model`); a GGUF file named by path (with a ``/``
+    or ending ``.gguf``) exists (a packaged GGUF is unpacked by the job from its installed
+    packages; any other name is left to the job); a hub dataset is
+    prepared in the datasets cache or snapshotted in the hub cache. When jobs may use the hub
+    (``HF_HUB_OFFLINE=0``) hub names pass unchecked, as for embedders. Embedders, rerankers
+    and tokenizers are :meth:`structablate.plan.Plan._check_models`' own."""
+    from structablate.errors import ConfigError
+    from structablate.llm.gguf import KNOWN_MODELS
+    from structablate.model_paths import check_model, hub_offline
+
+    out: list[str] = []
+    for need in needs:
+        key = "; ".join(dict.fromkeys(u.key for u in need.uses))
+        if need.is_dataset:
+            if Path(need.name).expanduser().exists() or not hub_offline(environ):
+                continue
+            if cached_hub_dataset(need.name, environ) is None:
+                out.append(f"{key}: hub dataset {need.name!r} is not in the local datasets "
+                           f"cache {datasets_cache_dir(environ)} nor the hub cache, and jobs "
+                           "run offline")
+        elif "llm" in need.kinds:
+            try:
+                check_model(need.name, key, environ=environ)
+            except ConfigError as exc:
+                out.append(str(exc))
+        elif "gguf" in need.kinds and need.name not in KNOWN_MODELS and (
+                "/" in need.name or need.name.endswith(".gguf")):
+            if not Path(need.name).expanduser().is_file():
+                out.append(f"{key}: no GGUF file {need.name}")
+    return out
+
+
+def prefetch_command(configfiles: Sequence[str], *, check: bool = False) -> str:
+    """The shell command that fetches (or, ``check``, looks offline for) what the run of
+    ``configfiles`` (as given to ``snakemake --configfile``; none: config.yaml) reads."""
+    files = " ".join(str(f) for f in configfiles)
+    return ("python -m structablate.prefetch" + (" --check" if check else "")
+            + (f" --configfile {files}" if files else ""))
 
 
 # ---------------------------------------------------------------------- command line

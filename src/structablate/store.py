@@ -149,6 +149,12 @@ class StageLocked(StoreError):
         self.holder = holder
 
 
+class StageLockLost(StoreError):
+    """This process held the stage lock, and it was broken or taken since (a heartbeat that
+    stalled longer than ``stale_after_s``, or a hand deleting the file): another process may be
+    doing the same work, so the holder must stop generating."""
+
+
 # --------------------------------------------------------------------------------------------
 # host identity, names
 
@@ -1362,6 +1368,25 @@ class StageLock:
             with contextlib.suppress(OSError):
                 os.utime(self.path)
 
+    def ensure_held(self) -> None:
+        """Raise :class:`StageLockLost` unless this instance still holds its lock: the lock
+        file is there with this holder's token. A holder calls it before each generation (a
+        read of one small file), so when another process broke the lock — this one's
+        heartbeat stalled past ``stale_after_s``, say under a frozen filesystem — this one stops
+        instead of generating side by side with the new holder. The heartbeat thread's finding
+        (:attr:`lost`) counts too."""
+        if not self.held:
+            return
+        holder = self.read_holder()
+        if self.lost or holder is None or holder.get("token") != self.token:
+            self.lost = True
+            raise StageLockLost(
+                f"{self.label}: lost the lock {self.path} "
+                + ("(it was deleted)" if holder is None else
+                   f"(now held by {self.describe(holder)})")
+                + "; stopping so that two processes do not generate the same work; the "
+                "other holder (or a rerun) continues from what this one committed")
+
     def release(self) -> None:
         """Give the lock up (only if this instance still holds it)."""
         if not self.held:
@@ -1504,6 +1529,7 @@ __all__ = [
     "LockSettings",
     "ScoreStore",
     "StageLock",
+    "StageLockLost",
     "StageLocked",
     "Store",
     "StoreError",

@@ -80,18 +80,23 @@ def only(obj: Any, keep: Iterable[str]) -> Any:
 class Plan:
     """Settings, grid and paths of one run (see the module docstring)."""
 
-    def __init__(self, settings: Settings, source: str = "config", *, check_files: bool = True):
+    def __init__(self, settings: Settings, source: str = "config", *, check_files: bool = True,
+                 check_models: bool = True):
         self.settings = settings
         self.source = source
         self.paths = Paths(settings.results)
-        self._check(check_files)
+        self._check(check_files, check_models)
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], source: str = "config", *,
-                    check_files: bool = True) -> Plan:
-        """Validate a YAML config mapping and plan it; :class:`ConfigError` names the key."""
+                    check_files: bool = True, check_models: bool = True) -> Plan:
+        """Validate a YAML config mapping and plan it; :class:`ConfigError` names the key.
+        ``check_models=False`` leaves the models and datasets to the caller
+        (:meth:`model_problems`: the workflow lists them in a dry run, refuses them before
+        the first job of a real one)."""
         _refuse_secrets(config, source)
-        return cls(load_settings(config, source), source, check_files=check_files)
+        return cls(load_settings(config, source), source, check_files=check_files,
+                   check_models=check_models)
 
     # ------------------------------------------------------------------ grid
     @property
@@ -322,7 +327,7 @@ class Plan:
         return params
 
     # ------------------------------------------------------------------ checks
-    def _check(self, check_files: bool) -> None:
+    def _check(self, check_files: bool, check_models: bool = True) -> None:
         s, src = self.settings, self.source
 
         def fail(key: str, message: str) -> None:
@@ -390,7 +395,8 @@ class Plan:
             if results.exists() and not results.is_dir():
                 fail("results", f"{s.results} is a file; results must name a folder (it is "
                                 "created when missing)")
-            self._check_models()
+            if check_models:
+                self._check_models()
 
     def _check_prompt_budgets(self, fail: Callable[[str, str], None]) -> None:
         """An LLM stage that sizes its prompts by the model's context needs that context: from
@@ -442,11 +448,16 @@ class Plan:
                               f"family): add {' and '.join(missing)} to conditions, or move "
                               f"{name} to statistics.extra_contrasts")
 
-    def _check_models(self) -> None:
-        """Every embedder, reranker and tokenizer model can be found before any job runs
-        (:func:`structablate.model_paths.check_model`: local folder, ``pkg:`` module, or a hub id
-        in the local cache when jobs run offline)."""
+    def model_problems(self) -> list[str]:
+        """``key: why`` for every model and dataset this plan reads that a job could not load
+        (empty when all are there). Reads the local disk only, never the network: the
+        embedders, rerankers and tokenizer (:func:`structablate.model_paths.check_model`:
+        local folder, ``pkg:`` module, or a hub id in the local cache when jobs run offline),
+        the TextTiling model when it induces structure, the LLM of every stage that generates
+        (a replaying stage loads none) and the hub QASPER dataset
+        (:func:`structablate.prefetch.offline_problems`)."""
         from structablate.model_paths import check_model
+        from structablate.prefetch import offline_problems, required
 
         s = self.settings
         models = [(f"embedders.{n}.model", e.model, "sentence-transformers")
@@ -458,11 +469,34 @@ class Plan:
         if s.induction.inducer == "texttiling" and self.needs_induced_structure:
             models.append(("induction.texttiling.model", s.induction.texttiling.model,
                            "sentence-transformers"))
+        problems = []
         for key, model, org in models:
             try:
                 check_model(model, key, default_org=org)
             except ConfigError as exc:
-                raise ConfigError(f"{self.source}: {exc}") from None
+                problems.append(str(exc))
+        return problems + offline_problems(required(self))
+
+    def models_message(self, problems: list[str]) -> str:
+        """One block naming every missing model or dataset (``problems`` from
+        :meth:`model_problems`) and the commands that fetch them and check the result."""
+        files = [] if self.source == "config" else self.source.split(", ")
+        from structablate.prefetch import prefetch_command
+
+        lines = "\n".join(f"  - {p}" for p in problems)
+        return (f"{self.source}: {len(problems)} model(s) or dataset(s) of this run cannot be "
+                f"loaded by an offline job:\n{lines}\n"
+                "Fetch them on a machine with network, into the hub cache the jobs see "
+                "(export HF_HOME on a shared filesystem), then check offline:\n"
+                f"  {prefetch_command(files)}\n  {prefetch_command(files, check=True)}\n"
+                "(add the same --config overrides as to snakemake)")
+
+    def _check_models(self) -> None:
+        """Refuse, with every missing model and dataset in one message, a plan whose jobs
+        could not load them (:meth:`model_problems`)."""
+        problems = self.model_problems()
+        if problems:
+            raise ConfigError(self.models_message(problems))
 
 
 # ---------------------------------------------------------------------- helpers
