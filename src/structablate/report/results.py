@@ -451,7 +451,8 @@ def block_contrast(run: Run, led: Ledger, name: str, **_) -> list[str]:
     df, src = run.table("contrasts"), run.source("contrasts")
     df = df.filter(pl.col("contrast") == name)
     if not df.height:
-        raise ResultsError(f"{run.results / src}: no contrast named {name}")
+        return [f"No row of `{src}` is named {name}: it did not run in this cell (a condition "
+                "of it is not in the run's conditions)."]
     rows = [[r["metric"], *_contrast_cells(r, led, src)] for r in df.iter_rows(named=True)]
     return _table(["measure", *CONTRAST_HEADER], rows, "l" + "r" * 10 + "l")
 
