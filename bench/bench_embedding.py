@@ -175,6 +175,14 @@ def cmd_speed(args) -> None:
     runs = {"raw": lambda: raw.encode(texts, batch_size=32, normalize_embeddings=True)}
     runs.update({spec: (lambda e=e: e.encode(texts)) for spec, e in embedders.items()})
     ref = runs["raw"]()
+    if args.save:
+        np.save(args.save, np.stack([embedders[spec].encode(texts) for spec, _ in variants]))
+        print(f"  saved the variants' vectors to {args.save}")
+    tok_runs = {"raw": lambda: raw.tokenizer(texts, padding=True, truncation=True,
+                                             max_length=MAX_SEQ, verbose=False)}
+    tok_runs.update({spec: (lambda e=e: e.tokenize(texts) if hasattr(e, "tokenize")
+                            else e.token_lengths(texts)) for spec, e in embedders.items()})
+    tok_wall: dict[str, list[float]] = {k: [] for k in runs}
     for e in embedders.values():  # OpenVINO compiles kernels per new shape: warm up
         if e.cfg.backend == "openvino":
             e.encode(texts)
@@ -186,13 +194,16 @@ def cmd_speed(args) -> None:
             vecs = fn()
             wall[name].append(time.perf_counter() - t)
             cpu[name].append(time.process_time() - c)
+            t = time.perf_counter()
+            tok_runs[name]()
+            tok_wall[name].append(time.perf_counter() - t)
             if r == 0 and name != "raw":
                 cos = float(np.min(np.sum(vecs * ref, axis=1)))
                 print(f"  {name}: min cosine vs raw float32 {cos:.6f}", flush=True)
     ratios = {k: [r / v for r, v in zip(wall["raw"], wall[k], strict=True)] for k in runs}
 
     print(f"\n{'variant':24} {'texts/s':>8} {'x raw':>6} {'cpu s':>7} {'x raw':>6} "
-          f"{'tok/real':>8} {'GFLOP/s':>8} {'% peak':>7}")
+          f"{'tok/real':>8} {'GFLOP/s':>8} {'% peak':>7} {'tokenize':>8}")
     for name in runs:
         w = statistics.median(wall[name])
         if name == "raw":
@@ -206,12 +217,15 @@ def cmd_speed(args) -> None:
         peak = peaks.get(dtype, peaks["float32"])[1]
         print(f"{name:24} {len(texts) / w:8.1f} {statistics.median(ratios[name]):6.2f} "
               f"{c:7.2f} {statistics.median(cpu['raw']) / c:6.2f} {pad:8.2f} {gflops:8.1f} "
-              f"{100 * gflops / peak:6.0f}%  of the {dtype} peak")
+              f"{100 * gflops / peak:6.0f}% {100 * statistics.median(tok_wall[name]) / w:7.0f}%"
+              f"  of the {dtype} peak")
     print(f"\nmedians of {args.rounds} interleaved rounds. texts/s and the first 'x raw' are "
           f"per wall second (median of per-round ratios against raw encode); 'cpu s' is process "
           f"time and the second 'x raw' its ratio; GFLOP/s counts real tokens only, per CPU "
           f"second, against the matmul peak per CPU second of the variant's precision "
-          f"(float32 or bfloat16). With several threads, CPU time includes their spin-waits.")
+          f"(float32 or bfloat16). With several threads, CPU time includes their spin-waits. "
+          f"'tokenize': one tokenizer pass over the texts (the tokenizer call of each path, "
+          f"timed apart, median) as a share of the path's wall time.")
 
 
 # ------------------------------------------------------------------------------------------
@@ -320,6 +334,9 @@ def main() -> None:
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--threads", type=int, default=2)
     sp.add_argument("--variants", nargs="+", default=DEFAULT_VARIANTS)
+    sp.add_argument("--save", type=Path, default=None,
+                    help="save the variants' vectors (.npy, variant x text x dim) to compare "
+                         "two versions of the code byte for byte")
     fp = sub.add_parser("fidelity", help="cosine and top-10 agreement against float32")
     fp.add_argument("--qasper", type=Path, required=True, help="a QASPER v0.3 JSON file")
     fp.add_argument("--papers", type=int, default=150)

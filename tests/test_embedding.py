@@ -104,19 +104,20 @@ class _ConcurrentJob:
     def __getattr__(self, name):
         return getattr(self._e, name)
 
-    def encode(self, texts, **kw):
-        self.encoded.extend(texts)
+    def encode_tokens(self, tok, **kw):
+        self.encoded.extend(tuple(ids) for ids in tok.ids)
         if len(self.encoded) == 1:
             key = EmbeddingCache.key(embedder_signature(self._e.cfg), TEXTS[3])
             self._other.put_many([(key, self._e.encode([TEXTS[3]])[0])])
-        return self._e.encode(texts, **kw)
+        return self._e.encode_tokens(tok, **kw)
 
 
 def test_vectors_committed_meanwhile_by_another_job_are_not_recomputed(embedder, tmp_path):
     cache = EmbeddingCache(tmp_path / "emb")
     job = _ConcurrentJob(embedder, EmbeddingCache(tmp_path / "emb"))
     v, stats = embed_texts(TEXTS, job, cache, progress=False, commit_every=1)
-    assert TEXTS[3] not in job.encoded and len(job.encoded) == 3
+    assert tuple(embedder.tokenize([TEXTS[3]]).ids[0]) not in job.encoded
+    assert len(job.encoded) == 3
     assert (stats.cache_hits, stats.computed) == (1, 3)
     assert np.array_equal(v, embedder.encode(TEXTS))
 
@@ -156,6 +157,54 @@ def test_an_sqlite_cache_of_earlier_versions_names_the_fix(tmp_path):
 def test_cache_key_separates_models_and_texts():
     a = EmbeddingCache.key("m1|x", "text")
     assert a != EmbeddingCache.key("m2|x", "text") and a != EmbeddingCache.key("m1|x", "text ")
+
+
+class _CountingTokenizer:
+    """The real tokenizer, counting the texts it is asked to tokenize."""
+
+    def __init__(self, inner):
+        self._inner, self.texts = inner, 0
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def __call__(self, texts, *args, **kw):
+        self.texts += len(texts)
+        return self._inner(texts, *args, **kw)
+
+
+def test_each_text_is_tokenized_once(tmp_path):
+    emb = Embedder(EmbedderSettings(model=MODEL, batch_size=4, length_bucket=16))
+    reference = emb.encode(TEXTS)
+    emb.tokenizer = counting = _CountingTokenizer(emb.tokenizer)
+    texts = TEXTS + TEXTS[:2]  # duplicates are embedded (and tokenized) once
+    v, stats = embed_texts(texts, emb, EmbeddingCache(tmp_path / "c"), progress=False,
+                           commit_every=3)
+    assert counting.texts == len(TEXTS)
+    assert np.array_equal(v, np.concatenate([reference, reference[:2]]))
+    assert stats.extra["real_tokens"] == sum(len(x) for x in emb.tokenize(TEXTS).ids)
+    assert stats.extra["padded_tokens"] >= stats.extra["real_tokens"]
+    counting.texts = 0  # a rerun from the cache tokenizes only for the truncation count
+    again, stats = embed_texts(texts, emb, EmbeddingCache(tmp_path / "c"), progress=False)
+    assert counting.texts == len(TEXTS) and stats.computed == 0
+    assert np.array_equal(again, v)
+
+
+def test_ids_equal_the_tokenizers_own_padded_batches(embedder):
+    """Batches built from the ids once are what the tokenizer pads (and truncates) itself."""
+    long = "structure " * (embedder.max_seq_length + 5)
+    texts = [*TEXTS, long, ""]
+    tok = embedder.tokenize(texts)
+    for padded, rows in embedder.plan(tok):
+        built = embedder._builder.build(tok, rows, padded, embedder.cfg.batch_size)
+        batch = [texts[i] for i in rows] + [""] * (embedder.cfg.batch_size - len(rows))
+        ref = embedder.tokenizer(batch, padding="max_length", truncation=True,
+                                 max_length=padded, return_tensors="np")
+        assert sorted(built) == sorted(ref.keys())
+        for key, arr in built.items():
+            assert np.array_equal(arr, ref[key]), key
+    assert tok.lengths[len(TEXTS)] > embedder.max_seq_length
+    assert len(tok.ids[len(TEXTS)]) == embedder.max_seq_length
 
 
 def test_truncation_is_counted(embedder, tmp_path):

@@ -245,3 +245,24 @@ def test_rerank_run_parquet_is_byte_identical_run_to_run(tmp_path):
         assert report["dtype"] == "float32" and report["pairs"] == 11
     assert out[0] == out[1] == out[2]
     assert (report["pairs_scored"], report["pairs_from_cache"]) == (0, 11)
+
+
+def test_pair_batches_built_from_ids_equal_the_tokenizers_own(model):
+    """Pairs are tokenized once; the batches built from their ids are what the tokenizer pads
+    and truncates (longest_first) itself, so scores equal those of per-batch tokenization."""
+    from structablate.retrieval.rerank import PairScorer
+
+    scorer = PairScorer(model, "m", batch_size=4, length_bucket=16, max_seq_length=64)
+    pairs = [("what is a section?", "a section groups paragraphs under a heading. " * 3),
+             ("q " * 40, "chunk text " * 40), ("", ""), ("short", "x")]
+    tok = scorer.tokenize(pairs)
+    assert tok.lengths[1] > 64 and len(tok.ids[1]) == 64
+    for padded, rows in scorer.plan(tok):
+        built = scorer._builder.build(tok, rows, padded, scorer.batch_size)
+        batch = [pairs[i] for i in rows] + [("", "")] * (scorer.batch_size - len(rows))
+        ref = scorer.tokenizer([q for q, _ in batch], [c for _, c in batch],
+                               padding="max_length", truncation="longest_first",
+                               max_length=padded, return_tensors="np")
+        assert sorted(built) == sorted(ref.keys())
+        for key, arr in built.items():
+            assert np.array_equal(arr, ref[key]), key

@@ -15,6 +15,9 @@ def main(smk):
         texts = chunk_texts(read_parquet(smk.input.chunks), read_parquet(smk.input.documents))
     cache = EmbeddingCache(smk.params.cache)
     embedder = Embedder(cfg)
+    if embedder.dtype != settings["precision"]:  # the trigger recorded another precision
+        raise RuntimeError(f"embedder {cfg.model!r} resolved dtype {embedder.dtype!r}, the plan "
+                           f"said {settings['precision']!r}")
     vectors, stats = embed_texts(texts, embedder, cache, desc=smk.rule)
     cache.close()
     log.info("embedded %s", stats.as_dict())

@@ -31,9 +31,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import queue
+import threading
 import time
 import warnings
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,36 +84,52 @@ def cpu_has_native_bf16() -> bool:
     return False
 
 
-@functools.cache
-def resolve_dtype(dtype: str, device: str = "cpu") -> str:
-    """The precision that ``dtype`` means on ``device``: never ``auto``.
-
-    ``auto`` is ``bfloat16`` on a CUDA device whose GPU computes bf16 natively
-    (``torch.cuda.is_bf16_supported(including_emulation=False)``, Ampere and later), and
-    ``float32`` everywhere else: older GPUs, Apple MPS, and every CPU. On the CPU, bf16 is
-    explicit opt-in only: it passes the cosine part of the fidelity gate of
-    ``bench/bench_embedding.py`` (>= 0.9999 against float32 for every QASPER text) but not the
-    ranking part (the exact top-10 of only ~70 % of QASPER questions is identical to float32's,
-    the gate asks 99 %), and without AVX512-BF16/AMX it is emulated and slower than float32.
-    Explicit values are returned unchanged.
-    """
+def planned_dtype(dtype: str, device: str = "cpu") -> str:
+    """The precision ``dtype`` runs in on ``device``, from the settings alone (no hardware
+    probe, so the workflow can put it in a job's rerun trigger on a node without the GPU):
+    ``auto`` is ``bfloat16`` on ``cuda`` devices and ``float32`` on every other device;
+    explicit values are returned unchanged. :func:`resolve_dtype` gives the same answer on the
+    machine that runs the job, or refuses."""
     if dtype not in DTYPES:
         raise EmbedderConfigError(f"embedder dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
     if dtype != "auto":
         return dtype
-    if device.split(":", 1)[0] == "cuda":
-        import torch
+    return "bfloat16" if device.split(":", 1)[0] == "cuda" else "float32"
 
-        if not torch.cuda.is_available():
-            raise EmbedderConfigError(f"embedder device {device!r}: CUDA is not available here")
-        index = torch.device(device).index
-        with torch.cuda.device(index if index is not None else torch.cuda.current_device()):
-            try:
-                ok = torch.cuda.is_bf16_supported(including_emulation=False)
-            except TypeError:  # pragma: no cover - older torch without the keyword
-                ok = torch.cuda.is_bf16_supported()
-        return "bfloat16" if ok else "float32"
-    return "float32"
+
+@functools.cache
+def resolve_dtype(dtype: str, device: str = "cpu") -> str:
+    """The precision that ``dtype`` means on ``device``: never ``auto``; always
+    :func:`planned_dtype`'s answer (so what a job's trigger recorded is what it ran).
+
+    ``auto`` is ``bfloat16`` on a CUDA device, which must compute bf16 natively
+    (``torch.cuda.is_bf16_supported(including_emulation=False)``, Ampere and later; an older
+    GPU is refused with the fix: set ``dtype`` explicitly), and ``float32`` everywhere else:
+    Apple MPS and every CPU. On the CPU, bf16 is explicit opt-in only: it passes the cosine
+    part of the fidelity check of ``bench/bench_embedding.py`` (>= 0.9999 against float32 for
+    every QASPER text) but not the exact-top-10 part (~70 % of QASPER questions identical to
+    float32's), and without AVX512-BF16/AMX it is emulated and slower than float32.
+    Explicit values are returned unchanged.
+    """
+    planned = planned_dtype(dtype, device)
+    if dtype != "auto" or device.split(":", 1)[0] != "cuda":
+        return planned
+    import torch
+
+    if not torch.cuda.is_available():
+        raise EmbedderConfigError(f"embedder device {device!r}: CUDA is not available here")
+    index = torch.device(device).index
+    with torch.cuda.device(index if index is not None else torch.cuda.current_device()):
+        try:
+            ok = torch.cuda.is_bf16_supported(including_emulation=False)
+        except TypeError:  # pragma: no cover - older torch without the keyword
+            ok = torch.cuda.is_bf16_supported()
+        name = torch.cuda.get_device_name()
+    if not ok:
+        raise EmbedderConfigError(
+            f"dtype 'auto' on device {device!r} means bfloat16, which this GPU ({name}) does not "
+            "compute natively: set dtype: float16 or float32 for this embedder/reranker")
+    return planned
 
 
 def check_embedder(cfg: EmbedderSettings, where: str = "embedder") -> None:
@@ -154,6 +173,177 @@ def plan_batches(lengths: Sequence[int], length_bucket: int, batch_size: int,
 def padded_tokens(plan: Sequence[tuple[int, list[int]]], batch_size: int) -> int:
     """Tokens a plan computes, empty filler rows included (``batch_size * padded`` each)."""
     return sum(batch_size * padded for padded, _ in plan)
+
+
+@dataclass
+class Tokenized:
+    """Texts (or text pairs) tokenized once, for planning and for the batches.
+
+    ``ids[i]``: token ids of item ``i`` with the model's special tokens, truncated to the
+    truncation length; ``type_ids[i]``: its segment ids (None for a model without
+    ``token_type_ids``); ``lengths[i]``: its token count *before* truncation (so
+    ``lengths[i] > max_length`` means item ``i`` was cut).
+    """
+
+    ids: list[list[int]]
+    type_ids: list[list[int]] | None
+    lengths: list[int]
+    seconds: float = 0.0
+    """Wall seconds the tokenizer took."""
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def take(self, rows: Sequence[int]) -> Tokenized:
+        """The items ``rows`` (in that order)."""
+        return Tokenized([self.ids[i] for i in rows],
+                         None if self.type_ids is None else [self.type_ids[i] for i in rows],
+                         [self.lengths[i] for i in rows])
+
+
+def tokenize_once(tokenizer, first: Sequence[str], second: Sequence[str] | None,
+                  max_length: int, truncation: str | bool = True) -> Tokenized:
+    """One batch call of a (fast) tokenizer over all items, giving the ids the fixed-shape
+    batches are built from and the untruncated lengths the plan and statistics use.
+
+    Items longer than ``max_length`` are tokenized a second time with ``truncation`` at
+    ``max_length`` (only those), so every item's ids equal what the tokenizer gives with
+    truncation at the model's length, as the batches of earlier versions (tokenized per batch
+    at the bucket length, which is the truncation length for every cut item) did.
+    """
+    t0 = time.perf_counter()
+    want_tt = "token_type_ids" in getattr(tokenizer, "model_input_names", ())
+    kw = {"add_special_tokens": True, "return_attention_mask": False,
+          "return_token_type_ids": want_tt, "verbose": False}
+    args = (list(first),) if second is None else (list(first), list(second))
+    if not args[0]:
+        return Tokenized([], [] if want_tt else None, [], 0.0)
+    enc = tokenizer(*args, truncation=False, **kw)
+    ids = list(enc["input_ids"])
+    tt = list(enc["token_type_ids"]) if want_tt else None
+    lengths = [len(x) for x in ids]
+    cut = [i for i, n in enumerate(lengths) if n > max_length]
+    if cut:
+        sub = tokenizer(*([a[i] for i in cut] for a in args), truncation=truncation,
+                        max_length=max_length, **kw)
+        for j, i in enumerate(cut):
+            ids[i] = sub["input_ids"][j]
+            if tt is not None:
+                tt[i] = sub["token_type_ids"][j]
+    return Tokenized(ids, tt, lengths, time.perf_counter() - t0)
+
+
+class BatchBuilder:
+    """Fixed-shape int64 input arrays from :class:`Tokenized` items, as the tokenizer would pad
+    them (``input_ids`` padded with the pad token, ``attention_mask`` 0 on padding,
+    ``token_type_ids`` with the pad segment id; left or right as the tokenizer pads). Rows
+    beyond the items are filled with ``filler`` (the tokenized empty text or pair)."""
+
+    def __init__(self, tokenizer, filler: Tokenized):
+        self.pad_id = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0)
+        self.pad_type = int(getattr(tokenizer, "pad_token_type_id", 0) or 0)
+        self.left = getattr(tokenizer, "padding_side", "right") == "left"
+        self.names = [n for n in ("input_ids", "token_type_ids", "attention_mask")
+                      if n in getattr(tokenizer, "model_input_names", ())
+                      or n != "token_type_ids"]
+        if filler.type_ids is None and "token_type_ids" in self.names:
+            self.names.remove("token_type_ids")
+        self.filler = filler
+
+    def build(self, tok: Tokenized, rows: Sequence[int], padded: int, n_rows: int
+              ) -> dict[str, np.ndarray]:
+        """Arrays of shape ``(n_rows, padded)``: row ``j`` is item ``rows[j]``, the rest filler."""
+        ids = np.full((n_rows, padded), self.pad_id, dtype=np.int64)
+        mask = np.zeros((n_rows, padded), dtype=np.int64)
+        tt = (np.full((n_rows, padded), self.pad_type, dtype=np.int64)
+              if "token_type_ids" in self.names else None)
+        items = [(tok, i) for i in rows] + [(self.filler, 0)] * (n_rows - len(rows))
+        for r, (src, i) in enumerate(items):
+            seq = src.ids[i]
+            n = len(seq)
+            sl = slice(padded - n, padded) if self.left else slice(0, n)
+            ids[r, sl] = seq
+            mask[r, sl] = 1
+            if tt is not None:
+                tt[r, sl] = src.type_ids[i]
+        out = {"input_ids": ids}
+        if tt is not None:
+            out["token_type_ids"] = tt
+        out["attention_mask"] = mask
+        return out
+
+
+def on_device(arrays: dict[str, np.ndarray], device: str) -> dict:
+    """torch tensors of ``arrays`` on ``device``: on CUDA copied from pinned host memory without
+    blocking the host (the copy is ordered on the current stream before the forward pass); on
+    the CPU the arrays are wrapped without a copy."""
+    import torch
+
+    tensors = {k: torch.from_numpy(v) for k, v in arrays.items()}
+    if torch.device(device).type == "cuda":
+        return {k: t.pin_memory().to(device, non_blocking=True) for k, t in tensors.items()}
+    return tensors
+
+
+def in_background(items: Iterator, depth: int = 2) -> Iterator:
+    """Iterate ``items`` in a producer thread, ``depth`` ahead of the consumer (host work such
+    as batch assembly and pinning overlaps the device's compute). Exceptions of the producer
+    are raised in the consumer; closing the consumer stops the producer."""
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    end = object()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        q.put((item, None), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put((end, None))
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+            q.put((end, exc))
+
+    thread = threading.Thread(target=produce, name="batch-producer", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item, exc = q.get()
+            if item is end:
+                if exc is not None:
+                    raise exc
+                return
+            yield item
+    finally:
+        stop.set()
+        while thread.is_alive():
+            try:
+                q.get_nowait()
+            except queue.Empty:
+                thread.join(0.05)
+
+
+def use_sdpa(hf_model) -> str:
+    """Ask a transformers model to run attention with PyTorch's fused SDPA kernels where it
+    supports them (flash / memory-efficient kernels on GPUs in half precision); return the
+    attention implementation the model now uses (``eager`` where SDPA is not supported)."""
+    config = getattr(hf_model, "config", None)
+    current = getattr(config, "_attn_implementation", None)
+    if current == "sdpa" or config is None:
+        return str(current)
+    setter = getattr(hf_model, "set_attn_implementation", None)
+    try:
+        if setter is not None:
+            setter("sdpa")
+        else:  # pragma: no cover - older transformers
+            config._attn_implementation = "sdpa"
+    except (ValueError, ImportError, AttributeError):
+        return str(current)
+    return str(getattr(config, "_attn_implementation", current))
 
 
 class _OpenVinoTransformer:
@@ -244,69 +434,109 @@ class Embedder:
                 self._autocast = tdtype
             else:
                 self._transformer.to(tdtype)
+        self._cuda = torch.device(cfg.device).type == "cuda"
+        self.attention = str(getattr(getattr(self._transformer.auto_model, "config", None),
+                                     "_attn_implementation", "unknown"))
+        if self._cuda:
+            self.attention = use_sdpa(self._transformer.auto_model)
+        self._builder = BatchBuilder(self.tokenizer, self.tokenize([""]))
+        self.padded_tokens = 0
+        """Tokens of the batches :meth:`encode_tokens` ran so far, filler rows included."""
+        self.real_tokens = 0
+        """Tokens of the texts those batches held (after truncation)."""
 
     def token_lengths(self, texts: Sequence[str]) -> list[int]:
         """Token counts including the model's special tokens, without truncation."""
-        enc = self.tokenizer(list(texts), add_special_tokens=True, truncation=False, verbose=False)
+        enc = self.tokenizer(list(texts), add_special_tokens=True, truncation=False, verbose=False,
+                             return_attention_mask=False, return_token_type_ids=False)
         return [len(ids) for ids in enc["input_ids"]]
 
-    def plan(self, texts: Sequence[str]) -> list[tuple[int, list[int]]]:
-        """The fixed-shape batches that :meth:`encode` runs for ``texts``."""
-        return plan_batches(self.token_lengths(texts), self.cfg.length_bucket,
-                            self.cfg.batch_size, self.max_seq_length)
+    def tokenize(self, texts: Sequence[str]) -> Tokenized:
+        """``texts`` tokenized once (one batch call), truncated to ``max_seq_length``."""
+        return tokenize_once(self.tokenizer, texts, None, self.max_seq_length)
 
-    def _embed_batch(self, batch: list[str], padded: int) -> np.ndarray:
+    def plan(self, texts: Sequence[str] | Tokenized) -> list[tuple[int, list[int]]]:
+        """The fixed-shape batches that :meth:`encode` runs for ``texts``."""
+        lengths = texts.lengths if isinstance(texts, Tokenized) else self.token_lengths(texts)
+        return plan_batches(lengths, self.cfg.length_bucket, self.cfg.batch_size,
+                            self.max_seq_length)
+
+    def _forward(self, arrays: dict[str, np.ndarray]):
+        """L2-normalised float32 vectors of one fixed-shape batch, as a tensor on the device."""
         torch = self._torch
-        if self._ov is not None:
-            feats_np = self.tokenizer(batch, padding="max_length", truncation=True,
-                                      max_length=padded, return_tensors="np")
-            tokens = torch.from_numpy(self._ov(feats_np))
-            feats = {k: torch.from_numpy(np.asarray(v)) for k, v in feats_np.items()}
-            feats["token_embeddings"] = tokens
-        else:
-            feats = self.tokenizer(batch, padding="max_length", truncation=True,
-                                   max_length=padded, return_tensors="pt")
-            feats = {key: v.to(self.cfg.device) for key, v in feats.items()}
-            with torch.inference_mode():
+        with torch.inference_mode():
+            if self._ov is not None:
+                feats = {k: torch.from_numpy(v) for k, v in arrays.items()}
+                feats["token_embeddings"] = torch.from_numpy(self._ov(arrays))
+            else:
+                feats = on_device(arrays, self.cfg.device)
                 if self._autocast is not None:
                     with torch.autocast("cpu", dtype=self._autocast):
                         feats = self._transformer(feats)
                 else:
                     feats = self._transformer(feats)
-        with torch.inference_mode():
             feats["token_embeddings"] = feats["token_embeddings"].float()
             for module in self._rest:
                 feats = module(feats)
             emb = feats["sentence_embedding"].float()
             # vectors are L2-normalised: the inner product of retrieval is the cosine
-            emb = torch.nn.functional.normalize(emb, p=2, dim=-1)
-            return emb.cpu().numpy()
+            return torch.nn.functional.normalize(emb, p=2, dim=-1)
+
+    def _batches(self, tok: Tokenized, plan: list[tuple[int, list[int]]]
+                 ) -> Iterator[tuple[list[int], dict[str, np.ndarray]]]:
+        bs = self.cfg.batch_size
+        for padded, rows in plan:
+            yield rows, self._builder.build(tok, rows, padded, bs)
+
+    def encode_tokens(self, tok: Tokenized, progress: bool = False, desc: str = "embed"
+                      ) -> np.ndarray:
+        """float32 vectors of tokenized texts, row ``i`` for item ``i``.
+
+        Batches are assembled from the token ids (on a GPU in a producer thread, pinned and
+        copied without blocking); vectors stay on the device until all batches ran and come
+        back in one copy.
+        """
+        out = np.zeros((len(tok), self.dim), dtype=np.float32)
+        if not len(tok):
+            return out
+        plan = self.plan(tok)
+        batches = self._batches(tok, plan)
+        if self._cuda:
+            batches = in_background(batches)
+        rows_done: list[int] = []
+        parts = []
+        bar = tqdm(total=len(plan), desc=desc, disable=not progress, unit="batch")
+        try:
+            for rows, arrays in batches:
+                parts.append(self._forward(arrays)[: len(rows)])
+                rows_done.extend(rows)
+                bar.update(1)
+        finally:
+            bar.close()
+            if hasattr(batches, "close"):
+                batches.close()
+        out[rows_done] = self._torch.cat(parts).cpu().numpy()
+        self.padded_tokens += padded_tokens(plan, self.cfg.batch_size)
+        self.real_tokens += sum(min(n, self.max_seq_length) for n in tok.lengths)
+        return out
 
     def encode_batches(self, texts: Sequence[str], progress: bool = False,
                        desc: str = "embed") -> Iterator[tuple[list[int], np.ndarray]]:
-        """Yield ``(rows, vectors)`` batch by batch: ``vectors[j]`` is ``texts[rows[j]]``'s.
-
-        Lets a caller hand over all its texts at once (fewer half-empty batches, so less padding)
-        and still store vectors as they come.
-        """
-        plan = self.plan(texts) if len(texts) else []
-        bs = self.cfg.batch_size
+        """Yield ``(rows, vectors)`` batch by batch: ``vectors[j]`` is ``texts[rows[j]]``'s."""
+        tok = self.tokenize(texts)
+        plan = self.plan(tok)
         bar = tqdm(total=len(plan), desc=desc, disable=not progress, unit="batch")
         try:
-            for padded, rows in plan:
-                batch = [texts[i] for i in rows] + [""] * (bs - len(rows))
-                yield rows, self._embed_batch(batch, padded)[: len(rows)]
+            for rows, arrays in self._batches(tok, plan):
+                yield rows, self._forward(arrays)[: len(rows)].cpu().numpy()
                 bar.update(1)
         finally:
             bar.close()
 
     def encode(self, texts: Sequence[str], progress: bool = False, desc: str = "embed"
                ) -> np.ndarray:
-        """float32 vectors (L2-normalised if configured), row ``i`` for ``texts[i]``."""
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for rows, vecs in self.encode_batches(texts, progress=progress, desc=desc):
-            out[rows] = vecs
-        return out
+        """float32 vectors (L2-normalised), row ``i`` for ``texts[i]``."""
+        return self.encode_tokens(self.tokenize(texts), progress=progress, desc=desc)
 
 
 @dataclass
@@ -395,7 +625,12 @@ def embed_texts(
     desc: str = "embed",
     commit_every: int = 2048,
 ) -> tuple[np.ndarray, EmbeddingStats]:
-    """Vectors for ``texts`` (row per text), computing only what the cache lacks."""
+    """Vectors for ``texts`` (row per text), computing only what the cache lacks.
+
+    Each distinct text is tokenized once. The texts to compute go in parts of ``commit_every``
+    (each part's vectors are committed to the cache before the next); the next part is
+    tokenized in a worker thread while the current one runs through the model.
+    """
     stats = EmbeddingStats(texts=len(texts))
     sig = embedder_signature(embedder.cfg)
     order: dict[str, int] = {}
@@ -403,31 +638,54 @@ def embed_texts(
         order.setdefault(t, len(order))
     unique = list(order)
     stats.unique_texts = len(unique)
-    lengths = embedder.token_lengths(texts) if texts else []
-    stats.truncated = sum(n > embedder.max_seq_length for n in lengths)
     keys = [EmbeddingCache.key(sig, t) for t in unique]
     vecs = np.zeros((len(unique), embedder.dim), dtype=np.float32)
+    lengths = np.zeros(len(unique), dtype=np.int64)
     missing = list(range(len(unique)))
     if cache is not None:
         missing = _fill_from_cache(cache, keys, missing, vecs, stats)
+    parts = [missing[c: c + commit_every] for c in range(0, len(missing), commit_every)]
+    padded0, real0 = embedder.padded_tokens, embedder.real_tokens
+    tokenize_s = 0.0
     t0 = time.perf_counter()
     done = 0
-    for c in range(0, len(missing), commit_every):
-        part = missing[c : c + commit_every]
-        if cache is not None and c > 0:
-            # jobs running at the same time may have committed some of these meanwhile
-            cache.refresh()
-            part = _fill_from_cache(cache, keys, part, vecs, stats)
-        done += len(part)
-        if not part:
-            continue
-        got = embedder.encode([unique[i] for i in part], progress=progress,
-                              desc=f"{desc} [{c + len(part)}/{len(missing)}]")
-        vecs[part] = got
-        if cache is not None:
-            cache.put_many([(keys[i], got[j]) for j, i in enumerate(part)])
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenize") as pool:
+        ahead = pool.submit(embedder.tokenize, [unique[i] for i in parts[0]]) if parts else None
+        have = set(missing)
+        cached = [i for i in range(len(unique)) if i not in have]
+        if cached:  # lengths only, for the truncation count
+            lengths[cached] = embedder.token_lengths([unique[i] for i in cached])
+        for k, part in enumerate(parts):
+            tok = ahead.result()
+            tokenize_s += tok.seconds
+            lengths[part] = tok.lengths
+            if k + 1 < len(parts):
+                ahead = pool.submit(embedder.tokenize, [unique[i] for i in parts[k + 1]])
+            if cache is not None and k > 0:
+                # jobs running at the same time may have committed some of these meanwhile
+                cache.refresh()
+                still = set(_fill_from_cache(cache, keys, part, vecs, stats))
+                keep = [j for j, i in enumerate(part) if i in still]
+                part, tok = [part[j] for j in keep], tok.take(keep)
+            done += len(part)
+            if not part:
+                continue
+            got = embedder.encode_tokens(
+                tok, progress=progress, desc=f"{desc} [{sum(map(len, parts[:k + 1]))}/"
+                f"{len(missing)}]")
+            vecs[part] = got
+            if cache is not None:
+                cache.put_many([(keys[i], got[j]) for j, i in enumerate(part)])
     stats.seconds_computing = time.perf_counter() - t0
     stats.computed = done
+    counts = np.bincount([order[t] for t in texts], minlength=len(unique)) if texts else []
+    stats.truncated = int(np.sum(counts * (lengths > embedder.max_seq_length))) if texts else 0
+    stats.extra.update({
+        "seconds_tokenizing": round(tokenize_s, 3),
+        "padded_tokens": embedder.padded_tokens - padded0,
+        "real_tokens": embedder.real_tokens - real0,
+        "attention": embedder.attention,
+    })
     if cache is not None and cache.quarantined:
         stats.extra["cache_quarantined"] = list(cache.quarantined)
     return vecs[[order[t] for t in texts]], stats

@@ -50,6 +50,24 @@ def _all_local(node: dict | None, allowed: frozenset[str], key: str) -> bool:
     return node.get("type") in allowed
 
 
+PIECE_CHARS = 1_000_000
+"""Characters per tokenizer call of :meth:`TokenCounter.offsets` (bounds its memory)."""
+
+
+def _whitespace_cut(text: str, base: int, piece_chars: int) -> int | None:
+    """The index of the last whitespace character in ``text[base + 1 : base + piece_chars]``
+    (a piece ``text[base:cut]`` ends before it), else of the first one after it; None when
+    the rest of the text has no whitespace."""
+    end = base + piece_chars
+    for j in range(end - 1, base, -1):
+        if text[j].isspace():
+            return j
+    for j in range(end, len(text)):
+        if text[j].isspace():
+            return j
+    return None
+
+
 class TokenCounter:
     """Counts tokens of a fast tokenizer (``tokenizers`` backend), without special tokens."""
 
@@ -104,13 +122,45 @@ class TokenCounter:
         encs = self._tok.encode_batch(list(texts), add_special_tokens=False)
         return [len(e.ids) for e in encs]
 
-    def offsets(self, texts: Sequence[str]) -> list[np.ndarray]:
+    def offsets(self, texts: Sequence[str], piece_chars: int = PIECE_CHARS
+                ) -> list[np.ndarray]:
         """``[n_tokens, 2]`` int64 character offsets ``[start, end)`` of every token of each
-        text (batched; zero-width tokens included)."""
+        text (zero-width tokens included).
+
+        Memory is bounded by ``piece_chars``, not by the longest text: with a
+        :attr:`whitespace_local` tokenizer a text longer than ``piece_chars`` characters is
+        tokenized in pieces cut at whitespace (the same tokens, offsets shifted back), and each
+        tokenizer call gets at most about ``piece_chars`` characters, so the tokenizer's own
+        per-token objects (token strings, Python offset tuples; ~100 bytes per token) exist
+        for one piece at a time and only the int64 offsets of whole texts are kept. A
+        tokenizer that is not whitespace-local sees every text whole.
+        """
         if not texts:
             return []
-        encs = self._tok.encode_batch(list(texts), add_special_tokens=False)
-        return [np.asarray(e.offsets, dtype=np.int64).reshape(-1, 2) for e in encs]
+        pieces: list[tuple[int, int, str]] = []  # (text index, first char, piece)
+        local = self.whitespace_local
+        for i, text in enumerate(texts):
+            base = 0
+            while local and len(text) - base > piece_chars:
+                cut = _whitespace_cut(text, base, piece_chars)
+                if cut is None:
+                    break
+                pieces.append((i, base, text[base:cut]))
+                base = cut
+            pieces.append((i, base, text[base:]))
+        found: list[list[np.ndarray]] = [[] for _ in texts]
+        k = 0
+        while k < len(pieces):
+            group, chars = [], 0
+            while k < len(pieces) and (not group or chars + len(pieces[k][2]) <= piece_chars):
+                group.append(pieces[k])
+                chars += len(pieces[k][2])
+                k += 1
+            encs = self._tok.encode_batch([p for _, _, p in group], add_special_tokens=False)
+            for (i, base, _), e in zip(group, encs, strict=True):
+                found[i].append(np.asarray(e.offsets, dtype=np.int64).reshape(-1, 2) + base)
+            del encs
+        return [parts[0] if len(parts) == 1 else np.concatenate(parts) for parts in found]
 
     def token_starts(self, text: str) -> np.ndarray:
         """Sorted character offsets (int64) of the start of every token of ``text``."""

@@ -574,6 +574,15 @@ condition-specific modules (:data:`structablate.plan.code.CONDITION_MODULES`) ne
 their fingerprints, even where their glue imports it (``embed_queries`` shares ``embed.py``
 with ``embed_chunks``)."""
 
+def _model_job(key: str, model: Any) -> dict[str, Any]:
+    """An embedder's or reranker's settings and ``precision``, the precision its ``dtype``
+    runs in on its device (``auto`` resolved from the settings: changing ``device`` alone
+    reruns nothing, unless it changes the precision)."""
+    from structablate.embedding import planned_dtype
+
+    return {key: model, "precision": planned_dtype(model.dtype, model.device)}
+
+
 _RULES: dict[str, Callable[[Plan, Settings, dict[str, str]], dict[str, Any]]] = {
     "build_qasper": lambda p, s, w: {
         "corpus": replace(s.corpora[w["corpus"]], sources=tuple(p.qasper_sources(w["corpus"])),
@@ -594,10 +603,11 @@ _RULES: dict[str, Callable[[Plan, Settings, dict[str, str]], dict[str, Any]]] = 
     "contextualize": lambda p, s, w: {
         "contexts": replace(s.contexts, llm=None), "llm": p.stage_llm("contexts"),
         "tokenizer": p.tokenizer},
-    "embed_chunks": lambda p, s, w: {"embedder": s.embedders[w["embedder"]]},
-    "embed_queries": lambda p, s, w: {"embedder": s.embedders[w["embedder"]]},
+    "embed_chunks": lambda p, s, w: _model_job("embedder", s.embedders[w["embedder"]]),
+    "embed_queries": lambda p, s, w: _model_job("embedder", s.embedders[w["embedder"]]),
     "retrieve": _retrieve,
-    "rerank": lambda p, s, w: {"reranker": s.rerankers[w["reranker"]], "seed": s.seed},
+    "rerank": lambda p, s, w: {**_model_job("reranker", s.rerankers[w["reranker"]]),
+                               "seed": s.seed},
     "score": lambda p, s, w: {"measures": s.metrics.measures, "conditions": p.conditions},
     "summarize_cell": lambda p, s, w: {"conditions": p.conditions},
     "summary_markdown": lambda p, s, w: {"embedders": s.embedders, "rerankers": s.rerankers,

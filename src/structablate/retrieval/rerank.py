@@ -43,12 +43,24 @@ import os
 import time
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 from tqdm import tqdm
 
-from structablate.embedding import cpu_has_native_bf16, plan_batches, resolve_dtype
+from structablate.embedding import (
+    BatchBuilder,
+    Tokenized,
+    cpu_has_native_bf16,
+    in_background,
+    on_device,
+    padded_tokens,
+    plan_batches,
+    resolve_dtype,
+    tokenize_once,
+    use_sdpa,
+)
 from structablate.store import ScoreStore, fill_found
 
 log = logging.getLogger(__name__)
@@ -169,6 +181,12 @@ class PairScorer:
                 self._autocast = tdtype
             else:
                 self._hf.to(tdtype)
+        self._cuda = torch.device(self.device).type == "cuda"
+        config = getattr(self._hf, "config", None)
+        self.attention = str(getattr(config, "_attn_implementation", "unknown"))
+        if self._cuda:
+            self.attention = use_sdpa(self._hf)
+        self._builder = BatchBuilder(self.tokenizer, self.tokenize([("", "")]))
 
     @property
     def signature(self) -> str:
@@ -178,42 +196,61 @@ class PairScorer:
 
     def token_lengths(self, pairs: Sequence[tuple[str, str]]) -> list[int]:
         """Token counts of the pairs with special tokens, before truncation."""
-        if not pairs:
-            return []
-        enc = self.tokenizer([q for q, _ in pairs], [c for _, c in pairs],
-                             add_special_tokens=True, truncation=False, verbose=False)
-        return [len(ids) for ids in enc["input_ids"]]
+        return self.tokenize(pairs).lengths
 
-    def plan(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[int, list[int]]]:
+    def tokenize(self, pairs: Sequence[tuple[str, str]]) -> Tokenized:
+        """``pairs`` tokenized once (one batch call), cut ``longest_first`` to the truncation
+        length."""
+        return tokenize_once(self.tokenizer, [q for q, _ in pairs], [c for _, c in pairs],
+                             self.max_seq_length, truncation="longest_first")
+
+    def plan(self, pairs: Sequence[tuple[str, str]] | Tokenized
+             ) -> list[tuple[int, list[int]]]:
         """The fixed-shape batches ``(padded_length, rows)`` that :meth:`score` runs."""
-        return plan_batches(self.token_lengths(pairs), self.length_bucket, self.batch_size,
-                            self.max_seq_length)
+        lengths = pairs.lengths if isinstance(pairs, Tokenized) else self.token_lengths(pairs)
+        return plan_batches(lengths, self.length_bucket, self.batch_size, self.max_seq_length)
 
-    def _score_batch(self, batch: list[tuple[str, str]], padded: int) -> np.ndarray:
+    def _forward(self, arrays: dict[str, np.ndarray]):
+        """float32 logits of one fixed-shape batch, as a tensor on the device."""
         torch = self._torch
-        feats = self.tokenizer([q for q, _ in batch], [c for _, c in batch],
-                               padding="max_length", truncation="longest_first",
-                               max_length=padded, return_tensors="pt")
-        feats = {k: v.to(self.device) for k, v in feats.items()}
+        feats = on_device(arrays, self.device)
         with torch.inference_mode():
             if self._autocast is not None:
                 with torch.autocast("cpu", dtype=self._autocast):
                     logits = self._hf(**feats).logits
             else:
                 logits = self._hf(**feats).logits
-            return logits.float()[:, 0].cpu().numpy()
+            return logits.float()[:, 0]
+
+    def score_tokens(self, tok: Tokenized, *, progress: bool = False, desc: str = "rerank",
+                     plan: list[tuple[int, list[int]]] | None = None) -> np.ndarray:
+        """Raw logits (float32) of tokenized pairs, row ``i`` for item ``i``: batches built
+        from the ids (on a GPU in a producer thread, pinned, copied without blocking), logits
+        kept on the device and copied back once."""
+        out = np.zeros(len(tok), dtype=np.float32)
+        plan = self.plan(tok) if plan is None else plan
+        if not plan:
+            return out
+        bs = self.batch_size
+        batches = ((rows, self._builder.build(tok, rows, padded, bs)) for padded, rows in plan)
+        if self._cuda:
+            batches = in_background(batches)
+        rows_done: list[int] = []
+        parts = []
+        try:
+            for rows, arrays in tqdm(batches, total=len(plan), desc=desc,
+                                     disable=not progress, unit="batch"):
+                parts.append(self._forward(arrays)[: len(rows)])
+                rows_done.extend(rows)
+        finally:
+            batches.close()
+        out[rows_done] = self._torch.cat(parts).cpu().numpy()
+        return out
 
     def score(self, pairs: Sequence[tuple[str, str]], *, progress: bool = False,
-              desc: str = "rerank", plan: list[tuple[int, list[int]]] | None = None
-              ) -> np.ndarray:
+              desc: str = "rerank") -> np.ndarray:
         """Raw logits (float32) of ``pairs``, row ``i`` for ``pairs[i]``."""
-        out = np.zeros(len(pairs), dtype=np.float32)
-        plan = self.plan(pairs) if plan is None else plan
-        filler = [("", "")] * self.batch_size
-        for padded, rows in tqdm(plan, desc=desc, disable=not progress, unit="batch"):
-            batch = [pairs[i] for i in rows] + filler[: self.batch_size - len(rows)]
-            out[rows] = self._score_batch(batch, padded)[: len(rows)]
-        return out
+        return self.score_tokens(self.tokenize(pairs), progress=progress, desc=desc)
 
 
 def score_pairs(pairs: Sequence[tuple[str, str]], scorer: PairScorer,
@@ -246,32 +283,48 @@ def score_pairs(pairs: Sequence[tuple[str, str]], scorer: PairScorer,
 
     if cache is not None:
         missing = fill(missing)
+    parts = [missing[c: c + commit_every] for c in range(0, len(missing), commit_every)]
+    tokenize_s = 0.0
+    real = 0
     t0 = time.perf_counter()
-    for c in range(0, len(missing), commit_every):
-        part = missing[c: c + commit_every]
-        if cache is not None and c > 0:
-            cache.refresh(force=True)
-            part = fill(part)
-        if not part:
-            continue
-        todo = [unique[i] for i in part]
-        plan = scorer.plan(todo)
-        lengths = scorer.token_lengths(todo)
-        stats.truncated += sum(n > scorer.max_seq_length for n in lengths)
-        stats.padded_tokens += sum(padded * scorer.batch_size for padded, _ in plan)
-        for padded, _ in plan:
-            stats.batches[padded] = stats.batches.get(padded, 0) + 1
-        got = scorer.score(todo, progress=progress, plan=plan,
-                           desc=f"{desc} [{c + len(part)}/{len(missing)}]")
-        scores[part] = got
-        stats.scored += len(part)
-        if cache is not None:
-            cache.put_scores([(keys[i], float(got[j])) for j, i in enumerate(part)])
-            cache.flush()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenize") as pool:
+        ahead = pool.submit(scorer.tokenize, [unique[i] for i in parts[0]]) if parts else None
+        for k, part in enumerate(parts):
+            tok = ahead.result()
+            tokenize_s += tok.seconds
+            if k + 1 < len(parts):  # the next part is tokenized while this one is scored
+                ahead = pool.submit(scorer.tokenize, [unique[i] for i in parts[k + 1]])
+            if cache is not None and k > 0:
+                cache.refresh(force=True)
+                still = set(fill(part))
+                keep = [j for j, i in enumerate(part) if i in still]
+                part, tok = [part[j] for j in keep], tok.take(keep)
+            if not part:
+                continue
+            plan = scorer.plan(tok)
+            stats.truncated += sum(n > scorer.max_seq_length for n in tok.lengths)
+            stats.padded_tokens += padded_tokens(plan, scorer.batch_size)
+            real += sum(min(n, scorer.max_seq_length) for n in tok.lengths)
+            for padded, _ in plan:
+                stats.batches[padded] = stats.batches.get(padded, 0) + 1
+            got = scorer.score_tokens(tok, progress=progress, plan=plan,
+                                      desc=f"{desc} [{_items_through(parts, k)}/{len(missing)}]")
+            scores[part] = got
+            stats.scored += len(part)
+            if cache is not None:
+                cache.put_scores([(keys[i], float(got[j])) for j, i in enumerate(part)])
+                cache.flush()
     stats.seconds_scoring = time.perf_counter() - t0
+    stats.extra.update({"seconds_tokenizing": round(tokenize_s, 3), "real_tokens": real,
+                        "attention": scorer.attention})
     if cache is not None and cache.quarantined:
         stats.extra["cache_quarantined"] = list(cache.quarantined)
     return scores[[order[p] for p in pairs]], stats
+
+
+def _items_through(parts: Sequence[Sequence[int]], k: int) -> int:
+    """Items in ``parts[0..k]`` (for the progress label)."""
+    return sum(len(p) for p in parts[: k + 1])
 
 
 def rerank(
