@@ -11,7 +11,10 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from structablate.corpus.byo import input_files as user_input_files
 from structablate.plan import Plan
 
-PLAN = Plan.from_config(config, source=", ".join(map(str, workflow.configfiles)) or "config")
+_SOURCE = ", ".join(map(str, workflow.configfiles)) or "config"
+if workflow.config_settings.config:
+    _SOURCE += " with --config " + " ".join(sorted(workflow.config_settings.config))
+PLAN = Plan.from_config(config, source=_SOURCE)
 P = PLAN.paths
 W = {k: f"{{{k}}}" for k in ("corpus", "embedder", "reranker", "condition", "chunkset")}
 SCRIPTS = Path(workflow.basedir) / "workflow_scripts"
