@@ -57,3 +57,33 @@ def test_a_yaml_merge_key_with_an_override_is_accepted_and_nested_config_numbers
     assert proc.returncode != 0
     assert "with --config statistics" in out and "statistics.bootstrap_iters" in out, \
         out[-2000:]
+
+
+def _files_holding(root, needle: str) -> list[str]:
+    return [str(p) for p in root.rglob("*") if p.is_file() and needle.encode() in p.read_bytes()]
+
+
+def test_a_credential_in_the_config_stops_the_run_and_reaches_no_file(tmp_path):
+    """Before: base_url userinfo and extra_body keys were accepted; a run stored them in
+    .snakemake/metadata (rule params) in plain text."""
+    def tweak(cfg):
+        cfg["llm"]["openai"] = {"base_url": "http://user:SEKRIT-A@127.0.0.1:9/v1",
+                                "extra_body": {"api_key": "SEKRIT-B"}}
+
+    write_project(tmp_path, ["G2"], tweak=tweak)
+    proc = snakemake(tmp_path, "-n")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "llm.openai.base_url: a URL with a user name or password" in out, out[-2000:]
+    assert "llm.openai.extra_body.api_key: a key named like a credential" in out
+    assert "SEKRIT" not in out
+    assert not (tmp_path / "results").exists()
+    # and given on the command line
+    write_project(tmp_path, ["G2"])
+    proc = snakemake(tmp_path, "-n", "--config", "llm={openai: {extra_body: {token: SEKRIT-C}}}")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "llm.openai.extra_body.token" in out, out[-2000:]
+    assert "SEKRIT" not in out
+    written = [p for p in _files_holding(tmp_path, "SEKRIT") if not p.endswith("config.yaml")]
+    assert written == []
+    assert not (tmp_path / "results").exists()
