@@ -532,6 +532,16 @@ def test_a_user_questions_file_with_a_bom_is_read():
     assert with_bom == plain and len(plain) == 21
 
 
+def test_a_qasper_file_with_a_bom_is_read(tmp_path):
+    """Not a refusal (docs/refusals.md: BOMs are accepted). Before: 'not UTF-8' / invalid
+    JSON at line 1."""
+    from structablate.corpus.qasper import read_v03
+
+    f = tmp_path / "papers.json"
+    f.write_bytes(b"\xef\xbb\xbf" + SAMPLE.read_bytes())
+    assert read_v03(f) == read_v03(SAMPLE)
+
+
 def test_an_empty_wikipedia_export_is_refused(tmp_path):
     from structablate.corpus.mediawiki_fetch import WikipediaSourceError
 
