@@ -9,7 +9,7 @@ files, and it is refused instead: API keys come from the environment variable th
 
 Credential-shaped (the value itself is never echoed):
 
-* a string or number under a key whose name has a word ``key``, ``apikey``, ``token``,
+* a string under a key whose name has a word ``key``, ``apikey``, ``token``,
   ``secret``, ``password``, ``passwd``, ``pwd``, ``auth``, ``authorization``, ``credential``,
   ``credentials``, ``cookie`` or ``bearer`` (words split at ``_``, ``-``, ``.`` and case
   changes; ``max_tokens`` and ``api_key_env``, whose value names a variable, are not);
@@ -49,8 +49,7 @@ def find_secrets(config: Any, path: str = "") -> Iterator[tuple[str, str]]:
     if isinstance(config, Mapping):
         for key, value in config.items():
             sub = f"{path}.{key}" if path else str(key)
-            if (isinstance(value, str | int | float) and not isinstance(value, bool)
-                    and str(value).strip() and _secret_key(str(key))):
+            if isinstance(value, str) and value.strip() and _secret_key(str(key)):
                 yield sub, "a key named like a credential holds a value"
             else:
                 yield from find_secrets(value, sub)
