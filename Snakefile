@@ -12,20 +12,27 @@ min_version("9.0")
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
-from structablate.config import load_config_file
+from structablate.config import cli_config_values, load_config_file
 
 
 # The bundled default runs when no --configfile is given; `--configfile my.yaml` runs exactly
 # my.yaml (name several to merge them, e.g. `--configfile config.yaml my.yaml`), and
-# `--config key=value` overrides keys of whichever configuration runs. Snakemake reports a
-# YAML error without file or line, so the file is read here first (file:line:col); a
-# --configfile is read by Snakemake before this file: `python -m structablate.config my.yaml`
-# names its line.
+# `--config key=value` overrides keys of whichever configuration runs. Snakemake's YAML loader
+# keeps the last of a key given twice and reports a YAML error without file or line, so every
+# config file is read here again with the loader that refuses both (file:line:col). A
+# --configfile Snakemake cannot read at all (not UTF-8, tabs) stops inside Snakemake before
+# this file: `python -m structablate.config my.yaml` names its line.
 if not workflow.overwrite_configfiles:
     if Path("config.yaml").exists():
         load_config_file("config.yaml")
 
     configfile: "config.yaml"
+else:
+    for _file in workflow.overwrite_configfiles:
+        load_config_file(_file)
+
+# --config values nested in a mapping or list arrive as strings; read them as YAML would
+cli_config_values(config, workflow.config_settings.config)
 
 
 # `snakemake --report`: this page describes the run (what ran, on what, with which models)

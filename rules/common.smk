@@ -13,8 +13,10 @@ from structablate.errors import ConfigError
 from structablate.plan import Plan
 from structablate.slurm import gpu_group, on_gpu, slurm_extra_problems
 
-PLAN = Plan.from_config(config, source=", ".join(map(str, workflow.configfiles)) or "config",
-                        check_models=False)
+_SOURCE = ", ".join(map(str, workflow.configfiles)) or "config"
+if workflow.config_settings.config:
+    _SOURCE += " with --config " + " ".join(sorted(workflow.config_settings.config))
+PLAN = Plan.from_config(config, source=_SOURCE, check_models=False)
 # A slurm_extra the executor plugin would refuse on every submission is refused here.
 _extras = {f"{where}: slurm_extra": res["slurm_extra"].raw
            for where, res in [("default-resources", workflow.resource_settings.default_resources

@@ -186,6 +186,71 @@ def test_a_results_path_that_is_a_file_is_refused(tmp_path):
         config(results=str(f)))
 
 
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_results_path_is_refused(value):
+    """Before: accepted, and every output went to /qasper, /logs, /benchmarks."""
+    assert "results: is empty; name the folder every output is written under" in refused(
+        config(results=value))
+
+
+def test_a_results_path_with_a_tilde_is_expanded(tmp_path, monkeypatch):
+    """Before: a folder literally named ``~`` was created in the working directory."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    plan = Plan.from_config(config(results="~/runs/one"), source="my.yaml")
+    assert plan.settings.results == str(tmp_path / "runs" / "one")
+    assert plan.paths.summary_markdown() == f"{tmp_path}/runs/one/summary.md"
+
+
+@pytest.mark.parametrize("results, how", [("docs/out", "is inside"), ("docs", "is"),
+                                          (".", "contains"), ("link/out", "is inside"),
+                                          ("other/../docs/x", "is inside")])
+def test_a_results_folder_overlapping_a_corpus_folder_is_refused(tmp_path, monkeypatch,
+                                                                  results, how):
+    """Before: the next run read its own summary.md and report as documents."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "docs")
+    (tmp_path / "docs" / "a.md").write_text("# A\n\n## S\n\ntext\n")
+    monkeypatch.chdir(tmp_path)
+    cfg = config(results=results)
+    cfg["corpora"] = {"mine": {"type": "markdown", "path": "docs/**/*.md",
+                               "queries": str(BYO / "queries.jsonl")}}
+    msg = refused(cfg)
+    assert (f"results: the results folder {results!r} ({(tmp_path / results).resolve()}) "
+            f"{how} the folder 'docs' ({tmp_path / 'docs'}) that corpora.mine.path reads"
+            in msg), msg
+    cfg["results"] = "elsewhere"
+    cfg["corpora"]["mine"]["path"] = "docs"
+    Plan.from_config(cfg, source="my.yaml", check_files=False)
+
+
+@pytest.mark.parametrize("where, value, named", [
+    ({"openai": {"base_url": "https://user:SEKRIT-1@api.example.org/v1"}}, None,
+     "llm.openai.base_url: a URL with a user name or password"),
+    ({"openai": {"base_url": "https://SEKRIT-1@api.example.org/v1"}}, None,
+     "llm.openai.base_url: a URL with a user name or password"),
+    ({"openai": {"extra_body": {"api_key": "SEKRIT-1"}}}, None,
+     "llm.openai.extra_body.api_key: a key named like a credential holds a value"),
+    ({"openai": {"extra_body": {"auth": {"accessToken": "SEKRIT-1"}}}}, None,
+     "llm.openai.extra_body.auth.accessToken: a key named like a credential"),
+    ({"openai": {"extra_body": {"headers": ["Bearer SEKRIT-1"]}}}, None,
+     "llm.openai.extra_body.headers[0]: an HTTP Authorization value"),
+    ({"vllm": {"engine_args": {"hf_token": "SEKRIT-1"}}}, None,
+     "llm.vllm.engine_args.hf_token: a key named like a credential"),
+])
+def test_a_credential_anywhere_in_the_config_is_refused_and_not_echoed(where, value, named):
+    """Before: a key in base_url or extra_body was accepted, and rule params (so
+    .snakemake/metadata) held it in plain text."""
+    msg = refused(config(llm=where))
+    assert named in msg and "api_key_env" in msg and "SEKRIT" not in msg, msg
+
+
+def test_settings_named_like_tokens_are_not_credentials():
+    cfg = config(llm={"openai": {"api_key_env": "MY_KEY", "extra_body": {"max_tokens": 9,
+                                                                           "top_k": 5}}})
+    Plan.from_config(cfg, source="my.yaml")
+
+
 # ============================================================================ the primary cell
 
 
@@ -465,6 +530,16 @@ def test_a_user_questions_file_with_a_bom_is_read():
         _, with_bom, _ = build_byo({**cfg, "queries": str(q)}, "c")
     _, plain, _ = build_byo({**cfg, "queries": str(BYO / "qasper-markdown-queries.jsonl")}, "c")
     assert with_bom == plain and len(plain) == 21
+
+
+def test_a_qasper_file_with_a_bom_is_read(tmp_path):
+    """Not a refusal (docs/refusals.md: BOMs are accepted). Before: 'not UTF-8' / invalid
+    JSON at line 1."""
+    from structablate.corpus.qasper import read_v03
+
+    f = tmp_path / "papers.json"
+    f.write_bytes(b"\xef\xbb\xbf" + SAMPLE.read_bytes())
+    assert read_v03(f) == read_v03(SAMPLE)
 
 
 def test_an_empty_wikipedia_export_is_refused(tmp_path):

@@ -21,7 +21,8 @@ import yaml
 
 from structablate.errors import ConfigError
 
-__all__ = ["ConfigError", "check_config", "check_config_files", "load_config_file"]
+__all__ = ["ConfigError", "check_config", "check_config_files", "cli_config_values",
+           "load_config_file"]
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -30,9 +31,12 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 
 def _mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    loader.flatten_mapping(node)
+    # only keys written in this mapping count: a merge key (``<<: *defaults``) brings in keys
+    # that the mapping's own keys may override, which is what YAML merge keys are for
     seen: dict[Any, yaml.Node] = {}
     for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
         key = loader.construct_object(key_node, deep=True)
         if key in seen:
             first = seen[key].start_mark
@@ -42,6 +46,7 @@ def _mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = Fals
                 "keeps only the last, so one of them would be silently ignored",
                 key_node.start_mark)
         seen[key] = key_node
+    loader.flatten_mapping(node)
     return loader.construct_mapping(node, deep=deep)
 
 
@@ -94,6 +99,40 @@ def _tab_hint(text: str, mark: Any) -> str:
     line = lines[mark.line] if mark.line < len(lines) else ""
     return " (YAML indentation must use spaces, not tabs)" if "\t" in line[: mark.column + 1] \
         else ""
+
+
+def cli_config_values(config: dict[str, Any], cli: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with the values Snakemake's ``--config`` gave (``cli``, key by key) read as
+    a YAML file would read them, changed in place and returned.
+
+    Snakemake parses ``--config key=value`` with ``int``, ``float``, a boolean parser and then
+    PyYAML's *base* loader, which leaves every scalar inside a list or mapping a string:
+    ``statistics={bootstrap_iters: 300}`` arrives as ``{"bootstrap_iters": "300"}``. Each such
+    nested string is re-read with YAML's safe scalar rules (``300`` an int, ``0.5`` a float,
+    ``true`` a bool, ``null`` None, anything else the string itself), so ``--config`` means
+    what the same text means in a config file. Top-level scalars are already typed."""
+    def retype(value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                typed = yaml.safe_load(value)
+            except yaml.YAMLError:
+                return value
+            return typed if typed is None or isinstance(typed, bool | int | float) else value
+        if isinstance(value, Mapping):
+            return {k: retype(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [retype(v) for v in value]
+        return value
+
+    def lay(base: dict, over: Mapping[str, Any], nested: bool) -> None:
+        for key, value in over.items():
+            if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+                lay(base[key], value, True)
+            elif nested or isinstance(value, Mapping | list | tuple):
+                base[key] = retype(value)
+
+    lay(config, cli, False)
+    return config
 
 
 def _merge(base: dict, over: Mapping) -> dict:

@@ -33,6 +33,7 @@ from structablate.corpus.flatten import (
     sections_from_frame,
     top_section_ids,
 )
+from structablate.ids import id_token  # the chunk-id form of a doc_id (re-exported)
 from structablate.settings import ChunkingSettings, Settings
 from structablate.tables import frame
 from structablate.text.sentences import sentence_spans
@@ -196,12 +197,6 @@ def _content_tokens(
                     "chunks; counting every chunk by re-tokenizing", cond.name)
         return recount(range(n))
     return counts.tolist()
-
-
-def id_token(doc_id: str) -> str:
-    """``doc_id`` with whitespace replaced by ``_``: chunk ids must be single tokens in TREC
-    files (Wikipedia titles have spaces)."""
-    return "_".join(doc_id.split()) if any(c.isspace() for c in doc_id) else doc_id
 
 
 def _assign_placebo(cond, planned, secs, params, placebo_seed, report):

@@ -42,6 +42,7 @@ from structablate.corpus.questions import MappedQuestion
 from structablate.corpus.result import CorpusBuild
 from structablate.corpus.user_queries import map_user_queries, read_user_queries
 from structablate.corpus.verify import VerificationError, verify_document
+from structablate.ids import IdError, check_distinct_tokens, check_doc_id, id_token
 from structablate.settings import UserCorpus, UserQueriesFile
 
 log = logging.getLogger(__name__)
@@ -102,6 +103,7 @@ def build_documents(
     skip = corpus.skip_bad_files
     docs: dict[str, FlatDocument] = {}
     origin: dict[str, str] = {}
+    tokens: dict[str, str] = {}  # chunk-id form -> doc_id
     skipped: list[dict] = []
     # a progress bar where stderr is a terminal or a workflow job's log (structablate.workflow)
     files = None if corpus.type == "jsonl" else len(input_files(corpus)) - bool(
@@ -125,6 +127,15 @@ def build_documents(
             raise ByoInputError(
                 where, f"doc_id {doc.doc_id!r} is also the id of {origin[doc.doc_id]}: document "
                 "ids must be unique (rename a file or change its front-matter id)")
+        try:  # the id policy (structablate.ids); never skipped either
+            check_doc_id(doc.doc_id, where)
+            token = id_token(doc.doc_id)
+            if token in tokens:
+                check_distinct_tokens([(tokens[token], origin[tokens[token]]),
+                                       (doc.doc_id, where)])
+        except IdError as exc:
+            raise ByoInputError(exc.where, exc.reason) from None
+        tokens[token] = doc.doc_id
         violations = verify_document(doc)
         if violations:  # an adapter bug, not a user error: never skipped
             raise VerificationError(doc.doc_id, violations, where)

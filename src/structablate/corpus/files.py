@@ -9,7 +9,9 @@ form no import cycle.
 
 from __future__ import annotations
 
+import fnmatch
 import glob
+import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -18,6 +20,8 @@ from pathlib import Path
 from structablate.corpus.flatten import FlatDocument
 from structablate.errors import StructablateError
 from structablate.settings import UserCorpus
+
+log = logging.getLogger(__name__)
 
 
 class ByoInputError(StructablateError, ValueError):
@@ -60,14 +64,14 @@ def list_files(spec: str | Sequence[str], extensions: Sequence[str]) -> list[Sou
         p = Path(s).expanduser()
         if p.is_dir():
             root = p
-            found = [f for f in p.rglob("*") if f.is_file() and _has_ext(f, extensions)]
+            found = [f for f in walk_files(p) if _has_ext(f, extensions)]
         elif p.is_file():
             root = p.parent
             found = [p]
         elif glob.has_magic(s):
-            root = _glob_root(s)
-            found = [Path(f) for f in glob.glob(os.path.expanduser(s), recursive=True)]
-            found = [f for f in found if f.is_file()]
+            root, pattern = _glob_split(s)
+            found = [f for f in walk_files(root) if _glob_match(
+                pattern, f.relative_to(root).parts)] if root.is_dir() else []
         else:
             raise ByoInputError(str(s), "no such file or folder")
         if not found:
@@ -78,6 +82,73 @@ def list_files(spec: str | Sequence[str], extensions: Sequence[str]) -> list[Sou
             rel = f.relative_to(root).as_posix()
             out.setdefault(f, SourceFile(f, _strip_ext(rel, extensions)))
     return sorted(out.values(), key=lambda sf: str(sf.path))
+
+
+def walk_files(root: Path) -> list[Path]:
+    """Every file below the folder ``root``, following symbolic links to folders (a linked
+    subfolder is read like a real one), each real folder read once, sorted by path.
+
+    A folder reached twice (a link to a folder that is also below ``root``, or two links to
+    one folder) is read where it is reached as a real folder, or else through the first link
+    in path order; a link back to a folder above it (a loop) is not followed. Both are logged
+    as warnings naming the link and its target. A file reached under two names (a link to a
+    file) is kept once, under its first name in path order."""
+    real_dirs = {os.path.realpath(d) for d, _, _ in os.walk(root)}  # without following links
+    seen: set[str] = set()
+    files: dict[str, Path] = {}
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        here = os.path.realpath(dirpath)
+        seen.add(here)
+        keep = []
+        for name in sorted(dirnames):
+            sub = os.path.join(dirpath, name)
+            if not os.path.islink(sub):
+                keep.append(name)
+                continue
+            target = os.path.realpath(sub)
+            if target == here or here.startswith(target.rstrip(os.sep) + os.sep):
+                log.warning("%s -> %s: a symbolic link to a folder above it (a loop); not "
+                            "followed, so each file is read once", sub, target)
+            elif target in seen or target in real_dirs:
+                log.warning("%s -> %s: a symbolic link to a folder that is read already; not "
+                            "followed, so each file is read once", sub, target)
+            else:
+                seen.add(target)
+                keep.append(name)
+        dirnames[:] = keep
+        for name in filenames:
+            f = Path(dirpath) / name
+            if f.is_file():
+                real = os.path.realpath(f)
+                if real not in files or str(f) < str(files[real]):
+                    files[real] = f
+    return sorted(files.values(), key=str)
+
+
+def _glob_match(pattern: Sequence[str], parts: Sequence[str]) -> bool:
+    """Whether the path ``parts`` match the glob ``pattern`` parts as :func:`glob.glob` with
+    ``recursive=True`` matches them: ``**`` any number of folders, wildcards within one
+    name, and a wildcard never matching a name that starts with a dot."""
+    if not pattern:
+        return not parts
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":
+        for i in range(len(parts) + 1):
+            if i and parts[i - 1].startswith("."):
+                return False
+            if _glob_match(rest, parts[i:]):
+                return True
+        return False
+    if not parts:
+        return False
+    name = parts[0]
+    if glob.has_magic(head):
+        if name.startswith(".") and not head.startswith(".") or not fnmatch.fnmatchcase(name,
+                                                                                      head):
+            return False
+    elif name != head:
+        return False
+    return _glob_match(rest, parts[1:])
 
 
 def _has_ext(path: Path, extensions: Sequence[str]) -> bool:
@@ -92,14 +163,16 @@ def _strip_ext(rel: str, extensions: Sequence[str]) -> str:
     return rel.rsplit(".", 1)[0] if "." in rel.rsplit("/", 1)[-1] else rel
 
 
-def _glob_root(pattern: str) -> Path:
+def _glob_split(pattern: str) -> tuple[Path, tuple[str, ...]]:
+    """The folder before the first wildcard of ``pattern`` (``~`` expanded; ``.`` if none)
+    and the pattern's parts after it."""
     parts = Path(os.path.expanduser(pattern)).parts
     root: list[str] = []
     for part in parts:
         if glob.has_magic(part):
             break
         root.append(part)
-    return Path(*root) if root else Path(".")
+    return (Path(*root) if root else Path(".")), tuple(parts[len(root):])
 
 
 def read_text(path: str | os.PathLike[str]) -> str:

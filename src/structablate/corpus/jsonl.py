@@ -39,6 +39,7 @@ from structablate.corpus.files import (
     list_files,
 )
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
+from structablate.ids import IdError, check_doc_id
 from structablate.settings import LEAD_HEADING, UserCorpus
 
 EXTENSIONS = (".jsonl", ".ndjson")
@@ -86,6 +87,10 @@ def parse_record(
     doc_id = str(_require(obj, "doc_id", (str, int), where, "a string")).strip()
     if not doc_id:
         raise ByoInputError(where, "field 'doc_id' is empty")
+    try:
+        check_doc_id(doc_id, where)
+    except IdError as exc:
+        raise ByoInputError(exc.where, exc.reason) from None
     title = " ".join(_require(obj, "title", str, where, "a string").split())
     text = _require(obj, "text", str, where, "a string")
     topic = obj.get("topic")

@@ -147,7 +147,7 @@ def read_v03(path: str | Path) -> dict[str, dict]:
     """Read one official v0.3 file (``{paper_id: paper}``)."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8-sig"))  # a BOM is dropped
     except UnicodeDecodeError as exc:
         raise QasperFormatError(f"{path}: not UTF-8 ({exc})") from exc
     except json.JSONDecodeError as exc:
@@ -217,7 +217,7 @@ def read_hf(path_or_name: str, split: str | None = None) -> dict[str, dict]:
     p = Path(path_or_name)
     if p.exists():
         try:
-            text = p.read_text(encoding="utf-8")
+            text = p.read_text(encoding="utf-8-sig")  # a BOM is dropped
             rows: list = []
             for obj in _raw_json_objects(text):
                 rows.extend(obj if isinstance(obj, list) else [obj])

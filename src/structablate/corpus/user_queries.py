@@ -34,6 +34,7 @@ from structablate.corpus.evidence import EvidenceMapper, fold
 from structablate.corpus.files import ByoInputError, read_text
 from structablate.corpus.flatten import FlatDocument
 from structablate.corpus.questions import MappedQuestion
+from structablate.ids import IdError, check_doc_id, check_qid
 
 DEFAULT_QTYPE = "user"
 
@@ -115,9 +116,14 @@ def read_user_queries(path: str | Path) -> list[UserQuery]:
 
 
 def _id(value: object, key: str, where: str) -> str:
+    """A qid or doc_id, stripped, checked by the id policy (:mod:`structablate.ids`)."""
     if isinstance(value, bool) or not isinstance(value, str | int) or not str(value).strip():
         raise ByoInputError(where, f"field {key!r} must be a non-empty string")
-    return str(value).strip()
+    value = str(value).strip()
+    try:
+        return check_qid(value, where) if key == "qid" else check_doc_id(value, where)
+    except IdError as exc:
+        raise ByoInputError(exc.where, exc.reason) from None
 
 
 def _span(pair: object, where: str) -> tuple[int, int]:
@@ -130,7 +136,10 @@ def _span(pair: object, where: str) -> tuple[int, int]:
 def _read_jsonl(path: Path) -> list[UserQuery]:
     out: list[UserQuery] = []
     seen: dict[str, str] = {}
-    for lineno, line in enumerate(read_text(path).splitlines(), start=1):
+    # lines end at \n (and \r\n) only: U+2028, U+0085 and the like are valid inside a JSON
+    # string, and str.splitlines would cut a record there
+    for lineno, line in enumerate(read_text(path).split("\n"), start=1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         where = f"{path}:{lineno}"
@@ -192,6 +201,7 @@ def _read_tsv(path: Path) -> list[UserQuery]:
         for k, v in (("qid", qid), ("doc_id", doc_id), ("query", query)):
             if not v:
                 raise ByoInputError(where, f"empty field {k!r}")
+        qid, doc_id = _id(qid, "qid", where), _id(doc_id, "doc_id", where)
         qtype = cell("qtype") or DEFAULT_QTYPE
         q = by_qid.get(qid)
         if q is None:

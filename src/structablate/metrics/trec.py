@@ -58,6 +58,7 @@ def write_trec_qrels(
 ) -> None:
     """Write chunk-level qrels as a TREC qrels file (``qid 0 chunk_id relevance``)."""
     q = chunk_qrels(qrels, chunks, include_nonrelevant=include_nonrelevant)
+    _refuse_non_tokens(q, path)
     lines = [f"{a} 0 {b} {r}\n" for a, b, r in q.iter_rows()]
     _write_lines(lines, path)
 
@@ -78,11 +79,24 @@ def write_trec_run(
     r = run.select(
         pl.col("qid").cast(pl.String), pl.col("rank").cast(pl.Int64), "chunk_id", "score"
     ).sort("qid", "rank")
+    _refuse_non_tokens(r, path)
     lines = [
         f"{q} Q0 {c} {k} {(-k if rank_scores else float(s))!r} {tag}\n"
         for q, k, c, s in r.iter_rows()
     ]
     _write_lines(lines, path)
+
+
+def _refuse_non_tokens(frame: pl.DataFrame, path: str | os.PathLike[str]) -> None:
+    """TREC files separate columns by whitespace: a qid or chunk_id holding whitespace (or
+    being empty) would shift every column after it, so it is refused, never written raw (the
+    id policy, :mod:`structablate.ids`, keeps such ids out at corpus build)."""
+    for col in ("qid", "chunk_id"):
+        bad = frame.filter(pl.col(col).str.contains(r"\s") | (pl.col(col).str.len_chars() == 0)
+                           | pl.col(col).is_null())
+        if bad.height:
+            raise ValueError(f"{os.fspath(path)}: {col} {bad[col][0]!r} is not one token "
+                             "(empty or holding whitespace); a TREC file cannot carry it")
 
 
 def _write_lines(lines: list[str], path: str | os.PathLike[str]) -> None:

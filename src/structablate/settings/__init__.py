@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
 import jsonschema
@@ -701,6 +701,70 @@ def parse(cls: type[T], data: Mapping[str, Any] | None, where: str = "") -> T:
 
 
 def load_settings(config: Mapping[str, Any], source: str = "config") -> Settings:
-    """Validate ``config`` (a YAML mapping) and return its typed :class:`Settings`."""
+    """Validate ``config`` (a YAML mapping) and return its typed :class:`Settings`.
+
+    Credential-shaped values are refused before anything else reads the mapping
+    (:func:`structablate.secrets.refuse_secrets`); ``results`` is checked and ``~``-expanded
+    (:func:`results_folder`)."""
+    from structablate.secrets import refuse_secrets
+
+    refuse_secrets(config, source)
     validate(config, source)
-    return build_settings(Settings, config)
+    settings = build_settings(Settings, config)
+    return replace(settings, results=results_folder(settings, source))
+
+
+def corpus_folders(corpus: CorpusSettings) -> list[str]:
+    """The folders a corpus reads every file under: a user corpus's folders, and for a glob
+    the folder before its first wildcard (``~`` expanded, not resolved). QASPER and
+    Wikipedia corpora read named files only, so they have none."""
+    import glob
+    import os
+
+    if not isinstance(corpus, UserCorpus):
+        return []
+    out = []
+    for spec in [corpus.path] if isinstance(corpus.path, str) else list(corpus.path):
+        p = os.path.expanduser(spec)
+        if glob.has_magic(p):
+            parts = []
+            for part in p.split("/"):
+                if glob.has_magic(part):
+                    break
+                parts.append(part)
+            out.append("/".join(parts) or ("/" if p.startswith("/") else "."))
+        elif os.path.isdir(p):
+            out.append(p)
+    return out
+
+
+def results_folder(settings: Settings, source: str = "config") -> str:
+    """``settings.results`` with ``~`` expanded (as corpus paths are), after the checks every
+    run needs before its first job: not empty, not the filesystem root, and neither inside,
+    equal to, nor containing a folder a user corpus reads (the next run would read its own
+    outputs as documents and overwrite them). Relative paths and symbolic links are resolved
+    against the working directory, which is the workflow's (``snakemake --directory``)."""
+    from pathlib import Path
+
+    raw = settings.results
+    if not raw.strip():
+        raise ConfigError(f"{source}: results: is empty; name the folder every output is "
+                          "written under (e.g. results), since an empty path would write at "
+                          "the filesystem root")
+    expanded = str(Path(raw).expanduser())
+    real = Path(expanded).resolve()
+    if real == Path(real.anchor):
+        raise ConfigError(f"{source}: results: {raw!r} is the filesystem root; name a folder "
+                          "for the outputs (e.g. results)")
+    for name, corpus in settings.corpora.items():
+        for folder in corpus_folders(corpus):
+            f = Path(folder).resolve()
+            if real == f or f in real.parents or real in f.parents:
+                how = ("is" if real == f else "is inside" if f in real.parents
+                       else "contains")
+                raise ConfigError(
+                    f"{source}: results: the results folder {raw!r} ({real}) {how} the folder "
+                    f"{folder!r} ({f}) that corpora.{name}.path reads; a run would read its own "
+                    "outputs as documents and overwrite them. Put results outside the corpus "
+                    "folder")
+    return expanded
