@@ -42,8 +42,8 @@ from pathlib import Path
 import polars as pl
 
 from structablate.plan.paths import Paths
-from structablate.stats.decision import decide, decision_words
 
+from .blocks import row_answer
 from .paper import (
     PAPER_BM25_GOLD_TOP1,
     PAPER_CHUNK_SPAN_IDENTITY,
@@ -392,13 +392,6 @@ def block_means(run: Run, led: Ledger, **_) -> list[str]:
     return out
 
 
-def _answer(r: Mapping) -> str:
-    if r.get("not_testable"):
-        return "not testable here"
-    return decision_words(decide(r.get("p_holm"), r.get("p_tost_adj")), r.get("delta"),
-                          r.get("margin"))
-
-
 def _contrast_cells(r: Mapping, led: Ledger, src: str, *, paper_kind: str | None = None
                     ) -> list[str]:
     key = {"family": r.get("family"), "contrast": r["contrast"], "metric": r["metric"]}
@@ -415,7 +408,7 @@ def _contrast_cells(r: Mapping, led: Ledger, src: str, *, paper_kind: str | None
             ("±" + n("margin", "3") + ": " + n("p_tost_adj", "p"))
             if r.get("margin") is not None and r.get("p_tost_adj") is not None else "—",
             n("p_mixedlm", "p"), n("p_mixedlm_query", "p"), n("p_mixedlm_slope", "p"),
-            _answer(r)]
+            row_answer(r)]
 
 
 CONTRAST_HEADER = ["Δ", "95% CI", "p", "Holm p (family size)", "dz",
@@ -584,7 +577,7 @@ def block_paper(run: Run, led: Ledger, kind: str = "qasper", **_) -> list[str]:
         rows.append([f"{r['contrast']}: {r['cond_a']} − {r['cond_b']}",
                      ptxt + ("" if published or pd is None else " (from the means)"),
                      led.num(r["delta"], "+4", csrc, key, "delta"),
-                     led.num(r.get("p_holm"), "p", csrc, key, "p_holm"), _answer(r)])
+                     led.num(r.get("p_holm"), "p", csrc, key, "p_holm"), row_answer(r)])
     out += ["", *_table(["contrast", "paper Δ", "here Δ", "here Holm p", "here: answer"], rows,
                         "lrrrl")]
     return out
@@ -599,7 +592,7 @@ def block_claims(run: Run, led: Ledger, metric: str = PAPER_METRIC, **_) -> list
         ph = led.num(r.get("p_holm"), "p", src, key, "p_holm")
         fs = led.num(r.get("family_size"), "int", src, key, "family_size")
         out.append(f"- {r['contrast']} ({r['cond_a']} − {r['cond_b']}, {r.get('family')}): "
-                   f"**{_answer(r)}** — Δ {led.num(r['delta'], '+4', src, key, 'delta')}, "
+                   f"**{row_answer(r)}** — Δ {led.num(r['delta'], '+4', src, key, 'delta')}, "
                    f"Holm p {ph} over a family of {fs} ({where}).")
     return out
 

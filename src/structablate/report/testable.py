@@ -9,13 +9,13 @@ rejects is never shown like a confirmed result anywhere.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import polars as pl
 
 from structablate.settings import GuardSettings
-from structablate.stats.decision import decide, decision_words
 
+from .blocks import row_answer
 from .guard import comparison_flags
 
 NOT_TESTABLE = "not testable here"
@@ -41,16 +41,9 @@ def mark_contrasts(
         flags = comparison_flags(r["cond_a"], r["cond_b"], quality=quality, checks=checks,
                                  ranking=ranking, settings=guard, row=r)
         reasons.append("; ".join(flags) if flags else None)
-        answers.append(NOT_TESTABLE if flags else
-                       decision_words(decide(r.get("p_holm"), r.get("p_tost_adj")),
-                                      r.get("delta"), r.get("margin")))
+        answers.append(NOT_TESTABLE if flags else row_answer(r))
     return contrasts.with_columns(pl.Series("not_testable", reasons, dtype=pl.String),
                                   pl.Series("answer", answers, dtype=pl.String))
-
-
-def is_testable(row: Mapping) -> bool:
-    """False when a marked row carries the guard's reasons."""
-    return not row.get("not_testable")
 
 
 def dose_flags(
