@@ -17,6 +17,7 @@ from structablate.report.results import (
     Ledger,
     ResultsError,
     Run,
+    against_paper,
     main,
     page_numbers,
     prose_numbers,
@@ -33,27 +34,33 @@ CELL = ("qasper", "strong", "none")
 CONDS = ["A3", "P", "A1", "A4", "G3"]
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    """A results folder written by the package's own statistics from per-query scores of five
-    conditions over 40 documents (the files and columns a real run writes)."""
-    root = tmp_path_factory.mktemp("run") / "results"
+def write_cell(root: Path, cell: tuple[str, str, str], seed: int) -> None:
+    """One cell's tables as a real run writes them, from per-query scores of five conditions
+    over 40 documents, computed by the package's own statistics."""
     p = Paths(str(root))
-    long = make_scores(n_docs=40, seed=5).filter(pl.col("embedder") == "strong")
+    long = make_scores(n_docs=40, seed=seed).filter(pl.col("embedder") == "strong")
     scores = {c: long.filter(pl.col("condition") == c)
               .select("qid", "doc_id", "qtype", "covNDCG@10", "R@50") for c in CONDS}
     stats = parse(StatisticsSettings, {"bootstrap_iters": 300,
                                        "extra_contrasts": {"G3-A3": ["G3", "A3"],
                                                            "G3-A2": ["G3", "A2"]},
-                                       "primary": {"embedder": "strong"}})
-    tables = analyze_cell(scores, *CELL, stats, seed=3)
-    write_parquet(condition_means(scores), p.cell_table(*CELL, "summary"))
+                                       "primary": {"embedder": cell[1]}})
+    tables = analyze_cell(scores, *cell, stats, seed=3)
+    write_parquet(condition_means(scores), p.cell_table(*cell, "summary"))
     for name, df in tables.items():
-        write_parquet(df, p.cell_table(*CELL, name))
+        write_parquet(df, p.cell_table(*cell, name))
     write_parquet(mark_contrasts(tables["contrasts"]),
-                  p.report_cell(*CELL, "contrasts_marked.parquet"))
+                  p.report_cell(*cell, "contrasts_marked.parquet"))
     write_parquet(condition_mean_cis(scores, n_boot=200, seed=3),
-                  p.report_cell(*CELL, "condition_cis.parquet"))
+                  p.report_cell(*cell, "condition_cis.parquet"))
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """A results folder with one cell (:func:`write_cell`), a funnel and a benchmark."""
+    root = tmp_path_factory.mktemp("run") / "results"
+    p = Paths(str(root))
+    write_cell(root, CELL, seed=5)
     Path(p.funnel("qasper")).write_text(json.dumps({"questions": 131, "kept": 120,
                                                     "exact_share": 0.9541}))
     bench = Path(p.benchmark("qasper/minilm/embed_G3"))
@@ -150,3 +157,47 @@ def test_a_missing_table_names_its_file(results):
                          ids=lambda p: p.name)
 def test_committed_results_pages_state_no_number_in_their_prose(page):
     assert prose_numbers(page.read_text(encoding="utf-8")) == []
+
+
+def test_against_paper_follows_one_rule():
+    here = {"ci_low": -0.01, "ci_high": 0.01}
+    control = {"ci_low": 0.005, "ci_high": 0.03}
+    # inside this run's own interval (bounds included): consistent, whatever the controls say
+    assert against_paper(0.01, here, [("GX", control)]).startswith("consistent")
+    # outside it, inside the first control holding it: explained by that control
+    assert against_paper(0.02, here, [("G0", {"ci_low": 0.1, "ci_high": 0.2}),
+                                      ("GX", control)]).startswith("explained by GX")
+    # no interval holds it, or the contrast did not run and no control did: unexplained
+    assert against_paper(0.05, here, [("GX", control)]).startswith("unexplained")
+    assert against_paper(0.02, None, [("GX", None)]).startswith("unexplained")
+
+
+def test_sensitivity_and_paper_blocks_read_a_second_cell(tmp_path):
+    root = tmp_path / "results"
+    write_cell(root, CELL, seed=5)
+    write_cell(root, ("qasper", "strong256", "none"), seed=6)
+    run = Run.find(root, embedder="strong")
+    led = Ledger()
+    page = render_page("<!-- results: sensitivity embedder=strong256 -->\n<!-- /results -->\n"
+                       "<!-- results: paper kind=qasper control_embedder=strong256 -->\n"
+                       "<!-- /results -->\n", run, led)
+    assert verify_ledger(led, root) == []
+    printed = {n.lstrip("±") for n in page_numbers(page)}
+    assert printed <= {e.text.lstrip("±") for e in led.entries}, printed
+    # both cells' numbers are on the page, each read from its own file
+    sources = {e.source for e in led.entries}
+    assert any("/strong256/" in s for s in sources) and any("/strong/" in s for s in sources)
+    other = pl.read_parquet(Paths(str(root)).report_cell("qasper", "strong256", "none",
+                                                         "contrasts_marked.parquet"))
+    c4 = other.filter((pl.col("contrast") == "C4") & (pl.col("metric") == "covNDCG@10"))
+    assert Ledger.format(c4["delta"][0], "+4") in page
+    # every paper contrast gets a row with one of the rule's three outcomes
+    paper_part = page[page.index("<!-- results: paper"):]
+    lines = [ln for ln in paper_part.splitlines() if ln.startswith("| C")]
+    assert {ln.split(":")[0] for ln in lines} == {"| C1", "| C2", "| C3", "| C4"}
+    assert all(any(w in ln for w in ("consistent", "explained by", "unexplained"))
+               for ln in lines)
+    # a missing second cell is named, not skipped
+    with pytest.raises(ResultsError, match="nosuch"):
+        render_page("<!-- results: sensitivity embedder=nosuch -->\n<!-- /results -->\n",
+                    run, Ledger())

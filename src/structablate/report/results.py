@@ -21,8 +21,10 @@ value formatted, which is how the tests hold the generator to the rule.
 Blocks (``NAME key=value …``): ``run``, ``means``, ``contrasts`` (``metric``, ``family``),
 ``contrast`` (``name``: one contrast over every measure), ``qtype`` (``metric``), ``dose``,
 ``section_recall``, ``funnel``, ``bm25``, ``structure``, ``paper`` (``kind``: the paper's
-corpus, ``qasper`` or ``wikipedia``), ``claims`` (``metric``), ``timing``, ``embedding``,
-``hashes``.
+corpus, ``qasper`` or ``wikipedia``; ``control_embedder``: a second embedder cell whose
+interval may explain a difference, :func:`against_paper`), ``sensitivity`` (``embedder``: the
+same conditions and contrasts in a second embedder cell), ``claims`` (``metric``),
+``timing``, ``embedding``, ``hashes``.
 """
 
 from __future__ import annotations
@@ -553,33 +555,167 @@ def block_structure(run: Run, led: Ledger, kind: str = "qasper", **_) -> list[st
     return out
 
 
-def block_paper(run: Run, led: Ledger, kind: str = "qasper", **_) -> list[str]:
+CONTROLS: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
+    ("A3", "P"): (("G3", "GP"),),
+    ("A4", "A3"): (("G4", "G3"),),
+    ("G2", "A0"): (("G2", "A0g"),),
+    ("A2", "A0"): (("G2", "A0g"),),
+    ("A3", "A2"): (("G3", "G2"),),
+}
+"""For a contrast ``a − b`` of the paper, this run's contrasts that ask the same question with
+one known difference from the paper's set-up removed: the gold arm (structure right by
+construction: G3 − GP for C2, G4 − G3 for C4, G3 − G2 for the heading-path step) and windows
+sized to gold (G2 − A0g). Controls of structablate's own (docs/conditions.md)."""
+
+
+def _inside(value: float, row: Mapping | None) -> bool:
+    """``value`` lies in the row's 95% interval (``ci_low`` … ``ci_high``, both included)."""
+    return (row is not None and row.get("ci_low") is not None
+            and row["ci_low"] <= value <= row["ci_high"])
+
+
+def against_paper(paper_value: float, here: Mapping | None,
+                  controls: Sequence[tuple[str, Mapping | None]]) -> str:
+    """The one rule the side-by-side applies to a paper value (a contrast's Δ or a mean):
+
+    1. *consistent* when the paper's value lies in this run's 95% interval of the same
+       quantity;
+    2. else *explained by* the first measured control (in the order given) whose 95%
+       interval holds the paper's value: the control removes one known difference between
+       this run and the paper, and with it removed the run agrees with the paper;
+    3. else *unexplained*.
+    """
+    if _inside(paper_value, here):
+        return "consistent: the paper's value lies in this run's 95% CI"
+    for label, row in controls:
+        if _inside(paper_value, row):
+            return f"explained by {label}: the paper's value lies in its 95% CI"
+    return "unexplained: no measured control holds the paper's value in its 95% CI"
+
+
+def _sensitivity_run(run: Run, embedder: str | None) -> Run | None:
+    if not embedder:
+        return None
+    other = Run(run.results, run.corpus, embedder, run.reranker)
+    return other if (run.results / other.file("summary")).exists() else None
+
+
+def _contrast_row(df: pl.DataFrame, a: str, b: str, metric: str) -> dict | None:
+    sub = df.filter((pl.col("cond_a") == a) & (pl.col("cond_b") == b)
+                    & (pl.col("metric") == metric))
+    return sub.row(0, named=True) if sub.height else None
+
+
+def block_paper(run: Run, led: Ledger, kind: str = "qasper", control_embedder: str = "",
+                **_) -> list[str]:
     s, src = run.table("summary"), run.source("summary")
+    other = _sensitivity_run(run, control_embedder)
+    other_label = f"the embedder {control_embedder}"
     paper = PAPER_MEANS[kind]
     conds = _conds(run)
+    try:
+        cis = run.table("cis")
+    except ResultsError:
+        cis = None
+    ocis = None
+    if other is not None:
+        try:
+            ocis = other.table("cis")
+        except ResultsError:
+            ocis = None
+
+    def ci_row(table, c):
+        if table is None:
+            return None
+        r = table.filter((pl.col("condition") == c) & (pl.col("measure") == PAPER_METRIC))
+        return r.row(0, named=True) if r.height else None
+
     row_p = [led.num(paper[c], "3", "paper:means", {"corpus": kind, "condition": c}, "mean")
              if c in paper else "— (beyond the paper)" for c in conds]
-    here = []
+    here, verdicts = [], []
     for c in conds:
         v = s.filter((pl.col("condition") == c) & (pl.col("measure") == PAPER_METRIC))
         here.append(led.num(v["mean"][0], "3", src, {"condition": c, "measure": PAPER_METRIC},
                             "mean") if v.height else "—")
-    out = _table(["", *conds], [["paper", *row_p], ["here", *here]], "l" + "r" * len(conds))
+        verdicts.append(against_paper(paper[c], ci_row(cis, c),
+                                      [(other_label, ci_row(ocis, c))] if other else [])
+                        .split(":")[0] if c in paper else "—")
+    out = _table(["", *conds], [["paper", *row_p], ["here", *here],
+                                ["against the paper", *verdicts]], "l" + "r" * len(conds))
     df, csrc = run.table("contrasts"), run.source("contrasts")
+    odf = other.table("contrasts") if other is not None else None
+    df = df.filter(pl.col("metric") == PAPER_METRIC)
+    pairs = [(r["cond_a"], r["cond_b"]) for r in df.iter_rows(named=True)
+             if paper_contrast(kind, r["cond_a"], r["cond_b"]) is not None]
+    pairs += [p for p in PAPER_CONTRASTS.get(kind, {}) if p not in pairs]
     rows = []
-    for r in df.filter(pl.col("metric") == PAPER_METRIC).iter_rows(named=True):
-        pd = paper_contrast(kind, r["cond_a"], r["cond_b"])
-        key = {"family": r.get("family"), "contrast": r["contrast"], "metric": PAPER_METRIC}
-        published = (r["cond_a"], r["cond_b"]) in PAPER_CONTRASTS.get(kind, {})
-        ptxt = "—" if pd is None else Ledger.format(pd, "+4")
-        if pd is not None:
-            led.entries.append(Entry(ptxt, "paper:contrasts", (), "=", pd, "+4"))
-        rows.append([f"{r['contrast']}: {r['cond_a']} − {r['cond_b']}",
-                     ptxt + ("" if published or pd is None else " (from the means)"),
-                     led.num(r["delta"], "+4", csrc, key, "delta"),
-                     led.num(r.get("p_holm"), "p", csrc, key, "p_holm"), row_answer(r)])
-    out += ["", *_table(["contrast", "paper Δ", "here Δ", "here Holm p", "here: answer"], rows,
-                        "lrrrl")]
+    for a, b in pairs:
+        pd = paper_contrast(kind, a, b)
+        r = _contrast_row(df, a, b, PAPER_METRIC)
+        published = (a, b) in PAPER_CONTRASTS.get(kind, {})
+        ptxt = Ledger.format(pd, "+4")
+        led.entries.append(Entry(ptxt, "paper:contrasts", (), "=", pd, "+4"))
+        controls = []
+        for ca, cb in CONTROLS.get((a, b), ()):
+            crow = _contrast_row(df, ca, cb, PAPER_METRIC)
+            if crow is not None:
+                controls.append((f"{crow['contrast']} ({ca} − {cb})", crow))
+        if odf is not None:
+            controls.append((other_label, _contrast_row(odf, a, b, PAPER_METRIC)))
+        if r is None:
+            name, cells = f"{a} − {b}", ["not run here", "—", "—"]
+        else:
+            key = {"family": r.get("family"), "contrast": r["contrast"],
+                   "metric": PAPER_METRIC}
+            ci = "—" if r.get("ci_low") is None else (
+                f"[{led.num(r['ci_low'], '+4', csrc, key, 'ci_low')}, "
+                f"{led.num(r['ci_high'], '+4', csrc, key, 'ci_high')}]")
+            name = f"{r['contrast']}: {a} − {b}"
+            cells = [led.num(r["delta"], "+4", csrc, key, "delta"), ci, row_answer(r)]
+        rows.append([name, ptxt + ("" if published else " (from the means)"), *cells,
+                     against_paper(pd, r, controls)])
+    out += ["", *_table(["contrast", "paper Δ", "here Δ", "here 95% CI", "here: answer",
+                         "against the paper"], rows, "lrrrll")]
+    return out
+
+
+def block_sensitivity(run: Run, led: Ledger, embedder: str, metric: str = PAPER_METRIC,
+                      **_) -> list[str]:
+    """The cell's levels and contrasts beside a second cell of the same results folder that
+    differs only by its embedder entry (e.g. the same model at another ``max_seq_length``)."""
+    other = Run(run.results, run.corpus, embedder, run.reranker)
+    cells = (run, other)
+    sums = [c.table("summary") for c in cells]
+    conds = [c for c in _conds(run) if c in set(sums[1]["condition"].to_list())]
+    rows = []
+    for c in conds:
+        row = [c]
+        for cell, s in zip(cells, sums, strict=True):
+            v = s.filter((pl.col("condition") == c) & (pl.col("measure") == metric))
+            row.append(led.num(v["mean"][0], "4", cell.source("summary"),
+                               {"condition": c, "measure": metric}, "mean")
+                       if v.height else "—")
+        rows.append(row)
+    out = _table(["condition", f"`{run.embedder}`", f"`{embedder}`"], rows, "lrr")
+    dfs = [c.table("contrasts").filter(pl.col("metric") == metric) for c in cells]
+    rows = []
+    for r in dfs[0].iter_rows(named=True):
+        o = _contrast_row(dfs[1], r["cond_a"], r["cond_b"], metric)
+        if o is None:
+            continue
+        row = [f"{r['contrast']}: {r['cond_a']} − {r['cond_b']}"]
+        for cell, x in zip(cells, (r, o), strict=True):
+            key = {"family": x.get("family"), "contrast": x["contrast"], "metric": metric}
+            src = cell.source("contrasts")
+            ci = "—" if x.get("ci_low") is None else (
+                f"[{led.num(x['ci_low'], '+4', src, key, 'ci_low')}, "
+                f"{led.num(x['ci_high'], '+4', src, key, 'ci_high')}]")
+            row += [led.num(x["delta"], "+4", src, key, "delta"), ci, row_answer(x)]
+        row.append("same" if row_answer(r) == row_answer(o) else "differs")
+        rows.append(row)
+    out += ["", *_table(["contrast", f"Δ `{run.embedder}`", "95% CI", "answer",
+                         f"Δ `{embedder}`", "95% CI", "answer", "answers"], rows,
+                        "lrrlrrll")]
     return out
 
 
@@ -644,6 +780,7 @@ BLOCKS: dict[str, Callable[..., list[str]]] = {
     "section_recall": block_section_recall, "funnel": block_funnel, "bm25": block_bm25,
     "structure": block_structure, "paper": block_paper, "claims": block_claims,
     "timing": block_timing, "embedding": block_embedding, "hashes": block_hashes,
+    "sensitivity": block_sensitivity,
 }
 
 
