@@ -115,6 +115,13 @@ class Ledger:
                                       column, float(value), kind))
         return text
 
+    def ci(self, row: Mapping, kind: str, source: str, key: Mapping[str, object]) -> str:
+        """A row's interval ``[ci_low, ci_high]``, each end recorded; ``—`` without one."""
+        if row.get("ci_low") is None:
+            return "—"
+        return (f"[{self.num(row['ci_low'], kind, source, key, 'ci_low')}, "
+                f"{self.num(row['ci_high'], kind, source, key, 'ci_high')}]")
+
 
 def _read_source(results: Path, source: str) -> pl.DataFrame:
     if source.startswith("paper:"):
@@ -387,9 +394,7 @@ def block_means(run: Run, led: Ledger, **_) -> list[str]:
         if not r.height:
             ci_row.append("—")
             continue
-        key = {"condition": c, "measure": m0}
-        ci_row.append(f"[{led.num(r['ci_low'][0], '4', csrc, key, 'ci_low')}, "
-                      f"{led.num(r['ci_high'][0], '4', csrc, key, 'ci_high')}]")
+        ci_row.append(led.ci(r.row(0, named=True), "4", csrc, {"condition": c, "measure": m0}))
     out.append("| " + " | ".join(ci_row) + " |")
     return out
 
@@ -402,7 +407,7 @@ def _contrast_cells(r: Mapping, led: Ledger, src: str, *, paper_kind: str | None
     def n(col, kind):
         return led.num(r.get(col), kind, src, key, col)
 
-    ci = "—" if r.get("ci_low") is None else f"[{n('ci_low', '+4')}, {n('ci_high', '+4')}]"
+    ci = led.ci(r, "+4", src, key)
     return [n("delta", "+4"), ci, n("p", "p"),
             f"{n('p_holm', 'p')} (of {n('family_size', 'int')})",
             n("dz", "+3"), "±" + n("mde80_family", "4") if r.get("mde80_family") is not None
@@ -459,9 +464,7 @@ def block_qtype(run: Run, led: Ledger, metric: str = PAPER_METRIC, **_) -> list[
     for r in df.iter_rows(named=True):
         key = {"family": r["family"], "contrast": r["contrast"], "metric": metric,
                "qtype": r["qtype"]}
-        ci = ("—" if r.get("ci_low") is None else
-              f"[{led.num(r['ci_low'], '+4', src, key, 'ci_low')}, "
-              f"{led.num(r['ci_high'], '+4', src, key, 'ci_high')}]")
+        ci = led.ci(r, "+4", src, key)
         rows.append([f"{r['contrast']}: {r['cond_a']} − {r['cond_b']}", r["qtype"],
                      led.num(r["n_queries"], "int", src, key, "n_queries"),
                      led.num(r["n_zero_delta"], "int", src, key, "n_zero_delta"),
@@ -479,8 +482,7 @@ def block_dose(run: Run, led: Ledger, **_) -> list[str]:
     for r in df.iter_rows(named=True):
         key = {"metric": r["metric"]}
         rows.append([r["metric"], led.num(r["slope"], "+4", src, key, "slope"),
-                     f"[{led.num(r['ci_low'], '+4', src, key, 'ci_low')}, "
-                     f"{led.num(r['ci_high'], '+4', src, key, 'ci_high')}]",
+                     led.ci(r, "+4", src, key),
                      led.num(r["p"], "p", src, key, "p")])
     return _table(["measure", "slope per level", "95% CI", "p"], rows, "lrrr")
 
@@ -500,8 +502,7 @@ def block_section_recall(run: Run, led: Ledger, kind: str = "qasper", **_) -> li
                      f"{led.num(r['n_queries'], 'int', src, key, 'n_queries')} / "
                      f"{led.num(r['n_docs'], 'int', src, key, 'n_docs')}",
                      led.num(r["section_recall"], "3", src, key, "section_recall"),
-                     f"[{led.num(r['ci_low'], '3', src, key, 'ci_low')}, "
-                     f"{led.num(r['ci_high'], '3', src, key, 'ci_high')}]",
+                     led.ci(r, "3", src, key),
                      led.num(r["mean_backfill"], "1", src, key, "mean_backfill"),
                      led.num(r["share_backfilled"], "pct", src, key, "share_backfilled"),
                      paper])
@@ -667,11 +668,9 @@ def block_paper(run: Run, led: Ledger, kind: str = "qasper", control_embedder: s
         else:
             key = {"family": r.get("family"), "contrast": r["contrast"],
                    "metric": PAPER_METRIC}
-            ci = "—" if r.get("ci_low") is None else (
-                f"[{led.num(r['ci_low'], '+4', csrc, key, 'ci_low')}, "
-                f"{led.num(r['ci_high'], '+4', csrc, key, 'ci_high')}]")
             name = f"{r['contrast']}: {a} − {b}"
-            cells = [led.num(r["delta"], "+4", csrc, key, "delta"), ci, row_answer(r)]
+            cells = [led.num(r["delta"], "+4", csrc, key, "delta"),
+                     led.ci(r, "+4", csrc, key), row_answer(r)]
         rows.append([name, ptxt + ("" if published else " (from the means)"), *cells,
                      against_paper(pd, r, controls)])
     out += ["", *_table(["contrast", "paper Δ", "here Δ", "here 95% CI", "here: answer",
@@ -707,10 +706,8 @@ def block_sensitivity(run: Run, led: Ledger, embedder: str, metric: str = PAPER_
         for cell, x in zip(cells, (r, o), strict=True):
             key = {"family": x.get("family"), "contrast": x["contrast"], "metric": metric}
             src = cell.source("contrasts")
-            ci = "—" if x.get("ci_low") is None else (
-                f"[{led.num(x['ci_low'], '+4', src, key, 'ci_low')}, "
-                f"{led.num(x['ci_high'], '+4', src, key, 'ci_high')}]")
-            row += [led.num(x["delta"], "+4", src, key, "delta"), ci, row_answer(x)]
+            row += [led.num(x["delta"], "+4", src, key, "delta"), led.ci(x, "+4", src, key),
+                    row_answer(x)]
         row.append("same" if row_answer(r) == row_answer(o) else "differs")
         rows.append(row)
     out += ["", *_table(["contrast", f"Δ `{run.embedder}`", "95% CI", "answer",
