@@ -197,6 +197,11 @@ def test_sensitivity_and_paper_blocks_read_a_second_cell(tmp_path):
     assert {ln.split(":")[0] for ln in lines} == {"| C1", "| C2", "| C3", "| C4"}
     assert all(any(w in ln for w in ("consistent", "explained by", "unexplained"))
                for ln in lines)
+    # a control cell the page names but the run lacks is said, not silently dropped
+    alone = render_page("<!-- results: paper kind=qasper control_embedder=nosuch -->\n"
+                        "<!-- /results -->\n", run, Ledger())
+    assert "control cell `qasper/nosuch/none` is not in this results folder" in alone
+    assert "is not in this results folder" not in page
     # a missing second cell is named, not skipped
     with pytest.raises(ResultsError, match="nosuch"):
         render_page("<!-- results: sensitivity embedder=nosuch -->\n<!-- /results -->\n",

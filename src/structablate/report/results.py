@@ -675,6 +675,9 @@ def block_paper(run: Run, led: Ledger, kind: str = "qasper", control_embedder: s
                      against_paper(pd, r, controls)])
     out += ["", *_table(["contrast", "paper Δ", "here Δ", "here 95% CI", "here: answer",
                          "against the paper"], rows, "lrrrll")]
+    if control_embedder and other is None:
+        out += ["", f"The control cell `{run.corpus}/{control_embedder}/{run.reranker}` is not "
+                "in this results folder, so no value above could be explained by it."]
     return out
 
 
