@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import polars as pl
 
+from structablate.study import DOSE_LADDER
+
 from .bootstrap import DEFAULT_SEED, bootstrap_p, cluster_bootstrap, per_doc, percentile_ci
 from .columns import CELL, metric_columns
-
-DEFAULT_DEPTHS: dict[str, float] = {"A2": 0, "A3-d1": 1, "A3-d2": 2, "A3": 3}
 
 
 def per_query_slopes(y: np.ndarray, x: Sequence[float]) -> np.ndarray:
@@ -29,7 +29,7 @@ def per_query_slopes(y: np.ndarray, x: Sequence[float]) -> np.ndarray:
 
 def dose_response(
     scores: pl.DataFrame,
-    depths: Mapping[str, float] = DEFAULT_DEPTHS,
+    depths: Mapping[str, float] = DOSE_LADDER,
     metrics: Sequence[str] | None = None,
     *,
     n_boot: int = 10_000,
