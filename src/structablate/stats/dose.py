@@ -1,6 +1,7 @@
 """Exploratory breadcrumb-depth dose-response (paper, §6.6).
 
-Regress the score on the injected heading-path depth (A2 = 0, A3-d1 = 1, A3-d2 = 2, A3 = 3)
+Regress the score on the injected heading-path depth (A2 = 0, A3-d1 = 1, A3-d2 = 2, A3 = 3;
+:data:`structablate.study.DOSE_LADDER`, derived from the conditions' breadcrumb depths)
 within query: over the queries scored under every rung, the per-query least-squares slope is
 ``b_q = sum_d (x_d - mean x) * y_qd / sum_d (x_d - mean x)^2``, and the reported slope is their
 unweighted mean. Because every query has the same design, this equals the pooled OLS slope with
