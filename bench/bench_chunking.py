@@ -26,8 +26,8 @@ from structablate.chunking.tokens import (
     tokenize_corpus,
     write_corpus_tokens,
 )
-from structablate.conditions import condition
 from structablate.settings import ChunkingSettings
+from structablate.study import condition
 
 
 class PerChunkCounter(TokenCounter):

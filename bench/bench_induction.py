@@ -45,7 +45,6 @@ import yaml
 
 from structablate.chunking.build import build_chunks
 from structablate.chunking.tokens import TokenCounter
-from structablate.conditions import condition
 from structablate.corpus.flatten import (
     Section,
     documents_from_frames,
@@ -57,6 +56,7 @@ from structablate.settings import ChunkingSettings
 from structablate.structure import induce_documents
 from structablate.structure.quality import span_identity as chunk_span_identity
 from structablate.structure.report import span_identity_share
+from structablate.study import condition
 
 
 def boundary_matches(gold: list[int], induced: list[int], tolerance: int) -> int:

@@ -52,10 +52,10 @@ def slice_chunksets(qasper: Path, papers: int, conditions: list[str]):
     """{chunkset: chunk texts}, {condition: chunkset}, question texts of the slice."""
     from structablate.chunking.build import build_chunks, chunk_texts
     from structablate.chunking.tokens import TokenCounter
-    from structablate.conditions import condition
     from structablate.corpus.flatten import documents_frame, paragraphs_frame, sections_frame
     from structablate.corpus.qasper import build_qasper_corpus, read_v03
     from structablate.settings import ChunkingSettings
+    from structablate.study import condition
 
     raw = read_v03(qasper)
     ids = sorted(raw)[:papers]

@@ -56,14 +56,17 @@ rule chunk:
 
 rule contextualize:
     input:
-        chunks=P.chunks(W["corpus"], "A0"),
+        # the windows the contexts are written for (A1: A0's)
+        chunks=lambda w: P.chunks(w.corpus, PLAN.windows_of(w.chunkset)),
         documents=P.documents(W["corpus"]),
         recorded=PLAN.recorded_generations("contexts"),
     output:
-        chunks=P.chunks(W["corpus"], "A1"),
-        stats=P.chunk_stats(W["corpus"], "A1"),
+        chunks=P.chunks(W["corpus"], W["chunkset"]),
+        stats=P.chunk_stats(W["corpus"], W["chunkset"]),
     params:
         settings=trigger("contextualize"),
+    wildcard_constraints:
+        chunkset=_alternatives(PLAN.contextualized),
     # vLLM writes the contexts on one GPU; replaying recorded generations (or an OpenAI-style
     # server, or llama.cpp on CPUs) needs none. Sizes: docs/cluster.md.
     threads: 8 if PLAN.stage_llm("contexts").backend == "vllm" and PLAN.stage_llm("contexts").mode != "replay" else 2
@@ -77,9 +80,9 @@ rule contextualize:
     conda:
         "../envs/gpu.yaml"
     log:
-        log("{corpus}/contextualize"),
+        log("{corpus}/contextualize_{chunkset}"),
     benchmark:
-        P.benchmark("{corpus}/contextualize"),
+        P.benchmark("{corpus}/contextualize_{chunkset}"),
     script:
         glue("contextualize")
 

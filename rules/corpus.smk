@@ -140,7 +140,7 @@ rule generate_queries:
 
 rule bm25_check:
     input:
-        chunks=P.chunks(W["corpus"], "G2"),
+        chunks=P.chunks(W["corpus"], PLAN.bm25_chunkset),
         documents=P.documents(W["corpus"]),
         **QUESTIONS,
     output:

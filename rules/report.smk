@@ -123,8 +123,7 @@ rule report_page:
         question_funnels=[f for c in PLAN.corpora if (f := PLAN.question_funnel_file(c))],
         size_matching=[P.report_corpus(c, "size_matching.parquet") for c in PLAN.corpora],
         corpus_reports=[PLAN.build_report_file(c) for c in PLAN.corpora],
-        a1_stats=[P.chunk_stats(c, "A1") for c in PLAN.corpora] if "A1" in PLAN.conditions
-        else [],
+        a1_stats=[P.chunk_stats(c, cs) for c in PLAN.corpora for cs in PLAN.contextualized],
         figures=[p for f in ("condition_bars", "dose_response", "section_recall")
                  for p in report_of_cells(f"{f}.png")]
         + [P.report_corpus(c, f"{f}.png") for c in PLAN.corpora for f in ("forest", "funnel")],

@@ -9,7 +9,6 @@ from structablate.chunking.fixed import fixed_windows
 from structablate.chunking.prefix import breadcrumb_elements, render_breadcrumb
 from structablate.chunking.spans import balanced_groups
 from structablate.chunking.structural import structural_chunks
-from structablate.conditions import condition
 from structablate.corpus.flatten import (
     documents_frame,
     paragraphs_frame,
@@ -17,6 +16,7 @@ from structablate.corpus.flatten import (
     top_section_ids,
 )
 from structablate.settings import ChunkingSettings
+from structablate.study import condition
 from structablate.text.sentences import document_sentence_spans, sentence_spans
 
 T_MAX, T_MIN = 350, 60

@@ -24,7 +24,6 @@ from structablate.chunking.tokens import (
     tokenize_corpus,
     write_corpus_tokens,
 )
-from structablate.conditions import condition
 from structablate.corpus.flatten import (
     DocumentBuilder,
     documents_frame,
@@ -32,6 +31,7 @@ from structablate.corpus.flatten import (
     sections_frame,
 )
 from structablate.settings import ChunkingSettings
+from structablate.study import condition
 from structablate.text import sentences as sent_mod
 from structablate.text.sentences import word_starts_array
 

@@ -15,7 +15,6 @@ from conftest import REPO
 from structablate.chunking.build import build_chunks
 from structablate.chunking.placebo import assign_placebo_paths, path_key
 from structablate.chunking.prefix import render_breadcrumb
-from structablate.conditions import BEYOND_PAPER, CONDITIONS, PAPER_CONDITIONS, condition
 from structablate.corpus.flatten import (
     Section,
     documents_frame,
@@ -25,6 +24,7 @@ from structablate.corpus.flatten import (
 from structablate.io import write_parquet
 from structablate.plan import Plan
 from structablate.settings import CONDITION_NAMES, ChunkingSettings
+from structablate.study import BEYOND_PAPER, CONDITIONS, PAPER_CONDITIONS, condition
 
 BASE = yaml.safe_load((REPO / "config.yaml").read_text())
 GRID = REPO / "config" / "qasper-full-grid.yaml"

@@ -114,7 +114,8 @@ def test_contextualize_script_replays_and_recounts(tmp_path, monkeypatch):
     out = SimpleNamespace(chunks=str(tmp_path / "A1.parquet"),
                           stats=str(tmp_path / "A1.json"))
     config = glue_config(TOY, contexts={**contexts, "llm": {**llm, "mode": "replay"}})
-    run_glue("contextualize", tmp_path, config=config, wildcards={"corpus": "toy"},
+    run_glue("contextualize", tmp_path, config=config,
+             wildcards={"corpus": "toy", "chunkset": "A1"},
              input={"chunks": chunk_path, "documents": paths["documents"]},
              output=vars(out))
     a1 = check_table(pl.read_parquet(out.chunks), "chunks")

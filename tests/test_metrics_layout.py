@@ -7,13 +7,13 @@ import pytest
 from test_metrics_random import MEASURES, synth
 
 from structablate.chunking.build import build_chunks
-from structablate.conditions import condition
 from structablate.corpus.flatten import documents_frame, paragraphs_frame, sections_frame
 from structablate.corpus.qasper import qrels_frame, queries_frame
 from structablate.metrics import layout as layout_mod
 from structablate.metrics import prepare_layout, score_layout, score_run, score_runs
 from structablate.metrics.layout import StringCodes
 from structablate.settings import ChunkingSettings
+from structablate.study import condition
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,9 @@ import pytest
 import yaml
 from conftest import REPO
 
-from structablate.conditions import CONDITIONS
 from structablate.plan import Cell, Plan
 from structablate.plan import code as code_mod
+from structablate.study import CONDITIONS
 
 BASE = yaml.safe_load((REPO / "config.yaml").read_text())
 

@@ -100,7 +100,7 @@ def _alive(pid: int) -> bool:
 
 
 def _rerun_log(root: Path) -> str:
-    log = root / "results" / "logs" / "qasper" / "contextualize.log"
+    log = root / "results" / "logs" / "qasper" / "contextualize_A1.log"
     return log.read_text()[-2000:] if log.exists() else ""
 
 

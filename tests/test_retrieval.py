@@ -4,10 +4,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from structablate.conditions import condition
 from structablate.retrieval.flat import exact_search, hnsw_search, search
 from structablate.retrieval.runs import retrieve_run
 from structablate.settings import RetrievalSettings, parse
+from structablate.study import condition
 
 
 def _unit(rng, n, d=32):

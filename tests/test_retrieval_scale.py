@@ -8,7 +8,6 @@ import pytest
 from conftest import MODEL
 
 from structablate.chunking.build import build_chunks, chunk_texts
-from structablate.conditions import condition
 from structablate.corpus.flatten import documents_frame, paragraphs_frame, sections_frame
 from structablate.corpus.qasper import queries_frame
 from structablate.retrieval.flat import (
@@ -22,6 +21,7 @@ from structablate.retrieval.flat import (
 )
 from structablate.retrieval.runs import retrieve_run
 from structablate.settings import ChunkingSettings, HnswSettings, RetrievalSettings, parse
+from structablate.study import condition
 
 
 def reference(q, x, k, block=64):

@@ -15,6 +15,8 @@ from structablate.stats import (
 )
 
 CONDS = ["A1", "A2", "A3-d1", "A3-d2", "A3", "P", "A4", "G3"]
+# the primary cell of these synthetic scores (the library has no default primary cell)
+PRIMARY = {"metric": "covNDCG@10", "embedder": "strong", "reranker": "none"}
 SHIFT = {
     "A1": -0.02,
     "A2": 0.0,
@@ -67,7 +69,7 @@ def scores():
 
 @pytest.fixture(scope="module")
 def table(scores):
-    return contrast_table(scores, n_boot=500, seed=1, mixedlm="primary")
+    return contrast_table(scores, n_boot=500, seed=1, mixedlm="primary", primary=PRIMARY)
 
 
 def test_layout_and_family(scores, table):
@@ -88,7 +90,8 @@ def test_an_exploratory_family_is_never_primary_but_gets_the_mixedlm_check(score
     """mixedlm: primary fits both specifications on every row of the primary cell and metric,
     the exploratory family's too; only the pre-registered family is marked primary."""
     extra = contrast_table(scores, {"G3-A2": ("G3", "A2")}, n_boot=500, seed=1,
-                           mixedlm="primary", primary_family=False)
+                           mixedlm="primary", primary_family=False,
+                           primary=PRIMARY)
     assert not extra["primary"].any()
     prim = extra.filter((pl.col("embedder") == "strong") & (pl.col("metric") == "covNDCG@10"))
     row = prim.row(0, named=True)
@@ -97,7 +100,7 @@ def test_an_exploratory_family_is_never_primary_but_gets_the_mixedlm_check(score
     assert rest.height == 3 and rest["p_mixedlm"].is_nan().all()
     # the same contrast as a pre-registered one: the same numbers, marked primary
     same = contrast_table(scores, {"G3-A2": ("G3", "A2")}, n_boot=500, seed=1,
-                          mixedlm="primary")
+                          mixedlm="primary", primary=PRIMARY)
     assert same.drop("primary").equals(extra.drop("primary"))
     assert same.filter(pl.col("primary")).height == 1
 
@@ -129,7 +132,7 @@ def test_delta_dz_and_counts_by_hand(scores, table):
 
 
 def test_rerun_is_identical_and_pairs_on_the_intersection(scores, table):
-    again = contrast_table(scores, n_boot=500, seed=1, mixedlm="primary")
+    again = contrast_table(scores, n_boot=500, seed=1, mixedlm="primary", primary=PRIMARY)
     assert again.equals(table)
     drop = scores.filter(~((pl.col("condition") == "A1") & (pl.col("qid") == "q0000")))
     t = contrast_table(drop, n_boot=200, seed=1, mixedlm="none")

@@ -8,7 +8,6 @@ import polars as pl
 import pytest
 
 from structablate.chunking.build import build_chunks
-from structablate.conditions import condition
 from structablate.corpus.flatten import (
     documents_frame,
     paragraphs_frame,
@@ -30,6 +29,7 @@ from structablate.structure.quality import (
     structure_quality,
     top_groups,
 )
+from structablate.study import condition
 from structablate.tables import frame
 
 # ---------------------------------------------------------------- hand-built structures

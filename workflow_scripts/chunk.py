@@ -3,9 +3,9 @@ size statistics; for the placebo chunksets P and GP, the assignment report under
 
 from structablate.chunking.build import build_chunks, chunk_stats
 from structablate.chunking.tokens import TokenCounter, read_corpus_tokens
-from structablate.conditions import condition
 from structablate.io import read_parquet, write_json, write_parquet
 from structablate.settings import dump
+from structablate.study import condition
 from structablate.workflow import setup
 
 

@@ -1,9 +1,11 @@
-"""Glue: A0's fixed windows + documents -> A1's chunk table with LLM situating contexts.
+"""Glue: a chunkset's fixed windows + documents -> the chunk table of the chunkset made from
+them with LLM situating contexts (A1 from A0's windows; :func:`structablate.study.derived_from`).
 
 ``prefix`` becomes ``context + " "`` (empty when the model wrote nothing) and ``prefix_tokens``
 is recounted with the chunk tokenizer.
 """
 
+import re
 from pathlib import Path
 
 import polars as pl
@@ -14,6 +16,7 @@ from structablate.io import read_parquet, write_json, write_parquet
 from structablate.llm.client import client_from_config
 from structablate.llm.contextualize import ContextsConfig, contextualize_chunks
 from structablate.settings import dump
+from structablate.study import derived_from
 from structablate.tables import check_table
 from structablate.workflow import setup
 
@@ -22,8 +25,11 @@ def main(smk):
     log, settings = setup(smk)
     cfg = settings["contexts"]
     chunks = check_table(read_parquet(smk.input.chunks), "chunks", smk.input.chunks)
-    # A1 cuts exactly A0's size-matched windows; only the prefix differs
-    chunks = chunks.with_columns(pl.col("chunk_id").str.replace(r"^A0:", "A1:"))
+    # A1 takes exactly A0's size-matched windows; only the chunk ids and the prefix differ
+    name = smk.wildcards.chunkset
+    base = derived_from(name)
+    chunks = chunks.with_columns(
+        pl.col("chunk_id").str.replace(f"^{re.escape(base)}:", f"{name}:"))
     client = client_from_config(settings["llm"], base_dir=Path.cwd(),
                                 stage=f"contexts/{smk.wildcards.corpus}")
     counter = TokenCounter.from_model(settings["tokenizer"])
@@ -39,7 +45,7 @@ def main(smk):
     client.close()
     log.info("contexts for %d chunks: %s", out.height, stats)
     write_parquet(out, smk.output.chunks)
-    write_json({"chunkset": "A1", "model": client.model, "llm_mode": client.mode,
+    write_json({"chunkset": name, "model": client.model, "llm_mode": client.mode,
                 "empty_contexts": int((out["prefix"] == "").sum()), "llm": stats, **report,
                 **chunk_stats(out)}, smk.output.stats)
 

@@ -10,11 +10,11 @@ from structablate.report.provenance import cell_flags
 from structablate.report.testable import dose_flags, mark_contrasts
 from structablate.settings import dump
 from structablate.stats import (
-    DEFAULT_DEPTHS,
     condition_mean_cis,
     ranking_identity,
     section_recall_cis,
 )
+from structablate.study import DOSE_LADDER
 from structablate.workflow import setup
 
 
@@ -78,7 +78,7 @@ def main(smk):
                      smk.output.bars, smk.output.bars_svg)
     figures.save_all(figures.dose_response_plot(
         dose, cis, metric, title=f"Breadcrumb-depth dose-response — {label}",
-        flags=dose_flags(list(DEFAULT_DEPTHS), **guard) if dose.height else ()),
+        flags=dose_flags(list(DOSE_LADDER), **guard) if dose.height else ()),
         smk.output.dose, smk.output.dose_svg)
     figures.save_all(figures.section_recall_plot(sr, title=f"Stage-1 section recall — {label}"),
                      smk.output.section_recall_fig, smk.output.section_recall_svg)

@@ -3,9 +3,9 @@ and what the search did (exact or HNSW, why, recall measured against exact searc
 
 import numpy as np
 
-from structablate.conditions import condition
 from structablate.io import read_parquet, write_json, write_parquet
 from structablate.retrieval.runs import retrieve_run
+from structablate.study import condition
 from structablate.workflow import setup
 
 

@@ -67,7 +67,7 @@ def fidelity_gate(
     candidate precision ``lower``); see the module docstring for the rule.
 
     Both tables must hold the same (cell, condition, qid) rows; ``contrasts`` default to the
-    study's (:data:`structablate.stats.contrasts.DEFAULT_CONTRASTS`); contrasts whose
+    study's (:data:`structablate.study.PAPER_CONTRASTS`); contrasts whose
     conditions are absent are skipped. Raises ``ValueError`` naming what differs when the
     tables do not cover the same queries.
     """

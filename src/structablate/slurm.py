@@ -81,16 +81,14 @@ def upstream_stages(plan: Any, corpus: str, chunksets: list[str] | None,
     pipeline order: ``induction`` when one of ``chunksets`` is cut from induced structure or
     sized to it (whichever inducer runs), ``contexts`` when one is A1's, ``queries`` when the job
     reads the corpus's generated questions (``questions``). Pure: reads the plan only."""
-    from structablate.conditions import CONDITIONS
+    from structablate import study
 
-    s = plan.settings
     conds = [c for c in plan.conditions if chunksets is not None
-             and CONDITIONS[c].chunkset in chunksets]
+             and study.condition(c).chunkset in chunksets]
     out = []
-    if any(CONDITIONS[c].structure == "induced" or (CONDITIONS[c].boundaries == "fixed"
-           and s.size_match_structure == "induced") for c in conds):
+    if any(plan.reads_induced(c) for c in conds):
         out.append("induction")
-    if any(CONDITIONS[c].prefix == "context" for c in conds):
+    if any(study.needs_llm_contexts(c) for c in conds):
         out.append("contexts")
     if questions and plan.generates_queries(corpus):
         out.append("queries")
@@ -126,9 +124,9 @@ def gpu_group(workflow: Any, plan: Any, kind: str, rule: str, wildcards: Any) ->
 
 
 def _chunkset(condition: str) -> str:
-    from structablate.conditions import CONDITIONS
+    from structablate import study
 
-    return CONDITIONS[condition].chunkset
+    return study.condition(condition).chunkset
 
 
 def booked_gpu_hours(units: list[dict[str, Any]]) -> float:

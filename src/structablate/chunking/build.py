@@ -21,11 +21,11 @@ import numpy as np
 import polars as pl
 from tqdm import tqdm
 
+from structablate import study
 from structablate.chunking.fixed import fixed_windows
 from structablate.chunking.prefix import render_breadcrumb
 from structablate.chunking.structural import ChunkSpan, structural_chunks
 from structablate.chunking.tokens import CorpusTokens, TokenCounter, tokenize_corpus
-from structablate.conditions import Condition
 from structablate.corpus.flatten import (
     Paragraph,
     Section,
@@ -35,6 +35,7 @@ from structablate.corpus.flatten import (
 )
 from structablate.ids import id_token  # the chunk-id form of a doc_id (re-exported)
 from structablate.settings import ChunkingSettings, Settings
+from structablate.study import Condition
 from structablate.tables import frame
 from structablate.text.sentences import sentence_spans
 
@@ -98,7 +99,7 @@ def build_chunks(
     paras = paragraphs_from_frame(paragraphs)
     secs = sections_from_frame(sections)
     ref = sections_from_frame(size_reference) if size_reference is not None else None
-    if cond.boundaries == "fixed" and ref is None:
+    if study.is_fixed_window(cond) and ref is None:
         raise ValueError(f"{cond.name}: fixed windows need a size_reference sections table")
     if tokens is None:
         tokens = tokenize_corpus(documents, counter, progress=progress)
@@ -124,7 +125,7 @@ def build_chunks(
         else:
             para_sents = [sentence_spans(text, q.start, q.end) for q in p]
         target = None
-        if cond.boundaries == "structural":
+        if study.is_structural(cond):
             spans = structural_chunks(text, p, s, starts, t_max=params.t_max, t_min=params.t_min,
                                       paragraph_sentences=para_sents)
         else:
@@ -143,7 +144,7 @@ def build_chunks(
                 section_bounds=bounds,
             )
         planned.append((doc_id, title, spans, target))
-    if cond.prefix == "placebo" and placebo_paths is None:
+    if study.uses_placebo(cond) and placebo_paths is None:
         placebo_paths = _assign_placebo(cond, planned, secs, params, placebo_seed, report)
     for doc_id, title, spans, target in planned:
         s = secs[doc_id]
@@ -298,11 +299,11 @@ def _prefix(
     params: ChunkingSettings,
     placebo_paths: Mapping | None,
 ) -> str:
-    if cond.prefix == "none" or cond.prefix == "context":
+    if not study.uses_breadcrumb(cond):
         # contexts are added later by the LLM stage; until then the prefix is empty
         return ""
     path = tuple(section.path[: cond.depth])
-    if cond.prefix == "placebo":
+    if study.uses_placebo(cond):
         if placebo_paths is None:
             raise ValueError(f"{cond.name}: placebo condition needs placebo path assignments")
         path = tuple(placebo_paths[(doc_id, path)])

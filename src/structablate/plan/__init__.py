@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from structablate.conditions import CONDITIONS, Condition, chunksets_for
+from structablate import study
 from structablate.errors import ConfigError
 from structablate.plan.paths import Paths
 from structablate.settings import (
@@ -44,9 +44,8 @@ from structablate.settings._core import build_settings
 
 __all__ = ["LLM_STAGES", "Cell", "Paths", "Plan"]
 
-LLM_STAGES = ("induction", "contexts", "queries")
-"""The stages that call an LLM: structure induction (A family), A1 situating contexts, and
-synthetic question generation (per corpus)."""
+LLM_STAGES = study.LLM_STAGES
+"""The stages that call an LLM (:data:`structablate.study.LLM_STAGES`)."""
 
 
 @dataclass(frozen=True, order=True)
@@ -105,19 +104,40 @@ class Plan:
         return list(self.settings.conditions)
 
     @staticmethod
-    def condition(name: str) -> Condition:
-        return CONDITIONS[name]
+    def condition(name: str) -> study.Condition:
+        return study.condition(name)
 
     @property
     def chunksets(self) -> list[str]:
         """Distinct chunksets of the conditions (A4 reads A3's, G4 reads G3's)."""
-        return chunksets_for(self.conditions)
+        return study.chunksets_for(self.conditions)
 
     @property
     def chunked(self) -> list[str]:
-        """Chunksets the ``chunk`` rule cuts: every chunkset but A1 (contextualised from A0's
-        windows), and G2 always (the BM25 non-lexicality check reads it)."""
-        return [c for c in dict.fromkeys([*self.chunksets, "G2"]) if c != "A1"]
+        """Chunksets the ``chunk`` rule cuts: every chunkset not made from another's windows
+        (not A1, :func:`structablate.study.is_cut`), and the BM25 check's always
+        (:data:`structablate.study.BM25_CHUNKSET`)."""
+        return [c for c in dict.fromkeys([*self.chunksets, study.BM25_CHUNKSET])
+                if study.is_cut(c)]
+
+    @property
+    def contextualized(self) -> list[str]:
+        """Chunksets the ``contextualize`` rule makes: those whose prefix an LLM writes onto
+        another chunkset's windows (A1 from A0's, :func:`structablate.study.derived_from`)."""
+        return [c for c in self.chunksets if study.needs_llm_contexts(c)]
+
+    @staticmethod
+    def windows_of(chunkset: str) -> str:
+        """The chunkset whose windows a contextualised chunkset takes (A1: A0)."""
+        base = study.derived_from(chunkset)
+        if base is None or study.is_cut(chunkset):
+            raise KeyError(f"chunkset {chunkset!r} is cut, not made from another's windows")
+        return base
+
+    @property
+    def bm25_chunkset(self) -> str:
+        """The chunkset the BM25 non-lexicality check reads (gold structure, no prefix)."""
+        return study.BM25_CHUNKSET
 
     @property
     def corpora(self) -> list[str]:
@@ -191,22 +211,20 @@ class Plan:
     def structure_of(self, chunkset: str) -> str:
         """The sections table (``gold`` or ``induced``) a chunkset's boundaries follow, or for
         fixed windows the one that labels each window with a section (gold)."""
-        return CONDITIONS[chunkset].structure or "gold"
+        return study.sections_of(chunkset).value
 
     def size_reference(self, chunkset: str) -> str | None:
         """Whose structural chunks (``gold`` or ``induced``) size a fixed-window chunkset: the
         condition's own ``size_match`` (A0g: gold), else ``size_match_structure``; None for
         structural chunksets."""
-        cond = CONDITIONS[chunkset]
-        if cond.boundaries != "fixed":
-            return None
-        return cond.size_match or self.settings.size_match_structure
+        ref = study.size_reference(chunkset, self.settings.size_match_structure)
+        return None if ref is None else ref.value
 
     def reads_induced(self, name: str) -> bool:
         """Whether condition ``name`` reads induced sections: its boundaries follow them, or
-        its fixed windows are sized to them (:meth:`size_reference`)."""
-        cond = CONDITIONS[name]
-        return cond.structure == "induced" or self.size_reference(cond.chunkset) == "induced"
+        its fixed windows are sized to them (:func:`structablate.study.reads_induced_structure`
+        with ``size_match_structure``)."""
+        return study.reads_induced_structure(name, self.settings.size_match_structure)
 
     def qasper_sources(self, corpus: str) -> list[QasperSource]:
         """A QASPER corpus's sources with relative v0.3 paths resolved against ``data_dir``."""
@@ -245,7 +263,7 @@ class Plan:
         induced = [c for c in self.conditions if self.reads_induced(c)]
         return {
             "induction": induced if s.induction.inducer == "llm" else [],
-            "contexts": [c for c in self.conditions if CONDITIONS[c].prefix == "context"],
+            "contexts": [c for c in self.conditions if study.needs_llm_contexts(c)],
         }
 
     @property
@@ -317,9 +335,9 @@ class Plan:
             if rule in CORPUS_RULES:  # nothing a condition decides
                 serves = []
             elif name is None:  # a job over the grid
-                serves = [CONDITIONS[c] for c in self.conditions]
+                serves = [study.condition(c) for c in self.conditions]
             else:  # one condition's (or chunkset's) job
-                serves = [CONDITIONS[name]] if name in CONDITIONS else []
+                serves = [study.condition(name)] if study.is_condition(name) else []
             out = {k: dump_outputs(v) for k, v in self.rule_settings(rule, w).items()}
             out["code"] = fingerprint(script, serves)
             return out
@@ -535,16 +553,16 @@ def _user_build(plan: Plan, s: Settings, w: dict[str, str]) -> dict[str, Any]:
 
 
 def _chunk(plan: Plan, s: Settings, w: dict[str, str]) -> dict[str, Any]:
-    cond = CONDITIONS[w["chunkset"]]
+    cs = w["chunkset"]
     keep = {"t_max", "t_min"}
-    if cond.boundaries == "fixed":
+    if study.is_fixed_window(cs):
         keep.add("fixed_snap_tokens")
-    if cond.prefix in ("breadcrumb", "placebo"):
+    if study.uses_breadcrumb(cs):
         keep |= {"breadcrumb_separator", "breadcrumb_include_title"}
-    if cond.prefix == "placebo":
+    if study.uses_placebo(cs):
         keep.add("placebo_forbid_identical")
     out: dict[str, Any] = {"chunking": only(s.chunking, keep), "tokenizer": plan.tokenizer}
-    if cond.prefix == "placebo":
+    if study.uses_placebo(cs):
         out["seed"] = s.seed
     return out
 
@@ -554,7 +572,7 @@ def _retrieve(plan: Plan, s: Settings, w: dict[str, str]) -> dict[str, Any]:
     keep = {"top_k", "method"}
     if r.method == "hnsw":
         keep.add("hnsw")
-    if CONDITIONS[w["condition"]].retrieval == "two_stage":
+    if study.is_two_stage(w["condition"]):
         keep.add("hier_top_sections")
     return {"retrieval": only(r, keep), "condition": w["condition"]}
 

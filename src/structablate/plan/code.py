@@ -29,17 +29,18 @@ from collections.abc import Callable, Iterable
 from functools import cache
 from pathlib import Path
 
-from structablate.conditions import Condition
+from structablate import study
+from structablate.study import Condition
 
 PACKAGE = "structablate"
 SRC = Path(__file__).resolve().parents[2]
 """The folder holding the ``structablate`` package (``src/``)."""
 
 CONDITION_MODULES: dict[str, Callable[[Condition], bool]] = {
-    "structablate.chunking.fixed": lambda c: c.boundaries == "fixed",
-    "structablate.chunking.placebo": lambda c: c.prefix == "placebo",
-    "structablate.chunking.prefix": lambda c: c.prefix in ("breadcrumb", "placebo"),
-    "structablate.retrieval.two_stage": lambda c: c.retrieval == "two_stage",
+    "structablate.chunking.fixed": study.is_fixed_window,
+    "structablate.chunking.placebo": study.uses_placebo,
+    "structablate.chunking.prefix": study.uses_breadcrumb,
+    "structablate.retrieval.two_stage": study.is_two_stage,
 }
 """Modules used only by conditions for which the predicate holds."""
 

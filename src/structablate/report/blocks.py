@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 
 import polars as pl
 
-from structablate.conditions import condition as get_condition
+from structablate import study
 from structablate.stats.decision import decide, decision_words
 from structablate.stats.sizes import size_gap
 
@@ -227,7 +227,7 @@ def condition_cis_block(cis: pl.DataFrame, metric: str, *, key: str = "condition
 
 
 def two_stage_conditions(conditions: Sequence[str]) -> list[str]:
-    return [c for c in conditions if get_condition(c).retrieval == "two_stage"]
+    return [c for c in conditions if study.is_two_stage(c)]
 
 
 def section_recall_block(sr: pl.DataFrame, *, key: str = "section-recall",
@@ -263,7 +263,8 @@ def size_matching_block(sm: pl.DataFrame, size_match_structure: str = "induced",
                      fmt(r["mean_total_tokens"], 1), fmt(r["mean_size_target"], 1),
                      _pct(r.get("gold_span_identity")),
                      *(fmt(100 * r[c], 1) + " %" if not _nan(r[c]) else "—" for c in trunc)])
-    gaps = {st: size_gap(sm, st, size_match_structure) for st in ("induced", "gold")}
+    gaps = {st: size_gap(sm, st, size_match_structure)
+            for st in (study.Structure.INDUCED, study.Structure.GOLD)}
     note = ("Content tokens exclude the prefix; 'truncated' is the share of embedded texts "
             "(prefix + content) longer than the embedder's max_seq_length; 'spans = gold' is "
             "the share of an induced chunkset's chunk spans identical to a gold structural "

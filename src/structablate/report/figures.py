@@ -21,6 +21,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from structablate.study import DOSE_LADDER  # noqa: E402
+
 SIG_COLOR = "#1f5fa8"
 NS_COLOR = "#8c8c8c"
 PRIMARY_COLOR = "#c0392b"
@@ -150,9 +152,6 @@ def condition_bars(cis: pl.DataFrame, measures: Sequence[str] | None = None,
 # ---------------------------------------------------------------- dose-response
 
 
-DOSE_RUNGS = {"A2": 0, "A3-d1": 1, "A3-d2": 2, "A3": 3}
-
-
 def dose_response_plot(dose: pl.DataFrame, cis: pl.DataFrame, metric: str,
                        title: str = "", flags: Sequence[str] = ()) -> Figure:
     """Breadcrumb depth (A2 → A3-d1 → A3-d2 → A3) against the mean of ``metric`` with CIs,
@@ -163,21 +162,21 @@ def dose_response_plot(dose: pl.DataFrame, cis: pl.DataFrame, metric: str,
     title = title or f"Breadcrumb-depth dose-response, {metric}"
     row = dose.filter(pl.col("metric") == metric) if dose.height else dose
     have = set(cis.filter(pl.col("measure") == metric)["condition"]) if cis.height else set()
-    if not row.height or not set(DOSE_RUNGS) <= have:
-        missing = [c for c in DOSE_RUNGS if c not in have]
+    if not row.height or not set(DOSE_LADDER) <= have:
+        missing = [c for c in DOSE_LADDER if c not in have]
         return placeholder(title, "Not run: the depth ladder needs conditions "
-                           + ", ".join(DOSE_RUNGS) + " (induced structure); missing: "
+                           + ", ".join(DOSE_LADDER) + " (induced structure); missing: "
                            + ", ".join(missing) + ".")
     r = row.row(0, named=True)
     sub = {x["condition"]: x for x in cis.filter(pl.col("measure") == metric).iter_rows(named=True)}
-    xs = list(DOSE_RUNGS.values())
-    ys = [sub[c]["mean"] for c in DOSE_RUNGS]
-    err = [[sub[c]["mean"] - sub[c]["ci_low"] for c in DOSE_RUNGS],
-           [sub[c]["ci_high"] - sub[c]["mean"] for c in DOSE_RUNGS]]
+    xs = list(DOSE_LADDER.values())
+    ys = [sub[c]["mean"] for c in DOSE_LADDER]
+    err = [[sub[c]["mean"] - sub[c]["ci_low"] for c in DOSE_LADDER],
+           [sub[c]["ci_high"] - sub[c]["mean"] for c in DOSE_LADDER]]
     fig, ax = plt.subplots(figsize=(6, 3.6))
     ax.errorbar(xs, ys, yerr=err, fmt="o-", color=SIG_COLOR, capsize=4)
     ax.set_xticks(xs)
-    ax.set_xticklabels([f"{c}\n(depth {d})" for c, d in DOSE_RUNGS.items()], fontsize=9)
+    ax.set_xticklabels([f"{c}\n(depth {d})" for c, d in DOSE_LADDER.items()], fontsize=9)
     ax.set_ylabel(f"mean {metric}")
     ax.set_title(title, fontsize=11)
     ax.grid(alpha=0.3)

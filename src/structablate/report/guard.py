@@ -40,8 +40,9 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from structablate.conditions import condition as get_condition
+from structablate import study
 from structablate.settings import GuardSettings
+from structablate.study import Structure
 
 
 def _finite(x) -> bool:
@@ -88,12 +89,12 @@ def induced_agreement(quality: pl.DataFrame | None) -> tuple[Agreement | None, s
     or a chance figure of 1)."""
     if quality is None or not quality.height:
         return None, "no structure-quality table"
-    gold = quality.filter(pl.col("source") == "gold")
+    gold = quality.filter(pl.col("source") == Structure.GOLD.value)
     if not gold.height:
         return None, "no gold structure"
     if gold["sections_per_doc"][0] <= 1:
         return None, "gold has one section per document"
-    ind = quality.filter(pl.col("source").str.starts_with("induced"))
+    ind = quality.filter(pl.col("source").str.starts_with(Structure.INDUCED.value))
     if not ind.height:
         return None, "no induced structure"
     if "boundary_f1_kappa" not in quality.columns:
@@ -109,11 +110,12 @@ def induced_agreement(quality: pl.DataFrame | None) -> tuple[Agreement | None, s
                      float(r["boundary_f1_kappa"]), r["source"]), "boundary F1"
 
 
-def _max_depth(quality: pl.DataFrame | None, structure: str | None) -> int | None:
+def _max_depth(quality: pl.DataFrame | None, structure: Structure | None) -> int | None:
     if quality is None or not quality.height or structure is None:
         return None
-    sub = quality.filter(pl.col("source") == "gold") if structure == "gold" else \
-        quality.filter(pl.col("source").str.starts_with("induced"))
+    sub = quality.filter(pl.col("source") == Structure.GOLD.value) \
+        if structure is Structure.GOLD else \
+        quality.filter(pl.col("source").str.starts_with(Structure.INDUCED.value))
     return int(sub["max_depth"][0]) if sub.height else None
 
 
@@ -138,10 +140,10 @@ def comparison_flags(
     follow "not testable here: ".
     """
     s = settings or GuardSettings()
-    a, b = get_condition(cond_a), get_condition(cond_b)
+    a, b = study.condition(cond_a), study.condition(cond_b)
     out: list[str] = []
     by_check = {r["check"]: r for r in _pair_rows(checks, cond_a, cond_b)}
-    two, flat = (a, b) if a.retrieval == "two_stage" else (b, a)
+    two, flat = (a, b) if study.is_two_stage(a) else (b, a)
     pool = by_check.get("routing_pool")
     if pool and _finite(pool["value"]) and pool["value"] >= s.max_routed_section_share:
         how = ("so it ranks exactly the candidates flat search ranks (by construction)"
@@ -156,7 +158,7 @@ def comparison_flags(
                    "sections")
     same = by_check.get("same_text")
     if same and _finite(same["value"]):
-        placebo = "placebo" in (a.prefix, b.prefix)
+        placebo = study.uses_placebo(a) or study.uses_placebo(b)
         limit = s.max_placebo_same_text_share if placebo else s.max_same_text_share
         if same["value"] >= limit:
             if placebo:
@@ -169,7 +171,8 @@ def comparison_flags(
             else:
                 depth = _max_depth(quality, a.structure)
                 why = ""
-                if depth is not None and a.prefix == b.prefix == "breadcrumb" \
+                if depth is not None and study.uses_real_breadcrumb(a) \
+                        and study.uses_real_breadcrumb(b) \
                         and depth <= min(a.depth, b.depth):
                     why = (f": the {a.structure} structure is at most {depth} level"
                            f"{'s' if depth != 1 else ''} deep, so breadcrumbs of depth "
@@ -177,7 +180,7 @@ def comparison_flags(
                 out.append(f"{_pct(same['value'])} of the chunks embed the same text under "
                            f"{cond_a} and {cond_b}{why}")
     structures = {a.structure, b.structure}
-    if gold_agreement and "induced" in structures and "gold" not in structures:
+    if gold_agreement and Structure.INDUCED in structures and Structure.GOLD not in structures:
         agree, _ = induced_agreement(quality)
         if agree is not None and agree.kappa < s.min_boundary_kappa:
             out.append(f"the induced section boundaries agree with gold little beyond chance: "

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
-from structablate.conditions import condition as get_condition
+from structablate import study
 from structablate.stats.power import resolving_power
 
 from . import render
@@ -38,9 +38,7 @@ from .guard import GuardSettings, comparison_flags
 from .provenance import answer_provenance, cell_flags, llm_status, provenance_blocks
 from .render import FigureBlock, Note, PageSection
 from .testable import mark_contrasts
-from .verdict import PAPER_NAMES, verdict_blocks
-
-PAPER_NAMES_BY_NAME = {name: pair for pair, name in PAPER_NAMES.items()}
+from .verdict import verdict_blocks
 
 TITLE = "structablate report"
 
@@ -181,7 +179,7 @@ def build_page(
         blocks.append(size_matching_block(corpus.size_matching, size_match_structure,
                                           key=f"size-matching-{corpus.name}",
                                           title=f"Size matching and truncation, {corpus.name}"))
-        if not any(get_condition(c).structure == "induced" for c in conditions):
+        if not any(study.on_induced(c) for c in conditions):
             blocks.append(Note("structure induction report: no condition of this run uses "
                                "induced structure.", "not-run"))
         sections.append(PageSection(f"Corpus {corpus.name}", blocks, key=f"corpus-{corpus.name}"))
@@ -209,13 +207,16 @@ def build_page(
                                  f"Per-condition means with 95% document-clustered bootstrap "
                                  f"CIs, {label}."))
         if not c.dose.height:
-            blocks.append(Note("breadcrumb-depth dose-response: needs A2, A3-d1, A3-d2 and A3 "
-                               "(induced structure), which are not in this run.", "not-run"))
+            *first, last = study.DOSE_LADDER
+            blocks.append(Note(f"breadcrumb-depth dose-response: needs {', '.join(first)} and "
+                               f"{last} (induced structure), which are not in this run.",
+                               "not-run"))
         if "dose" in c.figures:
             blocks.append(_figure(f"dose-{k}", c.figures["dose"],
                                  f"Breadcrumb-depth dose-response, {label}."))
         if c.dose.height:
-            for a, b in (("A3-d1", "A3-d2"), ("A3-d2", "A3")):
+            crumbs = study.breadcrumb_rungs()
+            for a, b in zip(crumbs, crumbs[1:], strict=False):
                 reasons = comparison_flags(
                     a, b, quality=corpus.structure_quality if corpus else None,
                     checks=corpus.comparison_checks if corpus else None,
@@ -242,7 +243,7 @@ def _missing_contrasts(configured: Mapping[str, Mapping[str, Sequence[str]]] | N
     """Each configured contrast that names a condition the run lacks, with those conditions
     (the paper's C1–C4 when ``configured`` is None)."""
     families = configured if configured is not None else {
-        "statistics.contrasts": {k: list(v) for k, v in PAPER_NAMES_BY_NAME.items()}}
+        "statistics.contrasts": {k: list(v) for k, v in study.PAPER_CONTRASTS.items()}}
     parts = []
     for family, contrasts in families.items():
         for name, (a, b) in (contrasts or {}).items():

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from structablate.conditions import condition as get_condition
+from structablate import study
 
 from .blocks import cell_label
 from .render import Note, TableBlock
@@ -91,7 +91,7 @@ def llm_status(llm: Mapping | None, conditions: Sequence[str], inducer: str = "l
             ": no condition of this run needs an LLM (no induced structure, no A1 contexts).")
         return text, flags
     induced_note = ""
-    if any(get_condition(c).structure == "induced" for c in conditions):
+    if any(study.on_induced(c) for c in conditions):
         induced_note = (" Induced structure (A family) comes from the "
                         + ("LLM inducer." if inducer == "llm" else f"{inducer} inducer (no LLM)."))
     if "stages" in llm:
@@ -164,8 +164,8 @@ def provenance_blocks(
     llm_text, llm_flags = llm_status(llm, conditions, inducer,
                                      stage_conditions=stage_conditions)
     flags += llm_flags
-    if size_match_structure != "induced" and any(
-            get_condition(c).boundaries == "fixed" for c in conditions):
+    if study.Structure(size_match_structure) is not study.PAPER_SIZE_MATCH and any(
+            study.is_fixed_window(c) for c in conditions):
         flags.append(f"Fixed windows are sized to {size_match_structure} structural chunks "
                      "(size_match_structure), not to induced structure as in the paper.")
     blocks += [Note(f, "warning") for f in flags]

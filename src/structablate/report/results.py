@@ -44,6 +44,7 @@ from pathlib import Path
 import polars as pl
 
 from structablate.plan.paths import Paths
+from structablate.study import DOSE_LADDER
 
 from .blocks import row_answer
 from .paper import (
@@ -477,7 +478,7 @@ def block_qtype(run: Run, led: Ledger, metric: str = PAPER_METRIC, **_) -> list[
 def block_dose(run: Run, led: Ledger, **_) -> list[str]:
     df, src = run.table("dose"), run.source("dose")
     if not df.height:
-        return ["The depth ladder (A2, A3-d1, A3-d2, A3) did not run in this cell."]
+        return [f"The depth ladder ({', '.join(DOSE_LADDER)}) did not run in this cell."]
     rows = []
     for r in df.iter_rows(named=True):
         key = {"metric": r["metric"]}

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from structablate.conditions import condition as get_condition
+from structablate import study
 from structablate.stats.decision import ALPHA, decide, decision_words
 from structablate.stats.power import (
     MIN_DOCS,
@@ -58,25 +58,25 @@ class Question:
 
 QUESTIONS = (
     Question("boundaries", "Does cutting at structure help here?",
-             (("A2", "A0"), ("G2", "A0g"), ("G2", "A0")),
+             study.QUESTION_PAIRS["boundaries"],
              "structural chunks without any prefix against size-matched fixed windows"),
     Question("paths", "Do heading paths help, added to structural chunks?",
-             (("A3", "A2"), ("G3", "G2")),
+             study.QUESTION_PAIRS["paths"],
              "structural chunks with their heading paths against the same chunks without"),
     Question("metadata", "Do real heading paths help beyond token injection?",
-             (("A3", "P"), ("G3", "GP")),
+             study.QUESTION_PAIRS["metadata"],
              "real heading paths against shuffled paths of other documents (C2)"),
     Question("contexts", "Is LLM contextualisation worth its tokens?",
-             (("A3", "A1"),),
+             study.QUESTION_PAIRS["contexts"],
              "structure with heading paths against LLM-contextualised fixed windows (C1)"),
     Question("routing", "Is two-stage routing safe?",
-             (("A4", "A3"), ("G4", "G3")),
+             study.QUESTION_PAIRS["routing"],
              "route-to-section-then-rank against flat search over the same vectors (C4)"),
 )
-"""The questions, each with its candidate pairs: the paper's arm first (induced structure, as
-the paper's conditions), then the gold-structure arm, which answers where the corpus has real
-headings and induced structure is not testable (G2 − A0g and G3 − GP are structablate's own
-controls, beyond the paper; docs/conditions.md)."""
+"""The questions, each with its candidate pairs (:data:`structablate.study.QUESTION_PAIRS`):
+the paper's arm first (induced structure, as the paper's conditions), then the gold-structure
+arm, which answers where the corpus has real headings and induced structure is not testable
+(G2 − A0g and G3 − GP are structablate's own controls, beyond the paper; docs/conditions.md)."""
 
 
 def _finite(x) -> bool:
@@ -202,18 +202,13 @@ def made_with(pair: tuple[str, str], provenance: Mapping[str, str] | None) -> st
     if not provenance:
         return ""
     parts = [provenance[k] for k in ("embedder", "reranker") if provenance.get(k)]
-    conds = [get_condition(c) for c in pair]
-    if any(c.structure == "induced" for c in conds) and provenance.get("induced"):
+    if any(study.on_induced(c) for c in pair) and provenance.get("induced"):
         parts.append(provenance["induced"])
-    if any(c.structure == "gold" for c in conds) and provenance.get("gold"):
+    if any(study.on_gold(c) for c in pair) and provenance.get("gold"):
         parts.append(provenance["gold"])
-    if any(c.prefix == "context" for c in conds) and provenance.get("contexts"):
+    if any(study.needs_llm_contexts(c) for c in pair) and provenance.get("contexts"):
         parts.append(provenance["contexts"])
     return "Made with: " + "; ".join(parts) + "." if parts else ""
-
-
-PAPER_NAMES = {("A3", "A1"): "C1", ("A3", "P"): "C2", ("G3", "A3"): "C3", ("A4", "A3"): "C4"}
-"""The paper's names of its pre-registered contrasts (``statistics.contrasts`` defaults)."""
 
 
 def not_run_reason(pair: tuple[str, str], metric: str, *,
@@ -240,7 +235,7 @@ def not_run_reason(pair: tuple[str, str], metric: str, *,
                 return (f"{family}.{name} compares them, but this cell's contrasts have no "
                         f"{metric} row for it")
     both = f"{a} and {b} both ran, but " if conditions is not None else ""
-    name = PAPER_NAMES.get(pair)
+    name = study.paper_contrast_name(pair)
     redefined = (configured.get("statistics.contrasts") or {}).get(name) if name else None
     if redefined is not None:
         x, y = redefined
@@ -257,9 +252,9 @@ def next_steps(q: Question, pair: tuple[str, str], contrasts: pl.DataFrame, metr
     pair (the corpus's own headings) when it did not run, and improve the induced structure (an
     LLM inducer) when the pair rests on it."""
     out = []
-    induced = any(get_condition(c).structure == "induced" for c in pair)
+    induced = any(study.on_induced(c) for c in pair)
     gold = [p for p in q.pairs if p != pair
-            and any(get_condition(c).structure == "gold" for c in p if _known(c))]
+            and any(study.on_gold(c) for c in p if study.is_condition(c))]
     if induced:
         out.append("Induced structure that agrees better with the documents' own (an LLM "
                    "inducer, induction.inducer: llm) would make the induced arm testable.")
@@ -272,12 +267,6 @@ def next_steps(q: Question, pair: tuple[str, str], contrasts: pl.DataFrame, metr
     return " ".join(out)
 
 
-def _known(name: str) -> bool:
-    try:
-        get_condition(name)
-    except KeyError:
-        return False
-    return True
 
 
 def _choose(q: Question, contrasts, metric, flag_of, reason_of
@@ -400,12 +389,16 @@ def verdict_blocks(
                      f"{q.pairs[0][0]} − {q.pairs[0][1]}, because {why}.")
         if disagree:
             text += " " + disagree
-        if q.key == "contexts":
+        contextual = [c for c in pair if study.needs_llm_contexts(c)]
+        if contextual:
+            # the LLM-contextualised windows against the same windows without contexts
+            ctx = contextual[0]
+            base = study.derived_from(ctx)
             extra = []
             for budget in ("TokCov@512", "TokCov@2048"):
-                a1, a0 = _mean(summary, "A1", budget), _mean(summary, "A0", budget)
+                a1, a0 = _mean(summary, ctx, budget), _mean(summary, base, budget)
                 if a1 is not None and a0 is not None:
-                    extra.append(f"{budget}: A1 {a1:.3f} vs A0 {a0:.3f}")
+                    extra.append(f"{budget}: {ctx} {a1:.3f} vs {base} {a0:.3f}")
             if a1_prefix_tokens is not None:
                 extra.append(f"the contexts add {a1_prefix_tokens:.1f} tokens per chunk on "
                              "average")
@@ -413,7 +406,7 @@ def verdict_blocks(
                 extra.append(f"{a1_llm_calls} LLM calls made them")
             if extra:
                 text += " Under token budgets (prefix tokens charged): " + "; ".join(extra) + "."
-        if q.key == "routing" and section_recall.height:
+        if study.is_two_stage(pair[0]) and section_recall.height:
             sr = section_recall.filter(pl.col("condition") == pair[0])
             if sr.height:
                 text += (f" Stage 1 kept a gold-bearing section for "

@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from structablate.conditions import Condition
+from structablate import study
 from structablate.retrieval.flat import search_with_report
 from structablate.settings import RerankerSettings, RetrievalSettings
 from structablate.store import ScoreStore
+from structablate.study import Condition
 from structablate.tables import frame
 
 
@@ -57,7 +58,7 @@ def retrieve_run(
     stage = np.full(idx.shape, "flat", dtype=object)
     n_backfill: list[int | None] = [None] * nq
     recall: list[bool | None] = [None] * nq
-    if cond.retrieval == "two_stage":
+    if study.is_two_stage(cond):
         from structablate.retrieval import two_stage as ts
 
         keys, centroids, sec_index = ts.section_centroids(

@@ -22,6 +22,7 @@ from typing import Any, Literal, TypeVar
 
 import jsonschema
 
+from structablate import study
 from structablate.errors import ConfigError
 from structablate.settings._core import (
     build_settings,
@@ -45,13 +46,12 @@ __all__ = [
     "setting",
 ]
 
-CONDITION_NAMES = ("A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "A4", "G2", "G3", "G4",
-                   "GP", "A0g")
+CONDITION_NAMES = study.CONDITION_NAMES
 """The eleven conditions of the paper's Table 4, then structablate's own controls GP and A0g
-(definitions: :mod:`structablate.conditions`)."""
+(definitions: :mod:`structablate.study`)."""
 
-Condition = Literal["A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "A4", "G2", "G3", "G4",
-                    "GP", "A0g"]
+Condition = Literal[study.CONDITION_NAMES]
+StructureName = Literal[study.STRUCTURE_NAMES]
 QType = Literal["factoid", "underspecified", "multihop", "structural"]
 QTYPES: tuple[str, ...] = ("factoid", "underspecified", "multihop", "structural")
 
@@ -520,7 +520,7 @@ class MetricsSettings:
 class PrimaryCell:
     """The pre-registered primary cell: one measure, embedder and reranker."""
 
-    metric: str = setting("covNDCG@10", doc="a measure of metrics.measures")
+    metric: str = setting(study.PRIMARY_METRIC, doc="a measure of metrics.measures")
     embedder: str | None = setting(None, doc="an embedder (null: the last one listed)")
     reranker: str = setting("none", doc="a reranker")
 
@@ -530,7 +530,7 @@ class StatisticsSettings:
     """Contrasts and their tests (paper §5.2, Appendix D)."""
 
     contrasts: dict[str, tuple[Condition, Condition]] = setting(
-        {"C1": ("A3", "A1"), "C2": ("A3", "P"), "C3": ("G3", "A3"), "C4": ("A4", "A3")},
+        dict(study.PAPER_CONTRASTS),
         doc="the pre-registered family: name -> [a, b], delta = a - b")
     extra_contrasts: dict[str, tuple[Condition, Condition]] = setting(
         {}, doc="exploratory contrasts, Holm-corrected as their own family")
@@ -603,9 +603,9 @@ class Settings:
                         doc="global seed (placebo permutation, bootstrap)")
     conditions: tuple[Condition, ...] = setting(("A0", "G2", "G3"), minItems=1,
                                                 uniqueItems=True, doc="conditions run")
-    size_match_structure: Literal["gold", "induced"] = setting(
-        "induced", doc="structure whose structural chunks size the fixed windows of A0 and A1 "
-        "(A0g is always sized to gold)")
+    size_match_structure: StructureName = setting(
+        study.PAPER_SIZE_MATCH.value, doc="structure whose structural chunks size the fixed "
+        "windows of A0 and A1 (A0g is always sized to gold)")
     rerankers: dict[str, RerankerSettings] = setting(
         {"none": RerankerSettings()}, minProperties=1,
         propertyNames={"pattern": "^[A-Za-z0-9_]+$"}, doc="reranker name -> reranker")

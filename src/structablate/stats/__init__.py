@@ -32,8 +32,6 @@ from .bootstrap import (
 )
 from .columns import CELL, ID_COLUMNS, metric_columns
 from .contrasts import (
-    DEFAULT_CONTRASTS,
-    DEFAULT_PRIMARY,
     EQUIVALENCE_COLUMNS,
     OUTPUT_COLUMNS,
     cohen_dz,
@@ -44,7 +42,7 @@ from .contrasts import (
     table_schema,
 )
 from .decision import ALPHA, DECISIONS, MIN_BOOTSTRAP_DOCS, decide, decision_words
-from .dose import DEFAULT_DEPTHS, dose_response, per_query_slopes
+from .dose import dose_response, per_query_slopes
 from .holm import holm
 from .identity import ranking_identity
 from .means import condition_mean_cis, condition_means, section_recall_cis
@@ -67,9 +65,6 @@ __all__ = [
     "ALPHA",
     "CELL",
     "DECISIONS",
-    "DEFAULT_CONTRASTS",
-    "DEFAULT_DEPTHS",
-    "DEFAULT_PRIMARY",
     "DEFAULT_SEED",
     "EQUIVALENCE_COLUMNS",
     "ID_COLUMNS",

@@ -25,9 +25,10 @@ from collections.abc import Mapping
 import polars as pl
 
 from structablate.settings import StatisticsSettings, dump
+from structablate.study import DOSE_LADDER
 
 from .contrasts import contrast_table, table_schema
-from .dose import DEFAULT_DEPTHS, dose_response
+from .dose import dose_response
 
 
 def long_scores(
@@ -80,8 +81,8 @@ def analyze_cell(
                        .with_columns(pl.lit(family).alias("family")))
     contrasts = pl.concat(out, how="diagonal") if out else _empty_contrasts()
     qtype = pl.concat(by_type, how="diagonal") if by_type else _empty_contrasts()
-    if set(DEFAULT_DEPTHS) <= conds:
-        dose = dose_response(long, DEFAULT_DEPTHS, n_boot=kw["n_boot"], seed=seed)
+    if set(DOSE_LADDER) <= conds:
+        dose = dose_response(long, DOSE_LADDER, n_boot=kw["n_boot"], seed=seed)
     else:
         dose = pl.DataFrame(schema={"corpus": pl.String, "embedder": pl.String,
                                     "reranker": pl.String, "metric": pl.String,

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from structablate.study import PAPER_CONTRASTS
+
 from .bootstrap import (
     DEFAULT_SEED,
     ZERO_TOL,
@@ -35,17 +37,6 @@ from .decision import ALPHA, MIN_BOOTSTRAP_DOCS, decide
 from .holm import holm
 from .mixedlm import mixedlm_pvalues, mixedlm_slope
 from .power import design_effect, mde
-
-DEFAULT_CONTRASTS: dict[str, tuple[str, str]] = {
-    "C1": ("A3", "A1"),
-    "C2": ("A3", "P"),
-    "C3": ("G3", "A3"),
-    "C4": ("A4", "A3"),
-}
-"""C1 = A3 − A1, C2 = A3 − P, C3 = G3 − A3, C4 = A4 − A3 (paper, §3.1)."""
-
-DEFAULT_PRIMARY: dict[str, str] = {"metric": "covNDCG@10", "embedder": "strong", "reranker": "none"}
-"""The pre-registered primary cell; pass the workflow's own embedder/reranker labels."""
 
 OUTPUT_COLUMNS = [
     "corpus", "embedder", "reranker", "metric", "contrast", "cond_a", "cond_b", "n_queries",
@@ -121,12 +112,12 @@ def cohen_dz(deltas: np.ndarray) -> np.ndarray:
 
 def contrast_table(
     scores: pl.DataFrame,
-    contrasts: Mapping[str, tuple[str, str]] = DEFAULT_CONTRASTS,
+    contrasts: Mapping[str, tuple[str, str]] = PAPER_CONTRASTS,
     metrics: Sequence[str] | None = None,
     *,
     n_boot: int = 10_000,
     seed: int = DEFAULT_SEED,
-    primary: Mapping[str, str] | None = DEFAULT_PRIMARY,
+    primary: Mapping[str, str] | None = None,
     mixedlm: str = "primary",
     by: Sequence[str] = (),
     equivalence_margin: float | Mapping[str, float] | None = None,
@@ -150,8 +141,10 @@ def contrast_table(
       with the reason in ``withheld``) and enters Holm with p = 1.
     * ``equivalence_margin``: one margin for every metric, a mapping measure -> margin, or
       None; the TOST columns are null for a metric without one.
+    * ``contrasts``: default the paper's C1–C4 (:data:`structablate.study.PAPER_CONTRASTS`).
     * ``primary``: the primary cell and metric: a row lies in it when its
-      metric/embedder/reranker (and corpus, if given) equal these values and ``by`` is empty.
+      metric/embedder/reranker (and corpus, if given) equal these values and ``by`` is empty
+      (None: no row is; the workflow passes the configured ``statistics.primary``).
       Its ``primary`` column is true for the rows in it when ``primary_family`` (the
       pre-registered family); an exploratory family passes ``primary_family=False`` and is
       never primary.
@@ -316,7 +309,7 @@ def _bootstrap_columns(reps: np.ndarray, d: np.ndarray, margin: float | None, m_
 
 def equivalence_table(
     scores: pl.DataFrame,
-    contrasts: Mapping[str, tuple[str, str]] = DEFAULT_CONTRASTS,
+    contrasts: Mapping[str, tuple[str, str]] = PAPER_CONTRASTS,
     metrics: Sequence[str] | None = None,
     *,
     margin: float | Mapping[str, float] = 0.01,

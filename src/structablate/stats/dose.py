@@ -1,6 +1,7 @@
 """Exploratory breadcrumb-depth dose-response (paper, §6.6).
 
-Regress the score on the injected heading-path depth (A2 = 0, A3-d1 = 1, A3-d2 = 2, A3 = 3)
+Regress the score on the injected heading-path depth (A2 = 0, A3-d1 = 1, A3-d2 = 2, A3 = 3;
+:data:`structablate.study.DOSE_LADDER`, derived from the conditions' breadcrumb depths)
 within query: over the queries scored under every rung, the per-query least-squares slope is
 ``b_q = sum_d (x_d - mean x) * y_qd / sum_d (x_d - mean x)^2``, and the reported slope is their
 unweighted mean. Because every query has the same design, this equals the pooled OLS slope with
@@ -15,10 +16,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import polars as pl
 
+from structablate.study import DOSE_LADDER
+
 from .bootstrap import DEFAULT_SEED, bootstrap_p, cluster_bootstrap, per_doc, percentile_ci
 from .columns import CELL, metric_columns
-
-DEFAULT_DEPTHS: dict[str, float] = {"A2": 0, "A3-d1": 1, "A3-d2": 2, "A3": 3}
 
 
 def per_query_slopes(y: np.ndarray, x: Sequence[float]) -> np.ndarray:
@@ -29,7 +30,7 @@ def per_query_slopes(y: np.ndarray, x: Sequence[float]) -> np.ndarray:
 
 def dose_response(
     scores: pl.DataFrame,
-    depths: Mapping[str, float] = DEFAULT_DEPTHS,
+    depths: Mapping[str, float] = DOSE_LADDER,
     metrics: Sequence[str] | None = None,
     *,
     n_boot: int = 10_000,

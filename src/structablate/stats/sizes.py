@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import polars as pl
 
-from structablate.conditions import condition as get_condition
+from structablate import study
 from structablate.structure.quality import span_identity
 
 
@@ -38,17 +38,17 @@ def size_matching(
     """
     embedders = list(dict.fromkeys(e for e, _ in embed_stats))
     gold = next((df for cs, df in chunks.items()
-                 if get_condition(cs).boundaries == "structural"
-                 and get_condition(cs).structure == "gold"), None)
+                 if study.is_structural(cs) and study.on_gold(cs)), None)
     rows = []
     for cs, df in chunks.items():
-        users = [c for c in conditions if get_condition(c).chunkset == cs]
+        users = [c for c in conditions if study.condition(c).chunkset == cs]
+        structure = study.structure_of(cs)
         ct = df["content_tokens"].cast(pl.Float64)
         pt = df["prefix_tokens"].cast(pl.Float64)
         row = {
             "chunkset": cs, "conditions": ", ".join(users),
-            "boundaries": get_condition(cs).boundaries,
-            "structure": get_condition(cs).structure or "",
+            "boundaries": study.condition(cs).boundaries.value,
+            "structure": structure.value if structure else "",
             "n_chunks": df.height, "n_docs": df["doc_id"].n_unique(),
             "mean_content_tokens": _mean(ct), "sd_content_tokens": _stat(ct.std()),
             "max_content_tokens": _stat(ct.max()), "mean_prefix_tokens": _mean(pt),
@@ -56,8 +56,7 @@ def size_matching(
             "mean_size_target": (_mean(df["size_target"].cast(pl.Float64))
                                  if "size_target" in df.columns else float("nan")),
             "gold_span_identity": (span_identity(df, gold) if gold is not None
-                                   and get_condition(cs).boundaries == "structural"
-                                   and get_condition(cs).structure == "induced"
+                                   and study.is_structural(cs) and study.on_induced(cs)
                                    else float("nan")),
         }
         for e in embedders:
@@ -77,11 +76,13 @@ def size_gap(sm: pl.DataFrame, structure: str, default: str | None = None) -> fl
     structural one stands for all. The paper reports at most 4 tokens."""
     if not sm.height:
         return None
+    structure = study.Structure(structure)
     default = structure if default is None else default
-    sized = [cs for cs in sm.filter(pl.col("boundaries") == "fixed")["chunkset"]
-             if (get_condition(cs).size_match or default) == structure]
+    names = sm["chunkset"].to_list()
+    sized = [cs for cs in names if study.size_reference(cs, default) is structure]
     fixed = sm.filter(pl.col("chunkset").is_in(sized))["mean_content_tokens"]
-    ref = sm.filter((pl.col("boundaries") == "structural") & (pl.col("structure") == structure))
+    ref = sm.filter(pl.col("chunkset").is_in(
+        [cs for cs in names if study.is_structural(cs) and study.structure_of(cs) is structure]))
     if not fixed.len() or not ref.height:
         return None
     return float(fixed.mean() - ref["mean_content_tokens"][0])

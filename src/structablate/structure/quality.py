@@ -68,7 +68,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from structablate.conditions import condition as get_condition
+from structablate import study
 from structablate.settings import Settings
 
 DEPTH_BINS = ("depth_1", "depth_2", "depth_3", "depth_4plus")
@@ -421,7 +421,7 @@ def comparison_checks(
     ``cond_b``); readers look a contrast up in either order. Columns :data:`CHECKS_SCHEMA`.
     """
     rows: list[dict[str, Any]] = []
-    conds = [get_condition(c) for c in conditions]
+    conds = [study.condition(c) for c in conditions]
     for i, a in enumerate(conds):
         for b in conds[i + 1:]:
             rows += _pair_checks(a, b, chunks, hier_top_sections, chunk_stats or {})
@@ -448,9 +448,9 @@ def _pair_checks(a, b, chunks, k, stats) -> list[dict[str, Any]]:
         add("routing_single_top", pool["single_top_docs"], pool["n_docs"],
             "documents with a single top-level section")
         return out
-    if a.retrieval != "flat" or b.retrieval != "flat" or a.chunkset == b.chunkset:
+    if not (study.is_flat(a) and study.is_flat(b)) or a.chunkset == b.chunkset:
         return out
-    if (a.boundaries, a.structure) != (b.boundaries, b.structure):
+    if not study.same_boundaries(a, b):
         return out
     for cs in (a.chunkset, b.chunkset):
         if cs not in chunks:
@@ -460,7 +460,7 @@ def _pair_checks(a, b, chunks, k, stats) -> list[dict[str, Any]]:
     add("same_text", same, total, f"chunks whose embedded text (span and prefix) is the same "
         f"under {a.name} and {b.name}")
     for c in (a, b):
-        rep = (stats.get(c.chunkset) or {}).get("placebo") if c.prefix == "placebo" else None
+        rep = (stats.get(c.chunkset) or {}).get("placebo") if study.uses_placebo(c) else None
         if rep and rep.get("n_pairs"):
             add("placebo_pairs_identical", int(rep.get("identical_paths", 0)),
                 int(rep["n_pairs"]), "unique (document, path) pairs whose placebo path is "
@@ -492,21 +492,22 @@ def corpus_structure_report(
     of each structure among the conditions (all chunksets of one structure share their spans).
     ``seed`` seeds the random segmentations of the ``*_chance`` columns.
     """
+    gold = study.Structure.GOLD.value
     sources: dict[str, pl.DataFrame] = {}
     if gold_sections is not None:
-        sources["gold"] = gold_sections
+        sources[gold] = gold_sections
     label = f"induced:{inducer or 'unknown'}"
     if induced_sections is not None:
         sources[label] = induced_sections
     sources |= dict(extra_sources or {})
     structural: dict[str, pl.DataFrame] = {}
     for c in conditions:
-        cond = get_condition(c)
-        if cond.boundaries != "structural" or cond.chunkset not in chunks:
+        cond = study.condition(c)
+        if not study.is_structural(cond) or cond.chunkset not in chunks:
             continue
-        name = "gold" if cond.structure == "gold" else label
+        name = gold if study.on_gold(cond) else label
         structural.setdefault(name, chunks[cond.chunkset])
-    quality = structure_quality(paragraphs, sources, gold="gold" if "gold" in sources else None,
+    quality = structure_quality(paragraphs, sources, gold=gold if gold in sources else None,
                                 structural_chunks=structural, seed=seed)
     checks = comparison_checks(conditions, chunks, hier_top_sections=hier_top_sections,
                                chunk_stats=chunk_stats)
