@@ -8,7 +8,7 @@ import polars as pl
 from structablate.conditions import Condition
 from structablate.retrieval.flat import search_with_report
 from structablate.settings import RerankerSettings, RetrievalSettings
-from structablate.store import ScoreStore
+from structablate.store.typed import ScoreStore
 from structablate.tables import frame
 
 
