@@ -350,7 +350,7 @@ def test_dose_response_plot_with_the_full_ladder():
 def test_page_html_holds_tables_figures_and_escapes(tmp_path):
     corpus_report = json.loads(json.dumps({"funnel": [["all questions", 3], ["kept", 2]]}))
     scores = {c: _scores([0.1, 0.3, 0.2], ["a", "b", "b"]) for c in ("A0", "G2")}
-    from structablate.summary import summarize_cell
+    from structablate.report.summary import summarize_cell
 
     cell = CellData(("qasper", "small", "none"), summarize_cell(scores), _contrast_rows(),
                     condition_mean_cis(scores, n_boot=100),
