@@ -21,7 +21,7 @@ from structablate.report.provenance import (
 )
 from structablate.stats import condition_mean_cis, section_recall_cis, size_gap, size_matching
 from structablate.stats.bootstrap import cluster_bootstrap, per_doc, percentile_ci
-from structablate.structure.quality import span_identity
+from structablate.tables import span_identity
 
 
 def _scores(values, docs):
