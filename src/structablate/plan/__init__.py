@@ -615,9 +615,10 @@ _RULES: dict[str, Callable[[Plan, Settings, dict[str, str]], dict[str, Any]]] = 
     "contrasts": lambda p, s, w: {"statistics": _statistics(p, s), "seed": s.seed,
                                   "conditions": p.conditions},
     "trec_export": lambda p, s, w: {},
+    "cell_statistics": lambda p, s, w: {
+        "conditions": p.conditions, "n_boot": s.statistics.bootstrap_iters, "seed": s.seed},
     "report_cell": lambda p, s, w: {
         "conditions": p.conditions, "metric": p.primary_metric,
-        "n_boot": s.statistics.bootstrap_iters, "seed": s.seed,
         "reranker": s.rerankers[w["reranker"]], "guard": s.report.guard},
     "structure_quality": lambda p, s, w: {
         "conditions": p.conditions, "chunksets": p.chunksets,
