@@ -173,6 +173,29 @@ def test_section_recall_per_query_not_per_row():
     assert section_recall_cis({}, queries).height == 0
 
 
+def test_a_cells_descriptive_statistics_read_section_recall_of_two_stage_runs_only():
+    """The cell_statistics rule's tables: CIs of every condition, section recall of the
+    two-stage conditions only (a flat run has no diagnostic column), ranking identity of
+    every pair of conditions."""
+    from structablate.stats.cell import describe_cell
+
+    queries = pl.DataFrame({"qid": ["q0", "q1", "q2"], "doc_id": ["a", "a", "b"]})
+    g4 = _run([True, False, True], [0, 2, 0])
+    g3 = g4.drop("section_recall", "n_backfill").with_columns(pl.lit("flat").alias("stage"))
+    chunks = pl.DataFrame({"chunk_id": ["c1", "c2"], "doc_id": ["a", "a"], "start": [0, 10],
+                           "end": [10, 20]})
+    scores = {"G3": _scores([0.5, 0.2, 0.9], ["a", "a", "b"]),
+              "G4": _scores([0.4, 0.2, 0.9], ["a", "a", "b"])}
+    out = describe_cell(scores, {"G3": g3, "G4": g4}, {"G3": chunks, "G4": chunks}, queries,
+                        ["G4"], n_boot=200, seed=1)
+    assert sorted(out) == ["condition_cis", "ranking_identity", "section_recall"]
+    assert out["section_recall"]["condition"].to_list() == ["G4"]
+    assert out["section_recall"]["section_recall"][0] == pytest.approx(2 / 3)
+    assert out["condition_cis"].equals(condition_mean_cis(scores, n_boot=200, seed=1))
+    ident = out["ranking_identity"].row(0, named=True)
+    assert (ident["cond_a"], ident["cond_b"], ident["identical_share"]) == ("G3", "G4", 1.0)
+
+
 def test_section_recall_needs_the_diagnostic_column():
     run = _run([True], [0]).drop("section_recall")
     with pytest.raises(ValueError, match="section_recall"):
