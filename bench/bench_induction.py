@@ -54,9 +54,9 @@ from structablate.corpus.flatten import (
 )
 from structablate.settings import ChunkingSettings
 from structablate.structure import induce_documents
-from structablate.structure.quality import span_identity as chunk_span_identity
 from structablate.structure.report import span_identity_share
 from structablate.study import condition
+from structablate.tables import span_identity as chunk_span_identity
 
 
 def boundary_matches(gold: list[int], induced: list[int], tolerance: int) -> int:

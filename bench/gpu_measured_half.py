@@ -110,7 +110,7 @@ def main() -> None:
     from structablate.embedding import Embedder, embed_texts
     from structablate.retrieval.rerank import PairScorer, load_cross_encoder, score_pairs
     from structablate.settings import load_settings
-    from structablate.store import ScoreStore
+    from structablate.store.typed import ScoreStore
 
     cfg = load_settings(yaml.safe_load(args.config.read_text()), str(args.config))
     dtype = args.dtype or ("float32" if args.device == "cpu" else None)

@@ -1,5 +1,5 @@
-# Evaluation: per-question scores for every cell and condition, per-cell summaries and
-# contrasts, TREC exports.
+# Evaluation: per-question scores for every cell and condition, per-cell summaries, contrasts
+# and descriptive statistics, TREC exports.
 
 rule score:
     input:
@@ -85,6 +85,31 @@ rule contrasts:
         P.benchmark("{corpus}/{embedder}/{reranker}/contrasts"),
     script:
         glue("contrasts")
+
+
+rule cell_statistics:
+    input:
+        scores=cell_inputs(P.scores),
+        runs=cell_inputs(P.run),
+        chunks=cell_inputs(lambda c, e, r, cond: P.chunks(c, PLAN.condition(cond).chunkset)),
+        queries=P.queries(W["corpus"]),
+    output:
+        condition_cis=P.condition_cis(*CELL),
+        section_recall=P.section_recall(*CELL),
+        ranking_identity=P.ranking_identity(*CELL),
+    params:
+        settings=trigger("cell_statistics"),
+    resources:
+        mem_mb=lambda w, attempt: 16000 * attempt,
+        runtime=lambda w, attempt: 120 * attempt,
+    conda:
+        "../envs/cpu.yaml"
+    log:
+        log("{corpus}/{embedder}/{reranker}/cell_statistics"),
+    benchmark:
+        P.benchmark("{corpus}/{embedder}/{reranker}/cell_statistics"),
+    script:
+        glue("cell_statistics")
 
 
 rule trec_export:

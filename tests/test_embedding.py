@@ -145,7 +145,7 @@ def test_a_corrupt_cache_shard_is_quarantined_and_recomputed_identically(
 def test_an_sqlite_cache_of_earlier_versions_names_the_fix(tmp_path):
     import sqlite3
 
-    from structablate.store import StoreError
+    from structablate.store.files import StoreError
 
     old = tmp_path / "embeddings.sqlite"
     sqlite3.connect(old).execute("CREATE TABLE vectors (key BLOB)").connection.commit()

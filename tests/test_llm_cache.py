@@ -15,7 +15,7 @@ import pytest
 from structablate.llm.backends import Backend, Generation, Request
 from structablate.llm.cache import CacheMiss, JsonlCache, StoreCache, cache_key, open_cache
 from structablate.llm.client import LLMClient, client_from_config
-from structablate.store import LockSettings
+from structablate.store.lock import LockSettings
 
 
 class CountingBackend(Backend):
@@ -181,7 +181,8 @@ def test_store_cache_killed_mid_write_keeps_every_committed_record(tmp_path):
 def test_an_sqlite_cache_of_earlier_versions_is_refused_with_the_import_command(tmp_path):
     import sqlite3
 
-    from structablate.store import StoreError, import_sqlite
+    from structablate.store.files import StoreError
+    from structablate.store.sqlite import import_sqlite
 
     old = tmp_path / "generations.sqlite"
     con = sqlite3.connect(old)
@@ -206,7 +207,7 @@ class _Slow(CountingBackend):
 
 
 def test_stage_lock_stops_a_second_generator_of_the_same_stage(tmp_path):
-    from structablate.store import StageLocked
+    from structablate.store.lock import StageLocked
 
     path = tmp_path / "generations"
     first = LLMClient("m", open_cache(path), backend=_Slow(), stage="contexts")
@@ -240,7 +241,7 @@ _ORPHAN = textwrap.dedent("""
     from structablate.llm.backends import Backend, Generation
     from structablate.llm.cache import StoreCache
     from structablate.llm.client import LLMClient
-    from structablate.store import StoreSettings
+    from structablate.store.folder import StoreSettings
 
     class Slow(Backend):
         name = "slow"
@@ -257,7 +258,7 @@ _ORPHAN = textwrap.dedent("""
 
 
 def test_a_rerun_beside_an_orphan_generator_is_stopped_and_resumes_after_kill_9(tmp_path):
-    from structablate.store import StageLocked
+    from structablate.store.lock import StageLocked
 
     path = tmp_path / "generations"
     orphan = subprocess.Popen([sys.executable, "-c", _ORPHAN, str(path)],

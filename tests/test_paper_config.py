@@ -30,28 +30,28 @@ BGE_INSTRUCTION = "Represent this sentence for searching relevant passages: "
 # 1 contextualize, 1 structure_quality, 1 report_corpus (7); 8 chunk; 9 chunksets x 2 embedders
 # = 18 embed_chunks; 2 embed_queries; 11 conditions x 2 embedders = 22 retrieve; 11 conditions x
 # 1 reranked embedder = 11 rerank; 3 cells x 11 conditions = 33 trec_export; one score, one
-# summarize_cell, one contrasts and one report_cell per cell (3 each, 12).
-# Per corpus: 7 + 8 + 18 + 2 + 22 + 11 + 33 + 12 = 113.
+# summarize_cell, one contrasts, one cell_statistics and one report_cell per cell (3 each, 15).
+# Per corpus: 7 + 8 + 18 + 2 + 22 + 11 + 33 + 15 = 116.
 # Only Wikipedia-FA generates questions (1 generate_queries; QASPER brings its own). Once per
 # run: summary_markdown, report_page, all.
-# Total: 2 x 113 + 1 + 3 = 230.
+# Total: 2 x 116 + 1 + 3 = 236.
 PAPER_JOBS = {
     "build_qasper": 1, "build_wikipedia": 1, "generate_queries": 1, "tokenize_corpus": 2,
     "bm25_check": 2, "induce_structure": 2, "contextualize": 2, "structure_quality": 2,
     "report_corpus": 2, "chunk": 16, "embed_chunks": 36, "embed_queries": 4, "retrieve": 44,
     "rerank": 22, "score": 6, "trec_export": 66, "summarize_cell": 6, "contrasts": 6,
-    "report_cell": 6, "summary_markdown": 1, "report_page": 1, "all": 1,
+    "cell_statistics": 6, "report_cell": 6, "summary_markdown": 1, "report_page": 1, "all": 1,
 }
-assert sum(PAPER_JOBS.values()) == 230
-# The same grid on QASPER alone (the local-files alternative below): one corpus's 113 + 3.
+assert sum(PAPER_JOBS.values()) == 236
+# The same grid on QASPER alone (the local-files alternative below): one corpus's 116 + 3.
 QASPER_JOBS = {
     "build_qasper": 1, "tokenize_corpus": 1, "bm25_check": 1, "induce_structure": 1,
     "contextualize": 1, "structure_quality": 1, "report_corpus": 1, "chunk": 8,
     "embed_chunks": 18, "embed_queries": 2, "retrieve": 22, "rerank": 11, "score": 3,
-    "trec_export": 33, "summarize_cell": 3, "contrasts": 3, "report_cell": 3,
-    "summary_markdown": 1, "report_page": 1, "all": 1,
+    "trec_export": 33, "summarize_cell": 3, "contrasts": 3, "cell_statistics": 3,
+    "report_cell": 3, "summary_markdown": 1, "report_page": 1, "all": 1,
 }
-assert sum(QASPER_JOBS.values()) == 116
+assert sum(QASPER_JOBS.values()) == 119
 
 
 def job_counts(output: str) -> dict[str, int]:

@@ -12,15 +12,8 @@ import yaml
 from conftest import REPO
 
 from structablate.plan import Plan
-from structablate.prefetch import (
-    Need,
-    Use,
-    fetch,
-    hub_ignore_patterns,
-    load_config,
-    locate,
-    required,
-)
+from structablate.plan.needs import Need, Use, required
+from structablate.prefetch import fetch, hub_ignore_patterns, load_config, locate
 
 PAPER = REPO / "config" / "paper.yaml"
 DEFAULT = REPO / "config.yaml"

@@ -646,7 +646,8 @@ def test_a_json_answer_without_choices_names_the_url():
 _WRITE_ALL = """
 import sys, numpy as np, polars as pl
 from structablate.io import write_json, write_npy, write_parquet
-from structablate.store import StoreSettings, VectorStore
+from structablate.store.folder import StoreSettings
+from structablate.store.typed import VectorStore
 out = sys.argv[1]
 write_parquet(pl.DataFrame({"a": [1]}), out + "/sub/t.parquet")
 write_json({"a": 1}, out + "/sub/t.json")
@@ -688,7 +689,7 @@ import sys, time
 from structablate.llm.backends import Backend, Generation
 from structablate.llm.cache import StoreCache
 from structablate.llm.client import LLMClient
-from structablate.store import StoreSettings
+from structablate.store.folder import StoreSettings
 
 class Slow(Backend):
     name = "slow"
@@ -712,7 +713,7 @@ def test_a_generator_that_waited_for_the_stage_lock_does_not_redo_the_holders_wo
     from structablate.llm.backends import Backend, Generation
     from structablate.llm.cache import open_cache
     from structablate.llm.client import LLMClient
-    from structablate.store import LockSettings
+    from structablate.store.lock import LockSettings
 
     class Counting(Backend):
         name = "counting"

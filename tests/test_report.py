@@ -21,7 +21,7 @@ from structablate.report.provenance import (
 )
 from structablate.stats import condition_mean_cis, section_recall_cis, size_gap, size_matching
 from structablate.stats.bootstrap import cluster_bootstrap, per_doc, percentile_ci
-from structablate.structure.quality import span_identity
+from structablate.tables import span_identity
 
 
 def _scores(values, docs):
@@ -171,6 +171,29 @@ def test_section_recall_per_query_not_per_row():
     t = blocks.section_recall_block(sr)
     assert t.rows[0][:2] == ["G4", "0.667"] and t.rows[0][4] == "33.3 %"
     assert section_recall_cis({}, queries).height == 0
+
+
+def test_a_cells_descriptive_statistics_read_section_recall_of_two_stage_runs_only():
+    """The cell_statistics rule's tables: CIs of every condition, section recall of the
+    two-stage conditions only (a flat run has no diagnostic column), ranking identity of
+    every pair of conditions."""
+    from structablate.stats.cell import describe_cell
+
+    queries = pl.DataFrame({"qid": ["q0", "q1", "q2"], "doc_id": ["a", "a", "b"]})
+    g4 = _run([True, False, True], [0, 2, 0])
+    g3 = g4.drop("section_recall", "n_backfill").with_columns(pl.lit("flat").alias("stage"))
+    chunks = pl.DataFrame({"chunk_id": ["c1", "c2"], "doc_id": ["a", "a"], "start": [0, 10],
+                           "end": [10, 20]})
+    scores = {"G3": _scores([0.5, 0.2, 0.9], ["a", "a", "b"]),
+              "G4": _scores([0.4, 0.2, 0.9], ["a", "a", "b"])}
+    out = describe_cell(scores, {"G3": g3, "G4": g4}, {"G3": chunks, "G4": chunks}, queries,
+                        ["G4"], n_boot=200, seed=1)
+    assert sorted(out) == ["condition_cis", "ranking_identity", "section_recall"]
+    assert out["section_recall"]["condition"].to_list() == ["G4"]
+    assert out["section_recall"]["section_recall"][0] == pytest.approx(2 / 3)
+    assert out["condition_cis"].equals(condition_mean_cis(scores, n_boot=200, seed=1))
+    ident = out["ranking_identity"].row(0, named=True)
+    assert (ident["cond_a"], ident["cond_b"], ident["identical_share"]) == ("G3", "G4", 1.0)
 
 
 def test_section_recall_needs_the_diagnostic_column():
@@ -350,7 +373,7 @@ def test_dose_response_plot_with_the_full_ladder():
 def test_page_html_holds_tables_figures_and_escapes(tmp_path):
     corpus_report = json.loads(json.dumps({"funnel": [["all questions", 3], ["kept", 2]]}))
     scores = {c: _scores([0.1, 0.3, 0.2], ["a", "b", "b"]) for c in ("A0", "G2")}
-    from structablate.summary import summarize_cell
+    from structablate.report.summary import summarize_cell
 
     cell = CellData(("qasper", "small", "none"), summarize_cell(scores), _contrast_rows(),
                     condition_mean_cis(scores, n_boot=100),

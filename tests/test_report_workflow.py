@@ -136,7 +136,8 @@ def test_batch_size_edit_reruns_only_that_embedders_branch(project):
     assert proc.returncode == 0, out[-3000:]
     assert job_counts(out) == {
         "embed_chunks": 2, "embed_queries": 1, "retrieve": 3, "score": 1, "trec_export": 3,
-        "summarize_cell": 1, "contrasts": 1, "report_cell": 1, "report_corpus": 1,
+        "summarize_cell": 1, "contrasts": 1, "cell_statistics": 1, "report_cell": 1,
+        "report_corpus": 1,
         "report_page": 1, "summary_markdown": 1, "all": 1}, out[-3000:]
     written = " ".join(re.findall(r"output: (.+)", out))  # report jobs read both embedders
     assert "minilm_b" in written
@@ -152,5 +153,6 @@ def test_measures_edit_reruns_only_scoring_statistics_and_report(project):
     assert proc.returncode == 0, out[-3000:]
     assert job_counts(out) == {
         # one score job per cell (it scores every condition of the cell): 2 cells
-        "score": 2, "summarize_cell": 2, "contrasts": 2, "report_cell": 2, "report_corpus": 1,
+        "score": 2, "summarize_cell": 2, "contrasts": 2, "cell_statistics": 2, "report_cell": 2,
+        "report_corpus": 1,
         "report_page": 1, "summary_markdown": 1, "all": 1}, out[-3000:]

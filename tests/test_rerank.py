@@ -178,7 +178,7 @@ def _nothing():
 
 
 def test_score_cache_serves_shared_pairs_and_changes_nothing(model, tmp_path):
-    from structablate.store import ScoreStore
+    from structablate.store.typed import ScoreStore
 
     cold = rerank(RUN, QUERIES, CHUNKS, model, top_n=4)
     with ScoreStore(tmp_path / "scores") as cache:
@@ -223,7 +223,7 @@ def test_rerank_run_parquet_is_byte_identical_run_to_run(tmp_path):
     from structablate.io import write_parquet
     from structablate.retrieval.runs import rerank_run
     from structablate.settings import RerankerSettings
-    from structablate.store import ScoreStore
+    from structablate.store.typed import ScoreStore
 
     chunks = pl.DataFrame({"chunk_id": [f"c{i}" for i in range(len(CHUNKS))]})
     queries = pl.DataFrame({"qid": ["q1", "q2", "q3"], "text": QUERIES})

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from structablate.store import LockSettings, StageLock, StageLockLost
+from structablate.store.lock import LockSettings, StageLock, StageLockLost
 
 
 def test_a_holder_whose_stalled_lock_was_broken_stops(tmp_path):

@@ -27,21 +27,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from structablate.store import (
-    JsonStore,
-    LockSettings,
-    ScoreStore,
-    StageLock,
-    StageLocked,
-    Store,
-    StoreError,
-    StoreSettings,
-    StoreUnwritable,
-    VectorStore,
-    digest,
-    import_sqlite,
-    main,
-)
+from structablate.store.__main__ import main
+from structablate.store.files import StoreError, StoreUnwritable
+from structablate.store.folder import Store, StoreSettings
+from structablate.store.lock import LockSettings, StageLock, StageLocked
+from structablate.store.shard import digest
+from structablate.store.sqlite import import_sqlite
+from structablate.store.typed import JsonStore, ScoreStore, VectorStore
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 DIM = 96
@@ -90,7 +82,8 @@ def test_roundtrip_reopen_and_insert_or_ignore(tmp_path):
     # another process's view: the same records
     p = run_py(textwrap.dedent("""
         import sys
-        from structablate.store import VectorStore, digest
+        from structablate.store.shard import digest
+        from structablate.store.typed import VectorStore
         s = VectorStore(sys.argv[1], readonly=True)
         print(len(s), s.get_vectors([digest("k", "42")])[digest("k", "42")][:2].tolist())
     """), root)
@@ -113,6 +106,57 @@ def test_json_and_score_stores(tmp_path):
     with pytest.raises(StoreError, match="give each cache its own folder"):
         VectorStore(tmp_path / "j")
     assert digest("a", "bc") != digest("ab", "c")
+
+
+def test_the_shard_bytes_on_disk_follow_the_documented_layout(tmp_path):
+    """Caches written by earlier releases must keep being read: a committed shard is exactly
+    the layout of :mod:`structablate.store.shard`'s docstring, rebuilt here from struct and
+    zlib alone, and a shard built that way by hand reads back."""
+    import zlib
+
+    def by_hand(records: list[tuple[bytes, bytes]], kind_code: int) -> bytes:
+        records = sorted(records)
+        n = len(records)
+        tables = (b"".join(k for k, _ in records)
+                  + b"".join(struct.pack("<I", len(v)) for _, v in records)
+                  + b"".join(struct.pack("<I", zlib.crc32(k + v)) for k, v in records))
+        data_off = 48 + 40 * n
+        size = data_off + sum(len(v) for _, v in records)
+        head = struct.pack("<8sHHIQQQI", b"SBSTORE\x01", 1, kind_code, 0, n, data_off, size,
+                           zlib.crc32(tables))
+        return head + struct.pack("<I", zlib.crc32(head)) + tables + b"".join(
+            v for _, v in records)
+
+    recs = [(key(i), vec(i).astype("<f4").tobytes()) for i in (3, 1, 2)]
+    with VectorStore(tmp_path / "v") as s:
+        s.put_many(recs)
+    (shard,) = shards(tmp_path / "v")
+    assert shard.read_bytes() == by_hand(recs, 1)
+    assert json.loads((tmp_path / "v" / "STORE.json").read_text()) == {
+        "format": "structablate-store", "kind": "vectors", "version": 1}
+    # a float64 shard made by hand (as an earlier release wrote it) is read by today's code
+    root = tmp_path / "s"
+    (root / "shards").mkdir(parents=True)
+    (root / "STORE.json").write_text('{"format": "structablate-store", "kind": "float64", '
+                                     '"version": 1}\n')
+    k = ScoreStore.key("m", "float32", "q", "c")
+    (root / "shards" / "1_host_1_00000000_00000000_000001.shard").write_bytes(
+        by_hand([(k, struct.pack("<d", 0.25)), (key(9), struct.pack("<d", -1.5))], 3))
+    assert ScoreStore(root, readonly=True).get_scores([k, key(9)]) == {k: 0.25, key(9): -1.5}
+
+
+def test_the_maintenance_command_runs_as_a_module(tmp_path):
+    """``python -m structablate.store`` (docs/cache.md) is the package's entry point."""
+    with JsonStore(tmp_path / "j") as j:
+        j.put_json(digest("a"), {"n": 1})
+        j.put_json(digest("b"), {"n": 2})
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    out = subprocess.run([sys.executable, "-m", "structablate.store", "info",
+                          str(tmp_path / "j")], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    info = json.loads(out.stdout)
+    assert (info["kind"], info["shards"], info["records"]) == ("json", 1, 2)
 
 
 def test_flush_policy_and_umask(tmp_path):
@@ -155,11 +199,13 @@ def test_duplicate_keys_resolve_by_content_not_by_timing(tmp_path):
 _WRITER = textwrap.dedent("""
     import os, sys, time
     import numpy as np
-    import structablate.store as st
+    import structablate.store.folder as folder
+    from structablate.store.shard import digest
+    from structablate.store.typed import VectorStore
     root, lo, hi, mode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-    s = st.VectorStore(root)
+    s = VectorStore(root)
     commits = 0
-    real_write_all = st._write_all
+    real_write_all = folder.write_all
 
     def torn(fd, chunks):  # half of a shard reaches the disk, then the process is killed
         data = b"".join(bytes(c) for c in chunks)
@@ -169,8 +215,8 @@ _WRITER = textwrap.dedent("""
 
     for b in range(lo, hi, 25):
         if mode == "torn" and commits == 3:
-            st._write_all = torn
-        s.put_vectors((st.digest("k", str(i)), np.arange(@DIM@, dtype=np.float32) * 0.5 + i)
+            folder.write_all = torn
+        s.put_vectors((digest("k", str(i)), np.arange(@DIM@, dtype=np.float32) * 0.5 + i)
                       for i in range(b, min(b + 25, hi)))
         s.flush()
         commits += 1
@@ -183,10 +229,11 @@ _WRITER = textwrap.dedent("""
 _READER = textwrap.dedent("""
     import os, sys
     import numpy as np
-    import structablate.store as st
+    from structablate.store.shard import digest
+    from structablate.store.typed import VectorStore
     root, n_universe, stop = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    want = {st.digest("k", str(i)): i for i in range(n_universe)}
-    s = st.VectorStore(root, readonly=True)
+    want = {digest("k", str(i)): i for i in range(n_universe)}
+    s = VectorStore(root, readonly=True)
     rounds = seen = 0
     while not os.path.exists(stop) or rounds < 3:
         s.refresh()
@@ -350,7 +397,9 @@ def test_verify_reads_every_record(tmp_path):
 
 _UNPRIVILEGED = textwrap.dedent("""
     import os, sys
-    from structablate.store import VectorStore, StoreUnwritable, digest
+    from structablate.store.files import StoreUnwritable
+    from structablate.store.shard import digest
+    from structablate.store.typed import VectorStore
     import numpy as np
     if os.geteuid() == 0:  # root writes anywhere: act as nobody (file checks use the euid)
         os.setegid(65534); os.seteuid(65534)
@@ -402,7 +451,7 @@ def test_an_unwritable_folder_is_named_with_what_to_do(shared_tmp, exists):
 def test_a_full_disk_while_committing_names_the_path(tmp_path, monkeypatch):
     import errno
 
-    import structablate.store as st
+    import structablate.store.folder as folder
 
     s = VectorStore(tmp_path / "v")
     s.put_vectors([(key(1), vec(1))])
@@ -410,7 +459,7 @@ def test_a_full_disk_while_committing_names_the_path(tmp_path, monkeypatch):
     def full(fd, chunks):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(st, "_write_all", full)
+    monkeypatch.setattr(folder, "write_all", full)
     with pytest.raises(StoreUnwritable, match="free space") as err:
         s.flush()
     assert str(tmp_path / "v") in str(err.value)
@@ -450,9 +499,9 @@ def test_gc_removes_temporary_files_of_dead_writers_only(tmp_path):
     store = VectorStore(root)
     p = run_py("import os; print(os.getpid())")
     dead_pid = int(p.communicate(timeout=60)[0])
-    from structablate.store import _host_key
+    from structablate.store.files import host_key
 
-    here = _host_key()
+    here = host_key()
     dead = root / "shards" / f".1_host_{dead_pid}_{here}_0123abcd_000001.shard.tmp"
     alive = root / "shards" / f".1_host_{os.getppid()}_{here}_0123abcd_000001.shard.tmp"
     foreign = root / "shards" / f".1_other_{dead_pid}_ffffffff_0123abcd_000001.shard.tmp"
@@ -495,7 +544,7 @@ def test_a_writer_merges_its_own_small_shards_on_close(tmp_path):
 
 _HOLDER = textwrap.dedent("""
     import sys, time
-    from structablate.store import StageLock, LockSettings
+    from structablate.store.lock import LockSettings, StageLock
     lock = StageLock(sys.argv[1], settings=LockSettings(heartbeat_s=0.2), label="stage x")
     lock.acquire()
     print("HELD", flush=True)
@@ -554,7 +603,7 @@ def test_a_lock_from_another_host_is_stale_only_without_heartbeat(tmp_path):
 
 def test_a_holder_that_exits_without_release_unlocks(tmp_path):
     path = tmp_path / "l.lock"
-    code = ("import sys; from structablate.store import StageLock; "
+    code = ("import sys; from structablate.store.lock import StageLock; "
             "StageLock(sys.argv[1]).acquire(); raise SystemExit('crash')")
     out, err = run_py(code, path).communicate(timeout=60)
     assert "crash" in err and not path.exists()  # released at exit, no stale lock left

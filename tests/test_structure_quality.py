@@ -25,12 +25,11 @@ from structablate.structure.quality import (
     match_boundaries,
     routing_pool,
     same_text,
-    span_identity,
     structure_quality,
     top_groups,
 )
 from structablate.study import condition
-from structablate.tables import frame
+from structablate.tables import frame, span_identity
 
 # ---------------------------------------------------------------- hand-built structures
 

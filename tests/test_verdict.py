@@ -372,8 +372,8 @@ def test_the_guards_mark_travels_to_every_place_a_contrast_appears():
     """A contrast the guard rejects reads "not testable here" in the marked table, the contrast
     table, the summary and the forest plot; the depth ladder's flags reach its figure."""
     from structablate.report import figures
+    from structablate.report.summary import summary_markdown
     from structablate.report.testable import dose_flags, mark_contrasts
-    from structablate.summary import summary_markdown
 
     rows = pl.DataFrame([_row("A4", "A3", -0.03, -0.04, -0.02, 0.001, "different"),
                          _row("G4", "G3", -0.01, -0.02, -0.001, 0.01, "different")])

@@ -53,10 +53,10 @@ def dry_run(project, workflow):
 
 
 # What follows any change of a cell's scores: per corpus (one cell each: minilm, no reranker)
-# its summary, contrasts, cell report and corpus report (4 rules x 2 corpora), then once for
-# the run the Markdown summary, the report page and `all`.
-AGGREGATES = {"summarize_cell": 2, "contrasts": 2, "summary_markdown": 1, "report_cell": 2,
-              "report_corpus": 2, "report_page": 1, "all": 1}
+# its summary, contrasts, descriptive statistics, cell report and corpus report (5 rules x 2
+# corpora), then once for the run the Markdown summary, the report page and `all`.
+AGGREGATES = {"summarize_cell": 2, "contrasts": 2, "cell_statistics": 2, "summary_markdown": 1,
+              "report_cell": 2, "report_corpus": 2, "report_page": 1, "all": 1}
 # What a change to A0's windows reruns, per corpus (x 2): A0's chunk table (1 chunk job),
 # its vectors (1 embed_chunks), A0's run (1 retrieve) and TREC export (1 trec_export; one per
 # condition), the cell's score job (1: `score` is one job per cell and writes every

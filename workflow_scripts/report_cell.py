@@ -1,4 +1,4 @@
-"""Glue: one cell's scores, runs and statistics -> its report tables and figures."""
+"""Glue: one cell's statistics and runs -> its marked contrasts, report tables and figures."""
 
 from pathlib import Path
 
@@ -9,11 +9,6 @@ from structablate.report import blocks, figures, render
 from structablate.report.provenance import cell_flags
 from structablate.report.testable import dose_flags, mark_contrasts
 from structablate.settings import dump
-from structablate.stats import (
-    condition_mean_cis,
-    ranking_identity,
-    section_recall_cis,
-)
 from structablate.study import DOSE_LADDER
 from structablate.workflow import setup
 
@@ -21,10 +16,8 @@ from structablate.workflow import setup
 def main(smk):
     log, settings = setup(smk)
     conds = list(settings["conditions"])
-    n_boot, seed = settings["n_boot"], settings["seed"]
     cell = (smk.wildcards.corpus, smk.wildcards.embedder, smk.wildcards.reranker)
     label = blocks.cell_label(*cell)
-    scores = {c: read_parquet(p) for c, p in zip(conds, smk.input.scores, strict=True)}
     runs = dict(zip(conds, smk.input.runs, strict=True))
     summary = read_parquet(smk.input.summary)
     contrasts = read_parquet(smk.input.contrasts)
@@ -32,17 +25,9 @@ def main(smk):
     measures = list(dict.fromkeys(summary["measure"]))
     metric = settings["metric"] if settings["metric"] in measures else measures[0]
 
-    cis = condition_mean_cis(scores, n_boot=n_boot, seed=seed)
-    write_parquet(cis, smk.output.cis)
-    log.info("per-condition CIs: %d rows (%d replicates)", cis.height, n_boot)
-
-    two_stage = blocks.two_stage_conditions(conds)
-    sr = section_recall_cis({c: read_parquet(runs[c]) for c in two_stage},
-                            read_parquet(smk.input.queries), n_boot=n_boot, seed=seed)
-    write_parquet(sr, smk.output.section_recall)
-    chunks = {c: read_parquet(p) for c, p in zip(conds, smk.input.chunks, strict=True)}
-    ranking = ranking_identity({c: read_parquet(runs[c]) for c in conds}, chunks)
-    write_parquet(ranking, smk.output.ranking_identity)
+    cis = read_parquet(smk.input.cis)
+    sr = read_parquet(smk.input.section_recall)
+    ranking = read_parquet(smk.input.ranking_identity)
     guard = dict(quality=read_parquet(smk.input.structure_quality),
                  checks=read_parquet(smk.input.comparison_checks), ranking=ranking,
                  guard=settings["guard"])

@@ -4,7 +4,7 @@ report (model, resolved precision, pairs scored vs served from the score cache).
 from structablate.chunking.build import chunk_texts
 from structablate.io import read_parquet, write_json, write_parquet
 from structablate.retrieval.runs import rerank_run
-from structablate.store import ScoreStore
+from structablate.store.typed import ScoreStore
 from structablate.workflow import setup
 
 

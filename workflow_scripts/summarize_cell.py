@@ -1,7 +1,7 @@
 """Glue: per-question score tables of one cell -> per-condition means."""
 
 from structablate.io import read_parquet, write_parquet
-from structablate.summary import summarize_cell
+from structablate.report.summary import summarize_cell
 from structablate.workflow import setup
 
 

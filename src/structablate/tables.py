@@ -4,7 +4,9 @@ Each table is a polars frame with at least the columns below, in this order and 
 dtypes. :func:`check_table` raises a :class:`TableError` naming the file and the column when a
 frame breaks its contract, so a bad hand-made input fails loudly instead of scoring silently.
 
-Offsets are half-open ``[start, end)`` character indices on the document's flat text.
+Offsets are half-open ``[start, end)`` character indices on the document's flat text; a
+row's *span* is its ``(doc_id, start, end)``, and :func:`span_identity` compares two tables'
+spans (sections and chunks alike).
 """
 
 from __future__ import annotations
@@ -122,3 +124,14 @@ def check_table(df: pl.DataFrame, table: str, source: str = "<frame>") -> pl.Dat
             )
     extra = [c for c in df.columns if c not in schema]
     return df.select(list(schema) + extra)
+
+
+def span_identity(spans: pl.DataFrame, gold: pl.DataFrame) -> float:
+    """Share of ``spans``' rows whose ``(doc_id, start, end)`` (character offsets, half-open)
+    is also a row of ``gold``; NaN for an empty table. Serves sections and chunks alike
+    (prefixes are ignored); a span of a document ``gold`` lacks counts as different."""
+    if not spans.height:
+        return float("nan")
+    keys = ["doc_id", "start", "end"]
+    same = spans.select(keys).join(gold.select(keys).unique(), on=keys, how="semi")
+    return same.height / spans.height

@@ -13,7 +13,7 @@ Two on-disk forms, chosen by the path:
   crash loses at most the record in flight. Diff-friendly: the recorded caches shipped under
   ``resources/llm/`` use it. Meant for one writer on a local disk (recording).
 * anything else — a folder (e.g. ``results/llm/generations``): a
-  :class:`~structablate.store.JsonStore` of immutable, checksummed shards. Each process
+  :class:`~structablate.store.typed.JsonStore` of immutable, checksummed shards. Each process
   commits its own shards (temp file, ``fsync``, atomic rename), so any number of jobs on any
   number of nodes share it over NFS without locks on the data; a killed job loses at most the
   records it had not committed (``StoreSettings.flush_s``, 10 s by default). SQLite files of
@@ -34,7 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from structablate.errors import StructablateError
-from structablate.store import JsonStore, StoreSettings, key_from_hex, stage_lock_name
+from structablate.store.folder import StoreSettings
+from structablate.store.lock import stage_lock_name
+from structablate.store.shard import key_from_hex
+from structablate.store.typed import JsonStore
 
 
 def canonical_json(obj: Any) -> str:
@@ -131,7 +134,8 @@ class GenerationCache:
         """See what other processes committed since this cache was opened or last looked."""
 
     def lock_path(self, stage: str) -> Path:
-        """Where the :class:`~structablate.store.StageLock` of ``stage`` on this cache lives."""
+        """Where the :class:`~structablate.store.lock.StageLock` of ``stage`` on this cache
+        lives."""
         return self.path.with_name(f"{self.path.name}.{stage_lock_name(stage)}")
 
     def close(self) -> None:
@@ -274,7 +278,7 @@ def open_cache(path: str | os.PathLike[str], *, readonly: bool = False,
 
     ``*.jsonl``: a :class:`JsonlCache` (the recordings under ``resources/llm/``); anything else
     is a folder: a :class:`StoreCache`. An SQLite file of earlier versions at ``path`` raises
-    :class:`~structablate.store.StoreError` saying how to import or delete it.
+    :class:`~structablate.store.files.StoreError` saying how to import or delete it.
     """
     p = Path(path)
     if p.suffix == ".jsonl":

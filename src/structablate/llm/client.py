@@ -13,7 +13,7 @@ Modes:
   key. The bundled default runs this way from the recorded caches in ``resources/llm/``.
 
 Stage lock: a client given a ``stage`` name takes that stage's
-:class:`~structablate.store.StageLock` on its cache before its first generation (never for
+:class:`~structablate.store.lock.StageLock` on its cache before its first generation (never for
 hits, so replays and fully cached reruns take no lock) and releases it on :meth:`close`. A
 second generator of the same stage on the same cache — e.g. a rerun while the orphan of a
 killed Snakemake still runs — stops with an error naming the holder's pid and host.
@@ -39,7 +39,8 @@ from structablate.llm.backends import (
 )
 from structablate.llm.cache import CacheMiss, GenerationCache, cache_key, open_cache
 from structablate.settings import LLMSettings, parse
-from structablate.store import LockSettings, StageLock, StoreSettings
+from structablate.store.folder import StoreSettings
+from structablate.store.lock import LockSettings, StageLock
 
 log = logging.getLogger(__name__)
 

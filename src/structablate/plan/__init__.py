@@ -473,9 +473,9 @@ class Plan:
         local folder, ``pkg:`` module, or a hub id in the local cache when jobs run offline),
         the TextTiling model when it induces structure, the LLM of every stage that generates
         (a replaying stage loads none) and the hub QASPER dataset
-        (:func:`structablate.prefetch.offline_problems`)."""
+        (:func:`structablate.plan.needs.offline_problems`)."""
         from structablate.model_paths import check_model
-        from structablate.prefetch import offline_problems, required
+        from structablate.plan.needs import offline_problems, required
 
         s = self.settings
         models = [(f"embedders.{n}.model", e.model, "sentence-transformers")
@@ -499,7 +499,7 @@ class Plan:
         """One block naming every missing model or dataset (``problems`` from
         :meth:`model_problems`) and the commands that fetch them and check the result."""
         files = [] if self.source == "config" else self.source.split(", ")
-        from structablate.prefetch import prefetch_command
+        from structablate.plan.needs import prefetch_command
 
         lines = "\n".join(f"  - {p}" for p in problems)
         return (f"{self.source}: {len(problems)} model(s) or dataset(s) of this run cannot be "
@@ -633,9 +633,10 @@ _RULES: dict[str, Callable[[Plan, Settings, dict[str, str]], dict[str, Any]]] = 
     "contrasts": lambda p, s, w: {"statistics": _statistics(p, s), "seed": s.seed,
                                   "conditions": p.conditions},
     "trec_export": lambda p, s, w: {},
+    "cell_statistics": lambda p, s, w: {
+        "conditions": p.conditions, "n_boot": s.statistics.bootstrap_iters, "seed": s.seed},
     "report_cell": lambda p, s, w: {
         "conditions": p.conditions, "metric": p.primary_metric,
-        "n_boot": s.statistics.bootstrap_iters, "seed": s.seed,
         "reranker": s.rerankers[w["reranker"]], "guard": s.report.guard},
     "structure_quality": lambda p, s, w: {
         "conditions": p.conditions, "chunksets": p.chunksets,

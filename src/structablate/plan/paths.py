@@ -114,6 +114,18 @@ class Paths:
     def report_cell(self, corpus: str, embedder: str, reranker: str, name: str) -> str:
         return f"{self.report()}/{corpus}/{embedder}/{reranker}/{name}"
 
+    def condition_cis(self, corpus: str, embedder: str, reranker: str) -> str:
+        """Per-condition means with bootstrap CIs of a cell (rule ``cell_statistics``)."""
+        return self.report_cell(corpus, embedder, reranker, "condition_cis.parquet")
+
+    def section_recall(self, corpus: str, embedder: str, reranker: str) -> str:
+        """Stage-1 section recall of a cell's two-stage conditions (``cell_statistics``)."""
+        return self.report_cell(corpus, embedder, reranker, "section_recall.parquet")
+
+    def ranking_identity(self, corpus: str, embedder: str, reranker: str) -> str:
+        """How often two conditions of a cell rank identically (``cell_statistics``)."""
+        return self.report_cell(corpus, embedder, reranker, "ranking_identity.parquet")
+
     def report_corpus(self, corpus: str, name: str) -> str:
         return f"{self.report()}/{corpus}/{name}"
 

@@ -10,6 +10,8 @@ The report formats; the numbers come from :mod:`structablate.stats` (bootstraps,
 * :mod:`~structablate.report.verdict` — the four plain-words answers per corpus.
 * :mod:`~structablate.report.provenance` — which models ran, and the flags (untrained
   reranker, replayed LLM outputs, gold size matching).
+* :mod:`~structablate.report.summary` — per-condition means of a cell and the Markdown
+  summary of all cells (``results/summary.md``).
 * :mod:`~structablate.report.page` — the summary page; :mod:`~structablate.report.render` —
   the page's blocks (:class:`TableBlock`, :class:`FigureBlock`, :class:`Note`,
   :class:`PageSection`) and their Markdown / HTML rendering.

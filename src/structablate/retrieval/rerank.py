@@ -22,7 +22,7 @@ transformer layers, resolved like the embedders' (:func:`structablate.embedding.
 ``auto`` is bf16 on CUDA GPUs that compute it natively, float32 elsewhere, CPUs included).
 Logits are always returned as float32.
 
-Cache: a :class:`~structablate.store.ScoreStore` keyed by ``(model signature, precision,
+Cache: a :class:`~structablate.store.typed.ScoreStore` keyed by ``(model signature, precision,
 question text, chunk text)``. A pair met in another condition (A3/A4 share chunk texts, so do
 chunks two chunksets cut identically) or in a rerun is served from the cache instead of being
 scored; the store's shards make it safe for many jobs on many nodes (docs/cache.md).
@@ -61,7 +61,7 @@ from structablate.embedding import (
     tokenize_once,
     use_sdpa,
 )
-from structablate.store import ScoreStore, fill_found
+from structablate.store.typed import ScoreStore, fill_found
 
 log = logging.getLogger(__name__)
 

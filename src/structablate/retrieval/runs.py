@@ -8,7 +8,7 @@ import polars as pl
 from structablate import study
 from structablate.retrieval.flat import search_with_report
 from structablate.settings import RerankerSettings, RetrievalSettings
-from structablate.store import ScoreStore
+from structablate.store.typed import ScoreStore
 from structablate.study import Condition
 from structablate.tables import frame
 

@@ -12,6 +12,10 @@ go in, three tables come out:
 * ``contrasts_qtype`` — the same contrasts cut by query type (exploratory).
 * ``dose_response`` — breadcrumb-depth slope over A2 → A3-d1 → A3-d2 → A3 when all four ran.
 
+:func:`describe_cell` computes the cell's descriptive statistics from its scores and runs:
+per-condition means with clustered-bootstrap CIs, stage-1 section recall of the two-stage
+conditions, and how often two conditions return the very same ranking.
+
 Each family is the one the config declares: a contrast whose conditions did not run in this
 cell has no row, but it stays in its family's Holm adjustment with p = 1 (the rows' ``family_size``
 and ``family_missing`` say so), so a partial run never reports a smaller adjusted p than the
@@ -20,7 +24,7 @@ complete run would.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import polars as pl
 
@@ -29,6 +33,8 @@ from structablate.study import DOSE_LADDER
 
 from .contrasts import contrast_table, table_schema
 from .dose import dose_response
+from .identity import ranking_identity
+from .means import condition_mean_cis, section_recall_cis
 
 
 def long_scores(
@@ -90,3 +96,29 @@ def analyze_cell(
                                     "slope": pl.Float64, "ci_low": pl.Float64,
                                     "ci_high": pl.Float64, "p": pl.Float64})
     return {"contrasts": contrasts, "contrasts_qtype": qtype, "dose_response": dose}
+
+
+def describe_cell(
+    scores: Mapping[str, pl.DataFrame],
+    runs: Mapping[str, pl.DataFrame],
+    chunks: Mapping[str, pl.DataFrame],
+    queries: pl.DataFrame,
+    two_stage: Sequence[str],
+    *,
+    n_boot: int,
+    seed: int,
+) -> dict[str, pl.DataFrame]:
+    """The descriptive tables of one cell, each a bootstrap or count over its queries.
+
+    ``scores``, ``runs`` and ``chunks``: condition -> per-query score table, run table and the
+    chunk table the run ranked (conditions in grid order, the same keys in each); ``queries``:
+    the corpus's questions; ``two_stage``: the conditions routed through sections, whose runs
+    carry stage-1 section recall. ``n_boot`` bootstrap replicates (count), drawn from
+    ``seed``. Returns ``condition_cis`` (:func:`~structablate.stats.means.condition_mean_cis`),
+    ``section_recall`` (:func:`~structablate.stats.means.section_recall_cis`) and
+    ``ranking_identity`` (:func:`~structablate.stats.identity.ranking_identity`, results
+    compared by span)."""
+    cis = condition_mean_cis(scores, n_boot=n_boot, seed=seed)
+    sr = section_recall_cis({c: runs[c] for c in two_stage}, queries, n_boot=n_boot, seed=seed)
+    return {"condition_cis": cis, "section_recall": sr,
+            "ranking_identity": ranking_identity(runs, chunks)}

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 import polars as pl
 
 from structablate import study
-from structablate.structure.quality import span_identity
+from structablate.tables import span_identity
 
 
 def _stat(x) -> float:

@@ -70,6 +70,7 @@ import polars as pl
 
 from structablate import study
 from structablate.settings import Settings
+from structablate.tables import span_identity
 
 DEPTH_BINS = ("depth_1", "depth_2", "depth_3", "depth_4plus")
 
@@ -190,17 +191,6 @@ def boundary_scores(sections: pl.DataFrame, gold: pl.DataFrame, *, tolerance: in
     nan = float("nan")
     return {"precision": tp / n_p if n_p else nan, "recall": tp / n_g if n_g else nan,
             "f1": 2 * tp / (n_p + n_g) if n_p + n_g else nan}
-
-
-def span_identity(spans: pl.DataFrame, gold: pl.DataFrame) -> float:
-    """Share of ``spans``' rows whose ``(doc_id, start, end)`` (character offsets, half-open)
-    is also a row of ``gold``; NaN for an empty table. Serves sections and chunks alike
-    (prefixes are ignored); a span of a document ``gold`` lacks counts as different."""
-    if not spans.height:
-        return float("nan")
-    keys = ["doc_id", "start", "end"]
-    same = spans.select(keys).join(gold.select(keys).unique(), on=keys, how="semi")
-    return same.height / spans.height
 
 
 def chance_corrected(observed: float, chance: float) -> float:

@@ -1,4 +1,11 @@
-"""Per-condition means of a cell and the Markdown summary of all cells."""
+"""Per-condition means of a cell and the Markdown summary of all cells (``results/summary.md``).
+
+The means are :func:`structablate.stats.means.condition_means` (this module computes no
+statistic of its own); the page formats them, with each cell's model provenance and, given the
+marked contrasts, the answers of the one decision rule (:func:`structablate.report.blocks.
+row_answer`). Cells are listed in sorted (corpus, embedder, reranker) order, conditions and
+measures in the order of the summary table.
+"""
 
 from __future__ import annotations
 
