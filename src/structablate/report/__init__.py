@@ -16,7 +16,15 @@ The report formats; the numbers come from :mod:`structablate.stats` (bootstraps,
 """
 
 from .guard import GuardSettings
-from .page import CellData, CorpusData, build_page, corpus_html, overview_html, write_page
+from .page import (
+    CellData,
+    CorpusData,
+    PageSettings,
+    build_page,
+    corpus_html,
+    overview_html,
+    write_page,
+)
 from .render import (
     FigureBlock,
     Note,
@@ -30,6 +38,7 @@ from .render import (
 __all__ = [
     "CellData",
     "CorpusData",
+    "PageSettings",
     "FigureBlock",
     "GuardSettings",
     "Note",
