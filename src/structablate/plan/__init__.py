@@ -29,20 +29,21 @@ from structablate.conditions import CONDITIONS, Condition, chunksets_for
 from structablate.errors import ConfigError
 from structablate.plan.paths import Paths
 from structablate.settings import (
+    CORPUS_SOURCES,
     INDUCERS,
     LLM_BACKENDS,
     LLMSettings,
     QasperSource,
     QueryGenSettings,
     Settings,
-    UserCorpus,
-    UserQueriesFile,
     WikipediaCorpus,
     context_tokens,
+    corpus_kind,
     dump,
     dump_outputs,
     generates_on_gpu,
     load_settings,
+    questions_file,
 )
 from structablate.settings._core import build_settings
 
@@ -129,23 +130,17 @@ class Plan:
 
     def corpus_kind(self, corpus: str) -> str:
         """``qasper``, ``wikipedia`` or ``user`` (Markdown, HTML, JSONL)."""
-        c = self.settings.corpora[corpus]
-        return "user" if isinstance(c, UserCorpus) else c.type
+        return corpus_kind(self.settings.corpora[corpus])
 
     def user_queries(self, corpus: str) -> str | None:
         """The questions file of a user corpus, or None (questions are generated)."""
-        q = getattr(self.settings.corpora[corpus], "queries", None)
-        if isinstance(q, str):
-            return q
-        if isinstance(q, UserQueriesFile):
-            return q.path
-        return None
+        return questions_file(self.settings.corpora[corpus])
 
     def generates_queries(self, corpus: str) -> bool:
         """Whether an LLM writes the corpus's questions (Wikipedia; user corpora without a
         questions file)."""
-        kind = self.corpus_kind(corpus)
-        return kind == "wikipedia" or (kind == "user" and self.user_queries(corpus) is None)
+        c = self.settings.corpora[corpus]
+        return not CORPUS_SOURCES[corpus_kind(c)].brings_questions(c)
 
     def query_generation(self, corpus: str) -> QueryGenSettings:
         """The question-generation settings of a corpus whose questions are generated."""

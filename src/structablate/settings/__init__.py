@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, Union
 
 import jsonschema
 
@@ -49,6 +49,7 @@ from structablate.settings.llm import (
 
 __all__ = [
     "CONDITION_NAMES",
+    "CORPUS_SOURCES",
     "LLM_BACKENDS",
     "SEED_MAX",
     "BackendFacts",
@@ -59,15 +60,18 @@ __all__ = [
     "INDUCERS",
     "InducerFacts",
     "Settings",
+    "SourceFacts",
     "VllmSettings",
     "backend_facts",
     "context_tokens",
+    "corpus_kind",
     "default_of",
     "dump",
     "dump_outputs",
     "generates_on_gpu",
     "load_settings",
     "parse",
+    "questions_file",
     "runtime_keys",
     "schema",
     "served_model",
@@ -271,7 +275,51 @@ class UserCorpus:
                                      doc="least similarity of a fuzzily mapped snippet")
 
 
-CorpusSettings = QasperCorpus | WikipediaCorpus | UserCorpus
+@dataclass(frozen=True)
+class SourceFacts:
+    """What is known of a kind of corpus from its settings alone.
+
+    ``settings``: its settings class (told apart from the others by its ``type`` key);
+    ``brings_questions(corpus)``: its questions come with its documents (QASPER's, a user's
+    questions file), else an LLM generates them from the documents (Wikipedia, a user corpus
+    without questions). Each kind has its build rule in ``rules/corpus.smk`` and its reader
+    in :mod:`structablate.corpus`.
+    """
+
+    settings: type
+    brings_questions: Callable[[Any], bool]
+    doc: str
+
+
+CORPUS_SOURCES: dict[str, SourceFacts] = {
+    "qasper": SourceFacts(QasperCorpus, lambda corpus: True,
+                          doc="QASPER papers with their questions"),
+    "wikipedia": SourceFacts(WikipediaCorpus, lambda corpus: False,
+                             doc="Wikipedia Featured Articles, questions generated"),
+    "user": SourceFacts(UserCorpus, lambda corpus: questions_file(corpus) is not None,
+                        doc="your own Markdown, HTML or JSONL files (docs/byo.md)"),
+}
+"""Corpus kind -> facts (order: the schema's)."""
+
+CorpusSettings = Union[tuple(f.settings for f in CORPUS_SOURCES.values())]  # noqa: UP007
+"""A ``corpora.<name>`` block: the settings class of one of :data:`CORPUS_SOURCES`."""
+
+
+def corpus_kind(corpus: CorpusSettings) -> str:
+    """The :data:`CORPUS_SOURCES` name of a corpus's settings (``qasper``, ``wikipedia``,
+    ``user``)."""
+    return next(k for k, f in CORPUS_SOURCES.items() if isinstance(corpus, f.settings))
+
+
+def questions_file(corpus: CorpusSettings) -> str | None:
+    """A user corpus's own questions file (``queries: file`` or ``{path: file}``), else
+    None."""
+    q = getattr(corpus, "queries", None)
+    if isinstance(q, str):
+        return q
+    if isinstance(q, UserQueriesFile):
+        return q.path
+    return None
 
 
 # ============================================================================ models

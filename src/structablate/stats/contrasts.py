@@ -21,6 +21,7 @@ import numpy as np
 import polars as pl
 
 from .bootstrap import (
+    DEFAULT_N_BOOT,
     DEFAULT_SEED,
     ZERO_TOL,
     bootstrap_p,
@@ -124,7 +125,7 @@ def contrast_table(
     contrasts: Mapping[str, tuple[str, str]] = DEFAULT_CONTRASTS,
     metrics: Sequence[str] | None = None,
     *,
-    n_boot: int = 10_000,
+    n_boot: int = DEFAULT_N_BOOT,
     seed: int = DEFAULT_SEED,
     primary: Mapping[str, str] | None = DEFAULT_PRIMARY,
     mixedlm: str = "primary",

@@ -15,7 +15,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import polars as pl
 
-from .bootstrap import DEFAULT_SEED, bootstrap_p, cluster_bootstrap, per_doc, percentile_ci
+from .bootstrap import (
+    DEFAULT_N_BOOT,
+    DEFAULT_SEED,
+    bootstrap_p,
+    cluster_bootstrap,
+    per_doc,
+    percentile_ci,
+)
 from .columns import CELL, metric_columns
 
 DEFAULT_DEPTHS: dict[str, float] = {"A2": 0, "A3-d1": 1, "A3-d2": 2, "A3": 3}
@@ -32,7 +39,7 @@ def dose_response(
     depths: Mapping[str, float] = DEFAULT_DEPTHS,
     metrics: Sequence[str] | None = None,
     *,
-    n_boot: int = 10_000,
+    n_boot: int = DEFAULT_N_BOOT,
     seed: int = DEFAULT_SEED,
     by: Sequence[str] = (),
 ) -> pl.DataFrame:
