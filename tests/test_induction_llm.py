@@ -294,9 +294,9 @@ def test_induce_documents_takes_the_workflow_settings_objects(tmp_path):
     mapping); the context comes from its llama.cpp block (main's shadow config read the
     block with mapping access and failed on the settings object)."""
     docs = [make_doc()]
-    llm = parse(LLMSettings, {"model": "m", "backend": "none",
+    llm = parse(LLMSettings, {"model": "m", "backend": "llamacpp",
                               "cache": str(tmp_path / "rec.jsonl"),
-                              "llamacpp": {"n_ctx": 8192}})
+                              "llamacpp": {"n_ctx": 8192}})  # loaded only on a miss
     induction = InductionSettings(max_tokens=512)
     inducer = make_inducer(induction, llm)
     assert inducer.config.context_tokens == 8192
