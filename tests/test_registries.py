@@ -177,3 +177,21 @@ def test_library_defaults_follow_the_settings():
     assert default(cluster_bootstrap, "n_boot") == StatisticsSettings.bootstrap_iters
     assert default(cluster_bootstrap, "seed") == Settings.seed == Sampling().seed
     assert default(OpenAIBackend, "timeout_s") == OpenAISettings.timeout_s
+
+
+def test_the_settings_classes_are_the_only_configuration_types():
+    """No module outside settings/ declares a config class of its own (a ``*Config`` class or
+    a ``from_dict`` constructor restating the settings' fields and defaults)."""
+    import ast
+
+    src = REPO / "src" / "structablate"
+    found = []
+    for path in sorted(src.rglob("*.py")):
+        if path.parent.name == "settings":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and node.name.endswith(("Config", "Configuration")):
+                found.append(f"{path.relative_to(src)}: class {node.name}")
+            if isinstance(node, ast.FunctionDef) and node.name == "from_dict":
+                found.append(f"{path.relative_to(src)}: {node.name}")
+    assert found == []
