@@ -13,8 +13,8 @@ rule tokenize_corpus:
         settings=trigger("tokenize_corpus"),
     resources:
         # measured on the full QASPER (1,585 papers): 22 s CPU, 0.7 GB peak
-        mem_mb=lambda w, attempt: 8000 * attempt,
-        runtime=lambda w, attempt: 30 * attempt,
+        mem_mb=scaled(8000),
+        runtime=scaled(30),
     conda:
         "../envs/cpu.yaml"
     log:
@@ -42,8 +42,8 @@ rule chunk:
     wildcard_constraints:
         chunkset=_alternatives(PLAN.chunked),
     resources:
-        mem_mb=lambda w, attempt: 8000 * attempt,
-        runtime=lambda w, attempt: 60 * attempt,
+        mem_mb=scaled(8000),
+        runtime=scaled(60),
     conda:
         "../envs/cpu.yaml"
     log:
@@ -69,14 +69,9 @@ rule contextualize:
         chunkset=_alternatives(PLAN.contextualized),
     # vLLM writes the contexts on one GPU; replaying recorded generations (or an OpenAI-style
     # server, or llama.cpp on CPUs) needs none. Sizes: docs/cluster.md.
-    threads: 8 if PLAN.stage_llm("contexts").backend == "vllm" and PLAN.stage_llm("contexts").mode != "replay" else 2
+    threads: 8 if PLAN.llm_on_gpu("contexts") else 2
     resources:
-        **({"gpu": 1, "mem_mb": lambda w, attempt: 128000 * attempt,
-            "runtime": lambda w, attempt: 720 * attempt}
-           if PLAN.stage_llm("contexts").backend == "vllm"
-           and PLAN.stage_llm("contexts").mode != "replay"
-           else {"gpu": 0, "mem_mb": lambda w, attempt: 8000 * attempt,
-                 "runtime": lambda w, attempt: 60 * attempt}),
+        **(sized(128000, 720, gpu=1) if PLAN.llm_on_gpu("contexts") else sized(8000, 60, gpu=0)),
     conda:
         "../envs/gpu.yaml"
     log:
@@ -92,8 +87,7 @@ rule induce_structure:
         documents=P.documents(W["corpus"]),
         paragraphs=P.paragraphs(W["corpus"]),
         gold_sections=P.sections(W["corpus"], "gold"),
-        recorded=PLAN.recorded_generations("induction")
-        if PLAN.settings.induction.inducer == "llm" else [],
+        recorded=PLAN.recorded_generations("induction") if PLAN.induction_uses_llm else [],
     output:
         sections=P.sections(W["corpus"], "induced"),
         report=P.induction_report(W["corpus"]),
@@ -101,18 +95,11 @@ rule induce_structure:
         settings=trigger("induce_structure"),
     # the LLM inducer on one GPU while vLLM generates; TextTiling embeds paragraphs on CPUs;
     # replaying recorded generations needs two threads. Sizes: docs/cluster.md.
-    threads: 8 if PLAN.settings.induction.inducer == "texttiling" or (PLAN.stage_llm("induction").backend == "vllm" and PLAN.stage_llm("induction").mode != "replay") else 2
+    threads: 8 if PLAN.induction_embeds_paragraphs or PLAN.induction_on_gpu else 2
     resources:
-        **({"gpu": 1, "mem_mb": lambda w, attempt: 128000 * attempt,
-            "runtime": lambda w, attempt: 240 * attempt}
-           if PLAN.settings.induction.inducer == "llm"
-           and PLAN.stage_llm("induction").backend == "vllm"
-           and PLAN.stage_llm("induction").mode != "replay"
-           else {"gpu": 0, "mem_mb": lambda w, attempt: 16000 * attempt,
-                 "runtime": lambda w, attempt: 240 * attempt}
-           if PLAN.settings.induction.inducer == "texttiling"
-           else {"gpu": 0, "mem_mb": lambda w, attempt: 8000 * attempt,
-                 "runtime": lambda w, attempt: 60 * attempt}),
+        **(sized(128000, 240, gpu=1) if PLAN.induction_on_gpu
+           else sized(16000, 240, gpu=0) if PLAN.induction_embeds_paragraphs
+           else sized(8000, 60, gpu=0)),
     conda:
         "../envs/gpu.yaml"
     log:

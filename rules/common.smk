@@ -11,6 +11,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from structablate.corpus.byo import input_files as user_input_files
 from structablate.errors import ConfigError
 from structablate.plan import Plan
+from structablate.plan.resources import scaled, sized
 from structablate.slurm import gpu_group, on_gpu, slurm_extra_problems
 
 _SOURCE = ", ".join(map(str, workflow.configfiles)) or "config"

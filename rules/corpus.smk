@@ -12,8 +12,8 @@ rule build_qasper:
     wildcard_constraints:
         corpus=_alternatives(corpora_where(lambda c: PLAN.corpus_kind(c) == "qasper")),
     resources:
-        mem_mb=lambda w, attempt: 8000 * attempt,
-        runtime=lambda w, attempt: 30 * attempt,
+        mem_mb=scaled(8000),
+        runtime=scaled(30),
     conda:
         "../envs/cpu.yaml"
     log:
@@ -42,8 +42,8 @@ rule build_wikipedia:
         # and light (measured: 17 ms CPU per page, 90 MB), and compute nodes are usually
         # offline: it runs on the submit host (localrule). An XML export (possibly a full
         # dump) is parsed on a node.
-        mem_mb=lambda w, attempt: 8000 * attempt,
-        runtime=lambda w, attempt: 120 * attempt,
+        mem_mb=scaled(8000),
+        runtime=scaled(120),
     conda:
         "../envs/cpu.yaml"
     log:
@@ -67,8 +67,8 @@ rule build_user:
         corpus=_alternatives(corpora_where(lambda c: PLAN.corpus_kind(c) == "user"
                                            and not PLAN.generates_queries(c))),
     resources:
-        mem_mb=lambda w, attempt: 8000 * attempt,
-        runtime=lambda w, attempt: 60 * attempt,
+        mem_mb=scaled(8000),
+        runtime=scaled(60),
     conda:
         "../envs/cpu.yaml"
     log:
@@ -91,8 +91,8 @@ rule build_user_documents:
         corpus=_alternatives(corpora_where(lambda c: PLAN.corpus_kind(c) == "user"
                                            and PLAN.generates_queries(c))),
     resources:
-        mem_mb=lambda w, attempt: 8000 * attempt,
-        runtime=lambda w, attempt: 60 * attempt,
+        mem_mb=scaled(8000),
+        runtime=scaled(60),
     conda:
         "../envs/cpu.yaml"
     log:
@@ -118,16 +118,11 @@ rule generate_queries:
         corpus=_alternatives(corpora_where(PLAN.generates_queries)),
     # vLLM writes the questions on one GPU; replaying recorded generations (or an OpenAI-style
     # server, or llama.cpp on CPUs) needs none. Per corpus: each may lay its own llm block.
-    threads: lambda w: 8 if PLAN.stage_llm("queries", w.corpus).backend == "vllm" and PLAN.stage_llm("queries", w.corpus).mode != "replay" else 2
+    threads: lambda w: 8 if PLAN.llm_on_gpu("queries", w.corpus) else 2
     resources:
-        gpu=lambda w: int(PLAN.stage_llm("queries", w.corpus).backend == "vllm"
-                          and PLAN.stage_llm("queries", w.corpus).mode != "replay"),
-        mem_mb=lambda w, attempt: attempt * (
-            128000 if PLAN.stage_llm("queries", w.corpus).backend == "vllm"
-            and PLAN.stage_llm("queries", w.corpus).mode != "replay" else 8000),
-        runtime=lambda w, attempt: attempt * (
-            240 if PLAN.stage_llm("queries", w.corpus).backend == "vllm"
-            and PLAN.stage_llm("queries", w.corpus).mode != "replay" else 60),
+        gpu=lambda w: int(PLAN.llm_on_gpu("queries", w.corpus)),
+        mem_mb=scaled(lambda w: 128000 if PLAN.llm_on_gpu("queries", w.corpus) else 8000),
+        runtime=scaled(lambda w: 240 if PLAN.llm_on_gpu("queries", w.corpus) else 60),
     conda:
         "../envs/gpu.yaml"
     log:
@@ -149,8 +144,8 @@ rule bm25_check:
     params:
         settings=trigger("bm25_check"),
     resources:
-        mem_mb=lambda w, attempt: 8000 * attempt,
-        runtime=lambda w, attempt: 120 * attempt,
+        mem_mb=scaled(8000),
+        runtime=scaled(120),
     conda:
         "../envs/cpu.yaml"
     log:

@@ -16,9 +16,9 @@ rule embed_chunks:
     resources:
         # one GPU for an embedder on a cuda device (a CPU embedder runs longer)
         gpu=lambda w: int(PLAN.settings.embedders[w.embedder].device.startswith("cuda")),
-        mem_mb=lambda w, attempt: 32000 * attempt,
-        runtime=lambda w, attempt: attempt * (
-            30 if PLAN.settings.embedders[w.embedder].device.startswith("cuda") else 480),
+        mem_mb=scaled(32000),
+        runtime=scaled(
+            lambda w: 30 if PLAN.settings.embedders[w.embedder].device.startswith("cuda") else 480),
     # SLURM group by corpus and the stages upstream, none on a CPU device (structablate.slurm)
     group: lambda w: gpu_group(workflow, PLAN, "embed", "embed_chunks", w)
     conda:
@@ -44,9 +44,9 @@ rule embed_queries:
     resources:
         # one GPU for an embedder on a cuda device (a CPU embedder runs longer)
         gpu=lambda w: int(PLAN.settings.embedders[w.embedder].device.startswith("cuda")),
-        mem_mb=lambda w, attempt: 16000 * attempt,
-        runtime=lambda w, attempt: attempt * (
-            15 if PLAN.settings.embedders[w.embedder].device.startswith("cuda") else 480),
+        mem_mb=scaled(16000),
+        runtime=scaled(
+            lambda w: 15 if PLAN.settings.embedders[w.embedder].device.startswith("cuda") else 480),
     # SLURM group by corpus and the stages upstream, none on a CPU device (structablate.slurm)
     group: lambda w: gpu_group(workflow, PLAN, "embed", "embed_queries", w)
     conda:

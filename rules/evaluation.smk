@@ -14,8 +14,8 @@ rule score:
     resources:
         # one cell's 11 runs x 7 measures on the full QASPER (top-100 runs, 4,301 questions):
         # measured 2 s CPU, 1.2 GB peak with its chunk tables loaded
-        mem_mb=lambda w, attempt: 8000 * attempt,
-        runtime=lambda w, attempt: 30 * attempt,
+        mem_mb=scaled(8000),
+        runtime=scaled(30),
     conda:
         "../envs/cpu.yaml"
     log:
@@ -75,8 +75,8 @@ rule contrasts:
     params:
         settings=trigger("contrasts"),
     resources:
-        mem_mb=lambda w, attempt: 16000 * attempt,
-        runtime=lambda w, attempt: 120 * attempt,
+        mem_mb=scaled(16000),
+        runtime=scaled(120),
     conda:
         "../envs/cpu.yaml"
     log:
@@ -123,8 +123,8 @@ rule trec_export:
     params:
         settings=trigger("trec_export"),
     resources:
-        mem_mb=lambda w, attempt: 8000 * attempt,
-        runtime=lambda w, attempt: 30 * attempt,
+        mem_mb=scaled(8000),
+        runtime=scaled(30),
     conda:
         "../envs/cpu.yaml"
     log:

@@ -20,8 +20,8 @@ rule structure_quality:
     params:
         settings=trigger("structure_quality"),
     resources:
-        mem_mb=lambda w, attempt: 8000 * attempt,
-        runtime=lambda w, attempt: 60 * attempt,
+        mem_mb=scaled(8000),
+        runtime=scaled(60),
     conda:
         "../envs/cpu.yaml"
     log:
@@ -59,8 +59,8 @@ rule report_cell:
     params:
         settings=trigger("report_cell"),
     resources:
-        mem_mb=lambda w, attempt: 16000 * attempt,
-        runtime=lambda w, attempt: 120 * attempt,
+        mem_mb=scaled(16000),
+        runtime=scaled(120),
     conda:
         "../envs/cpu.yaml"
     log:
@@ -93,8 +93,8 @@ rule report_corpus:
     params:
         settings=trigger("report_corpus"),
     resources:
-        mem_mb=lambda w, attempt: 8000 * attempt,
-        runtime=lambda w, attempt: 60 * attempt,
+        mem_mb=scaled(8000),
+        runtime=scaled(60),
     conda:
         "../envs/cpu.yaml"
     log:

@@ -16,8 +16,8 @@ rule retrieve:
     params:
         settings=trigger("retrieve"),
     resources:
-        mem_mb=lambda w, attempt: 8000 * attempt,
-        runtime=lambda w, attempt: 60 * attempt,
+        mem_mb=scaled(8000),
+        runtime=scaled(60),
     conda:
         "../envs/cpu.yaml"
     log:
@@ -46,9 +46,8 @@ rule rerank:
     resources:
         # one GPU for a reranker on a cuda device, none on a CPU device (which runs longer)
         gpu=lambda w: int(on_gpu(PLAN.settings.rerankers[w.reranker].device)),
-        mem_mb=lambda w, attempt: 32000 * attempt,
-        runtime=lambda w, attempt: attempt * (
-            60 if on_gpu(PLAN.settings.rerankers[w.reranker].device) else 480),
+        mem_mb=scaled(32000),
+        runtime=scaled(lambda w: 60 if on_gpu(PLAN.settings.rerankers[w.reranker].device) else 480),
     group: lambda w: gpu_group(workflow, PLAN, "rerank", "rerank", w)
     conda:
         "../envs/gpu.yaml"

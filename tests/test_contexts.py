@@ -16,7 +16,6 @@ from structablate.llm.contextualize import (
     CHUNK_PROMPT,
     DOCUMENT_PROMPT,
     MESSAGE_OVERHEAD_TOKENS,
-    ContextsConfig,
     clean_context,
     context_messages,
     contextualize,
@@ -24,6 +23,13 @@ from structablate.llm.contextualize import (
     document_char_budget,
     document_windows,
     truncate_to_tokens,
+)
+from structablate.settings import (
+    ConfigError,
+    ContextsSettings,
+    LLMSettings,
+    parse,
+    with_context_tokens,
 )
 from structablate.tables import frame
 
@@ -178,8 +184,8 @@ def test_documents_are_shown_whole_when_they_fit_the_context(counter):
     long = " ".join(f"l{i:04d}" for i in range(6000))    # 36,000 characters
     docs, chunks = _docs_and_chunks([short, long])
     # SmolLM2's 8k context: the short document whole, the long one in windows
-    cfg = ContextsConfig.from_dict({"max_tokens": 160},
-                                   {"backend": "llamacpp", "llamacpp": {"n_ctx": 8192}})
+    cfg = with_context_tokens(ContextsSettings(max_tokens=160), parse(
+        LLMSettings, {"backend": "llamacpp", "llamacpp": {"n_ctx": 8192}}))
     assert cfg.context_tokens == 8192
     budget = document_char_budget(cfg, 300)
     assert len(short) < budget < len(long)
@@ -196,7 +202,8 @@ def test_documents_are_shown_whole_when_they_fit_the_context(counter):
     assert report["windowed_documents"] == 1 and report["documents"] == 2
     assert report["min_doc_char_budget"] == budget and report["context_tokens"] == 8192
     # a 32k context (the paper's vLLM max_model_len) shows the long document whole as well
-    big = ContextsConfig.from_dict({}, {"backend": "vllm", "vllm": {"max_model_len": 32768}})
+    big = with_context_tokens(ContextsSettings(), parse(
+        LLMSettings, {"backend": "vllm", "vllm": {"max_model_len": 32768}}))
     backend = Scripted(lambda r: "ctx")
     contextualize_chunks(chunks, docs, LLMClient("m", None, backend=backend), counter,
                          config=big)
@@ -206,12 +213,13 @@ def test_documents_are_shown_whole_when_they_fit_the_context(counter):
 
 def test_unknown_context_is_an_error_and_a_fixed_budget_still_works():
     with pytest.raises(ValueError, match="contexts.context_tokens"):
-        document_char_budget(ContextsConfig.from_dict({}, {"backend": "openai"}), 100)
+        document_char_budget(with_context_tokens(
+            ContextsSettings(), parse(LLMSettings, {"backend": "openai"})), 100)
     with pytest.raises(ValueError, match="raise the context"):
-        document_char_budget(ContextsConfig(context_tokens=512), 100)
-    assert document_char_budget(ContextsConfig(max_doc_chars=5000), 100) == 5000
-    with pytest.raises(ValueError, match="contexts.max_tokens"):
-        ContextsConfig(max_tokens=0)
+        document_char_budget(ContextsSettings(context_tokens=512), 100)
+    assert document_char_budget(ContextsSettings(max_doc_chars=5000), 100) == 5000
+    with pytest.raises(ConfigError, match="contexts.max_tokens"):
+        parse(ContextsSettings, {"max_tokens": 0}, "contexts")
 
 
 def test_derived_budget_fits_the_real_tokenizer_on_the_bundled_sample(sample_corpus, counter):
@@ -228,7 +236,7 @@ def test_derived_budget_fits_the_real_tokenizer_on_the_bundled_sample(sample_cor
     except Exception as exc:
         pytest.skip(f"SmolLM2 GGUF not available: {exc}")
     tok = Llama(str(path), vocab_only=True, verbose=False)
-    cfg = ContextsConfig(context_tokens=4096, max_tokens=160)
+    cfg = ContextsSettings(context_tokens=4096, max_tokens=160)
     worst = 0
     for d in sample_corpus.documents[:6]:
         spans = [(p.start, p.end) for p in d.paragraphs]

@@ -22,8 +22,9 @@ from structablate.corpus.verify import verify_sections
 from structablate.io import write_parquet
 from structablate.llm.backends import Backend, Generation
 from structablate.llm.client import client_from_config
-from structablate.llm.contextualize import ContextsConfig, contextualize_chunks
-from structablate.structure.induce import InductionConfig, LLMInducer
+from structablate.llm.contextualize import contextualize_chunks
+from structablate.settings import ContextsSettings, InductionSettings, parse
+from structablate.structure.induce import LLMInducer
 from structablate.tables import check_table, frame
 
 TOY = {"toy": {"type": "qasper", "sources": [{"path": "toy.json"}]}}
@@ -66,7 +67,7 @@ def test_induce_structure_script_replays_recorded_generations(tmp_path, monkeypa
     induction = {"inducer": "llm", "max_tokens": 512, "context_tokens": 8192}
     recorder = client_from_config(llm)
     recorder._backend = Echo()
-    LLMInducer(recorder, InductionConfig.from_dict(induction)).induce_many(docs)
+    LLMInducer(recorder, parse(InductionSettings, induction)).induce_many(docs)
 
     out = SimpleNamespace(sections=str(tmp_path / "induced.parquet"),
                           report=str(tmp_path / "report.json"))
@@ -109,7 +110,7 @@ def test_contextualize_script_replays_and_recounts(tmp_path, monkeypatch):
     recorder = client_from_config(llm)
     recorder._backend = Echo()
     contextualize_chunks(chunks, pl.read_parquet(paths["documents"]), recorder, counter,
-                         config=ContextsConfig.from_dict(contexts, llm))
+                         config=parse(ContextsSettings, contexts))
 
     out = SimpleNamespace(chunks=str(tmp_path / "A1.parquet"),
                           stats=str(tmp_path / "A1.json"))

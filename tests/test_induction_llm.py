@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+from dataclasses import replace
 
 import pytest
 from conftest import SAMPLE
@@ -15,14 +16,22 @@ from structablate.corpus.verify import verify_sections
 from structablate.llm.backends import Backend, Generation, Request
 from structablate.llm.cache import open_cache
 from structablate.llm.client import LLMClient, client_from_config
-from structablate.structure import induce_documents
+from structablate.settings import (
+    ConfigError,
+    InductionSettings,
+    LLMSettings,
+    context_tokens,
+    parse,
+    with_context_tokens,
+)
+from structablate.structure import induce_documents, make_inducer
 from structablate.structure.induce import (
-    InductionConfig,
     LLMInducer,
     build_messages,
     correction_messages,
     count_truncated,
     listing_budget,
+    para_caps,
     paragraph_listing,
     plan_windows,
     truncate_paragraph,
@@ -30,8 +39,8 @@ from structablate.structure.induce import (
 from structablate.structure.report import induction_report, span_identity
 from structablate.structure.tiling import FIRST, LAST
 
-CFG = InductionConfig(context_tokens=8192)
-TITLED = InductionConfig(context_tokens=8192, show_title=True)
+CFG = InductionSettings(context_tokens=8192)
+TITLED = InductionSettings(context_tokens=8192, show_title=True)
 
 
 class Scripted(Backend):
@@ -126,17 +135,17 @@ def test_still_invalid_after_correction_is_repaired_and_garbage_falls_back(tmp_p
     assert garbage.status == "fallback"
     assert [(s.para_start, s.para_end, s.title) for s in garbage.sections] == [(0, 8, "A Study")]
     no_retry = LLMInducer(client_for(Scripted(lambda r, n: bad)),
-                          InductionConfig(context_tokens=8192, self_correction=False))
+                          InductionSettings(context_tokens=8192, self_correction=False))
     assert no_retry.induce(d).status == "repaired"
 
 
 def test_long_documents_truncate_then_window(tmp_path):
     d = make_doc(sizes=(10, 10, 10))
     full = sum(len(d.paragraph_text(i)) for i in range(30))
-    cap, windows = plan_windows(d, InductionConfig(max_prompt_chars=full // 2,
+    cap, windows = plan_windows(d, InductionSettings(max_prompt_chars=full // 2,
                                                    para_char_caps=(60, 30)))
     assert cap == 60 and windows == [(0, 30)]
-    cfg = InductionConfig(max_prompt_chars=400, para_char_caps=(40,))
+    cfg = InductionSettings(max_prompt_chars=400, para_char_caps=(40,))
     cap, windows = plan_windows(d, cfg)
     assert cap == 40 and len(windows) > 1
     assert windows[0][0] == 0 and windows[-1][1] == 30
@@ -255,35 +264,58 @@ def test_context_overflow_falls_back_instead_of_crashing():
 # ------------------------------------------------------- the context budget (issue 15 §4)
 
 def test_context_length_comes_from_the_stage_llm_block():
-    from structablate.llm.gguf import model_context_tokens
+    def llm(data):
+        return parse(LLMSettings, data)
 
-    llama = {"backend": "llamacpp", "llamacpp": {"n_ctx": 4096}}
-    assert InductionConfig.from_dict({}, llama).context_tokens == 4096
-    assert model_context_tokens({"backend": "llamacpp"}) == 8192  # LlamaCppBackend's default
-    vllm = {"backend": "vllm", "vllm": {"max_model_len": 32768}}
-    assert InductionConfig.from_dict({}, vllm).context_tokens == 32768
+    llama = llm({"backend": "llamacpp", "llamacpp": {"n_ctx": 4096}})
+    assert with_context_tokens(InductionSettings(), llama).context_tokens == 4096
+    assert context_tokens(llm({"backend": "llamacpp"})) == 8192  # LlamaCppSettings' default
+    vllm = llm({"backend": "vllm", "vllm": {"max_model_len": 32768}})
+    assert with_context_tokens(InductionSettings(), vllm).context_tokens == 32768
     # an explicit setting wins; an unknown context is an error naming the keys to set
-    assert InductionConfig.from_dict({"context_tokens": 1000}, vllm).context_tokens == 1000
+    assert with_context_tokens(InductionSettings(context_tokens=1000), vllm
+                               ).context_tokens == 1000
     for unknown in ({"backend": "openai"}, {"backend": "vllm"}, {"backend": "none"}):
-        cfg = InductionConfig.from_dict({}, unknown)
+        cfg = with_context_tokens(InductionSettings(), llm(unknown))
         with pytest.raises(ValueError, match="induction.context_tokens"):
             plan_windows(make_doc(), cfg)
     with pytest.raises(ValueError, match="leaves .* characters"):
-        listing_budget(InductionConfig(context_tokens=2048, max_tokens=1024))
+        listing_budget(InductionSettings(context_tokens=2048, max_tokens=1024))
+    with pytest.raises(ConfigError, match="para_char_caps"):
+        parse(InductionSettings, {"para_char_caps": []}, "induction")
     with pytest.raises(ValueError, match="para_char_caps"):
-        InductionConfig(para_char_caps=())
+        para_caps(InductionSettings(para_char_caps=(None,)))
     # the old "whole paragraphs first" step in a config is implicit now
-    assert InductionConfig.from_dict({"para_char_caps": [None, 300]}).para_char_caps == (300,)
+    assert para_caps(parse(InductionSettings, {"para_char_caps": [None, 300]})) == (300,)
+
+
+def test_induce_documents_takes_the_workflow_settings_objects(tmp_path):
+    """The glue hands induce_documents the plan's typed settings (an LLMSettings, not a
+    mapping); the context comes from its llama.cpp block (main's shadow config read the
+    block with mapping access and failed on the settings object)."""
+    docs = [make_doc()]
+    llm = parse(LLMSettings, {"model": "m", "backend": "llamacpp",
+                              "cache": str(tmp_path / "rec.jsonl"),
+                              "llamacpp": {"n_ctx": 8192}})  # loaded only on a miss
+    induction = InductionSettings(max_tokens=512)
+    inducer = make_inducer(induction, llm)
+    assert inducer.config.context_tokens == 8192
+    inducer.client._backend = Scripted(lambda r, n: tiling_answer(*window_of(r)))
+    first = inducer.induce_many(docs)
+    inducer.client.close()
+    pairs, report = induce_documents(docs, induction, replace(llm, mode="replay"))
+    assert [p[1] for p in pairs] == [r.sections for r in first]
+    assert report["context_tokens"] == 8192 and report["llm"]["cache_hits"] == 1
 
 
 def test_budget_grows_with_the_context_and_shrinks_with_the_answers():
-    small = listing_budget(InductionConfig(context_tokens=8192, max_tokens=1024))
-    large = listing_budget(InductionConfig(context_tokens=32768, max_tokens=1024))
+    small = listing_budget(InductionSettings(context_tokens=8192, max_tokens=1024))
+    large = listing_budget(InductionSettings(context_tokens=32768, max_tokens=1024))
     assert abs(large - small - (32768 - 8192) * 3.0) <= 1
-    one_round = listing_budget(InductionConfig(context_tokens=8192, max_tokens=1024,
+    one_round = listing_budget(InductionSettings(context_tokens=8192, max_tokens=1024,
                                                self_correction=False))
     assert one_round > small + 1024 * 3.0  # no second answer, no correction message
-    assert listing_budget(InductionConfig(max_prompt_chars=5000)) == 5000
+    assert listing_budget(InductionSettings(max_prompt_chars=5000)) == 5000
 
 
 def _mixed_doc(n_long=6, n_short=6):
@@ -299,10 +331,10 @@ def test_truncate_only_when_the_document_does_not_fit(tmp_path):
     n = len(d.paragraphs)
     full = len(paragraph_listing(d, 0, n, None))
     # the whole document fits: no paragraph is cut, whatever the caps
-    roomy = InductionConfig(max_prompt_chars=full, para_char_caps=(100,))
+    roomy = InductionSettings(max_prompt_chars=full, para_char_caps=(100,))
     assert plan_windows(d, roomy) == (None, [(0, n)])
     # one character short: the first cap that fits applies, and only long paragraphs are cut
-    tight = InductionConfig(max_prompt_chars=full - 1, para_char_caps=(500, 100))
+    tight = InductionSettings(max_prompt_chars=full - 1, para_char_caps=(500, 100))
     cap, windows = plan_windows(d, tight)
     assert windows == [(0, n)] and cap == 500
     long_ones = [i for i in range(n) if len(d.paragraph_text(i)) > 500]
@@ -342,7 +374,7 @@ def test_derived_budget_fits_the_real_tokenizer_on_the_bundled_sample(sample_cor
     docs = sample_corpus.documents
     checked = caps = 0
     for ctx in (4096, 8192):
-        cfg = InductionConfig(context_tokens=ctx, max_tokens=512)
+        cfg = InductionSettings(context_tokens=ctx, max_tokens=512)
         budget = listing_budget(cfg)
         for d in docs:
             cap, windows = plan_windows(d, cfg)

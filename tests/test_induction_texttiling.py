@@ -12,9 +12,9 @@ from conftest import shared_file
 
 from structablate.corpus.flatten import DocumentBuilder
 from structablate.corpus.verify import verify_sections
+from structablate.settings import ConfigError, TextTilingSettings, parse
 from structablate.structure import induce_documents, make_inducer
 from structablate.structure.texttiling import (
-    TextTilingConfig,
     TextTilingInducer,
     block_similarities,
     depth_scores,
@@ -92,7 +92,7 @@ def test_topic_switches_become_boundaries_and_levels():
     embed = topic_embed(lambda t: int(t[1]))
     sim = block_similarities(embed([doc.paragraph_text(i) for i in range(13)]), 2)
     assert np.argsort(sim)[:2].tolist() in ([3, 8], [8, 3])
-    res = TextTilingInducer(TextTilingConfig(levels=1), embed=embed).induce(doc)
+    res = TextTilingInducer(TextTilingSettings(levels=1), embed=embed).induce(doc)
     assert [(s.para_start, s.para_end) for s in res.sections] == [(0, 4), (4, 9), (9, 13)]
     assert all(s.level == 1 for s in res.sections)
     # titles: top TF-IDF terms of the section; the topic word is unique to its section
@@ -113,7 +113,7 @@ def test_two_levels_nest_fine_segments_under_coarse_ones():
             out.append(v / np.linalg.norm(v))
         return np.array(out)
 
-    tt = TextTilingInducer(TextTilingConfig(levels=2, min_section_paras=2), embed=embed)
+    tt = TextTilingInducer(TextTilingSettings(levels=2, min_section_paras=2), embed=embed)
     coarse, fine = tt.boundaries(doc)
     assert coarse == [4, 10] and fine == [4, 7, 10]
     res = tt.induce(doc)
@@ -123,7 +123,7 @@ def test_two_levels_nest_fine_segments_under_coarse_ones():
     assert res.sections[2].path == (res.sections[1].title, res.sections[2].title)
     # the level-1 title speaks for its whole coarse span (bravo and charlie)
     assert {"bravo", "charlie"} <= set(res.sections[1].title.lower().split(", "))
-    flat = TextTilingInducer(TextTilingConfig(levels=1, c_fine=0.5), embed=embed).induce(doc)
+    flat = TextTilingInducer(TextTilingSettings(levels=1, c_fine=0.5), embed=embed).induce(doc)
     assert [s.level for s in flat.sections] == [1, 1, 1, 1]
 
 
@@ -140,7 +140,7 @@ def minilm():
 def test_real_qasper_documents(minilm):
     pids = sorted(qasper())[:3]
     docs = [qasper_doc(p) for p in pids]
-    inducer = TextTilingInducer(TextTilingConfig(), embed=minilm)
+    inducer = TextTilingInducer(TextTilingSettings(), embed=minilm)
     results = inducer.induce_many(docs)
     for doc, res in zip(docs, results, strict=True):
         assert verify_sections(doc.paragraphs, res.sections, check_level_steps=True) == []
@@ -157,7 +157,7 @@ def test_real_qasper_documents(minilm):
             for w in s.title.lower().split(", "):
                 assert w in body.lower(), (w, s.title)
     # deterministic
-    again = TextTilingInducer(TextTilingConfig(), embed=minilm).induce(docs[0])
+    again = TextTilingInducer(TextTilingSettings(), embed=minilm).induce(docs[0])
     assert again.sections == results[0].sections
 
 
@@ -169,7 +169,7 @@ def test_real_model_finds_the_seam_between_two_papers(minilm):
     for t in pa + pb:
         builder.add_paragraph(t, ["x"])
     doc = builder.build()
-    res = TextTilingInducer(TextTilingConfig(levels=1, c_fine=0.0, min_section_paras=2),
+    res = TextTilingInducer(TextTilingSettings(levels=1, c_fine=0.0, min_section_paras=2),
                             embed=minilm).induce(doc)
     assert len(pa) in {s.para_start for s in res.sections}
 
@@ -196,7 +196,7 @@ def test_three_levels_nest_each_pass_under_the_coarser_ones():
         def level_boundaries(self, doc):
             return [[8], [4, 8], [2, 4, 6, 8, 10]]
 
-    cfg = TextTilingConfig(levels=3, min_section_paras=1)
+    cfg = TextTilingSettings(levels=3, min_section_paras=1)
     tt = Fixed(cfg, embed=lambda texts: np.eye(len(texts)))
     res = tt.induce(doc)
     assert verify_sections(doc.paragraphs, res.sections, check_level_steps=True) == []
@@ -207,13 +207,13 @@ def test_three_levels_nest_each_pass_under_the_coarser_ones():
         res.sections[0].title, res.sections[2].title)
     assert TextTilingInducer(cfg, embed=lambda t: np.eye(len(t))).thresholds() == [
         cfg.c_coarse, (cfg.c_coarse + cfg.c_fine) / 2, cfg.c_fine]
-    with pytest.raises(ValueError, match="levels must be 1, 2 or 3"):
-        TextTilingConfig(levels=4)
+    with pytest.raises(ConfigError, match="induction.texttiling.levels"):
+        parse(TextTilingSettings, {"levels": 4}, "induction.texttiling")
 
 
 def test_real_passes_nest(minilm):
     doc = qasper_doc(sorted(qasper())[3])
-    tt = TextTilingInducer(TextTilingConfig(levels=3, block_size=3, c_coarse=-0.5, c_mid=0.0,
+    tt = TextTilingInducer(TextTilingSettings(levels=3, block_size=3, c_coarse=-0.5, c_mid=0.0,
                                             c_fine=1.0, min_section_paras=1), embed=minilm)
     passes = tt.level_boundaries(doc)
     assert set(passes[0]) <= set(passes[1]) <= set(passes[2]) and passes[2]

@@ -13,9 +13,9 @@ import pytest
 import yaml
 from conftest import REPO
 
+from structablate.settings import ConfigError, TextTilingSettings
 from structablate.structure import make_inducer
 from structablate.structure.texttiling import (
-    TextTilingConfig,
     TextTilingInducer,
     fixed_shape_embedder,
     sentence_embedder,
@@ -41,7 +41,7 @@ def openvino_embed():
 
 
 def test_openvino_gives_the_torch_sections(docs, openvino_embed):
-    cfg = TextTilingConfig(**bundled_texttiling())
+    cfg = TextTilingSettings(**bundled_texttiling())
     torch_res = TextTilingInducer(cfg, embed=sentence_embedder(cfg.model)).induce_many(docs)
     ov_res = TextTilingInducer(cfg, embed=openvino_embed).induce_many(docs)
     assert sum(len(d.paragraphs) for d in docs) > 100
@@ -54,7 +54,7 @@ def test_openvino_gives_the_torch_sections(docs, openvino_embed):
 
 
 def test_corpus_in_one_call_equals_one_call_per_document(docs, openvino_embed):
-    inducer = TextTilingInducer(TextTilingConfig(), embed=openvino_embed)
+    inducer = TextTilingInducer(TextTilingSettings(), embed=openvino_embed)
     at_once = inducer._embed_corpus(docs)
     assert set(at_once) == {d.doc_id for d in docs}
     for doc in reversed(docs):
@@ -74,7 +74,7 @@ def test_torch_path_embeds_per_document(docs):
         v = rng.standard_normal((len(texts), 8))
         return v / np.linalg.norm(v, axis=1, keepdims=True)
 
-    TextTilingInducer(TextTilingConfig(), embed=embed).induce_many(docs[:3])
+    TextTilingInducer(TextTilingSettings(), embed=embed).induce_many(docs[:3])
     assert calls == [len(d.paragraphs) for d in docs[:3]]
 
 
@@ -82,5 +82,5 @@ def test_config_builds_the_backend_and_refuses_an_unknown_one():
     pytest.importorskip("openvino", reason="the openvino extra is not installed")
     inducer = make_inducer({"inducer": "texttiling", "texttiling": {"backend": "openvino"}})
     assert getattr(inducer.embed, "batch_invariant", False)
-    with pytest.raises(ValueError, match="induction.texttiling.backend"):
-        TextTilingConfig(backend="onnx")
+    with pytest.raises(ConfigError, match="induction.texttiling.backend"):
+        make_inducer({"inducer": "texttiling", "texttiling": {"backend": "onnx"}})

@@ -12,9 +12,9 @@ from test_induction_texttiling import synthetic_doc, topic_embed
 from structablate.corpus.verify import verify_sections
 from structablate.llm.backends import Backend, Generation, Request
 from structablate.llm.client import LLMClient
+from structablate.settings import ConfigError, InductionSettings, TextTilingSettings
 from structablate.structure import induce_documents, make_inducer
-from structablate.structure.induce import InductionConfig
-from structablate.structure.texttiling import TextTilingConfig, TextTilingInducer
+from structablate.structure.texttiling import TextTilingInducer
 from structablate.structure.tiling import Entry
 from structablate.structure.titles import (
     LLMTitler,
@@ -23,7 +23,7 @@ from structablate.structure.titles import (
     titles_schema,
 )
 
-CFG = InductionConfig(context_tokens=8192, max_tokens=512)
+CFG = InductionSettings(context_tokens=8192, max_tokens=512)
 
 
 class Scripted(Backend):
@@ -64,7 +64,7 @@ def _hybrid(fn, cfg=CFG):
     embed = topic_embed(lambda t: int(t[1]))
     backend = Scripted(fn)
     titler = LLMTitler(LLMClient("m", None, backend=backend), cfg)
-    tt = TextTilingConfig(levels=1)
+    tt = TextTilingSettings(levels=1)
     return doc, backend, TextTilingInducer(tt, embed=embed, titler=titler), TextTilingInducer(
         tt, embed=embed)
 
@@ -102,7 +102,7 @@ def test_a_small_budget_splits_the_sections_into_groups():
     def fn(r):
         return json.dumps({"titles": [f"H{n}" for n in sections_in(r)]})
 
-    small = InductionConfig(max_prompt_chars=200, para_char_caps=(20,))
+    small = InductionSettings(max_prompt_chars=200, para_char_caps=(20,))
     doc, backend, hybrid, _ = _hybrid(fn, small)
     res = hybrid.induce(doc)
     covered = [n for r in backend.requests for n in sections_in(r)]
@@ -115,8 +115,8 @@ def test_a_small_budget_splits_the_sections_into_groups():
 def test_config_builds_the_hybrid_and_its_report(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="no llm config block"):
         make_inducer({"inducer": "texttiling", "texttiling": {"titles": "llm"}}, None)
-    with pytest.raises(ValueError, match="titles must be one of"):
-        TextTilingConfig(titles="gpt")
+    with pytest.raises(ConfigError, match="induction.texttiling.titles"):
+        make_inducer({"inducer": "texttiling", "texttiling": {"titles": "gpt"}})
     embed = topic_embed(lambda t: int(t[1]))
     monkeypatch.setattr("structablate.structure.texttiling.sentence_embedder",
                         lambda *a, **k: embed)
@@ -144,7 +144,7 @@ def test_a_call_covers_no_more_sections_than_its_answer_can_hold():
         return json.dumps({"titles": [f"H{n}" for n in sections_in(r)]})
 
     # max_tokens 80: (80 - 32) // 24 = 2 headings per call, whatever the listing budget
-    cfg = InductionConfig(context_tokens=8192, max_tokens=80)
+    cfg = InductionSettings(context_tokens=8192, max_tokens=80)
     doc, backend, hybrid, _ = _hybrid(fn, cfg)
     assert hybrid.titler.max_sections_per_call() == 2
     res = hybrid.induce(doc)

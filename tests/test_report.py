@@ -12,7 +12,13 @@ from conftest import REPO, SAMPLE
 
 from structablate.plan import Plan
 from structablate.report import blocks, figures, render
-from structablate.report.page import CellData, CorpusData, build_page, overview_html
+from structablate.report.page import (
+    CellData,
+    CorpusData,
+    PageSettings,
+    build_page,
+    overview_html,
+)
 from structablate.report.provenance import (
     cell_flags,
     llm_conditions,
@@ -386,11 +392,11 @@ def test_page_html_holds_tables_figures_and_escapes(tmp_path):
                               {("small", "A0"): {"truncation_rate": 0.0}}, ["A0"])
     corpus = CorpusData("qasper", "qasper", corpus_report, sm,
                         {"forest": "qasper/forest.png", "funnel": "qasper/funnel.png"})
-    intro, sections = build_page(
-        [cell], [corpus], embedders={"small": {"model": "BAAI/<small>"}},
+    intro, sections = build_page([cell], [corpus], PageSettings(
+        embedders={"small": {"model": "BAAI/<small>"}},
         rerankers={"none": {}}, conditions=["A0", "G2"], measures=["covNDCG@10", "RR"],
         primary={"metric": "covNDCG@10", "embedder": "small", "reranker": "none"},
-        stage_conditions=TT_STAGES)
+        stage_conditions=TT_STAGES))
     html = render.page_html("t", sections, intro)
     p = _Tables()
     p.feed(html)

@@ -8,10 +8,23 @@ import pytest
 from structablate.errors import ConfigError
 from structablate.report import blocks
 from structablate.report.guard import comparison_flags
-from structablate.report.page import CellData, CorpusData, build_page, synthetic_queries
+from structablate.report.page import (
+    CellData,
+    CorpusData,
+    PageSettings,
+    build_page,
+    synthetic_queries,
+)
 from structablate.report.render import page_markdown
 from structablate.report.verdict import _numbers, answer, mixedlm_disagreement, verdict_blocks
-from structablate.settings import GuardSettings, parse
+from structablate.settings import (
+    EmbedderSettings,
+    GuardSettings,
+    LLMSettings,
+    PrimaryCell,
+    RerankerSettings,
+    parse,
+)
 from structablate.structure.quality import CHANCE_FIGURES, CHECKS_SCHEMA, QUALITY_SCHEMA
 
 METRIC = "covNDCG@10"
@@ -334,15 +347,16 @@ def test_page_verdict_section_shows_guard_table_bm25_and_left_out():
                         comparison_checks=DEGENERATE,
                         bm25={"gold_top1_within_document": 0.5, "gold_top1_corpus_wide": 0.1},
                         question_funnel={"statuses": {"final": 33, "query_leak": 4}})
-    llm = {"stages": {"structure induction": {"backend": "llamacpp", "model": "qwen",
-                                              "mode": "replay"},
-                      "queries (other)": {"backend": "llamacpp", "model": "q", "mode": "replay"},
-                      "queries (c)": {"backend": "llamacpp", "model": "q", "mode": "replay"}}}
-    intro, sections = build_page(
-        [cell], [corpus], embedders={"e": {"model": "pkg:m"}}, rerankers={"none": {}},
+    def replayed(model):
+        return LLMSettings(backend="llamacpp", model=model, mode="replay")
+
+    llm = {"structure induction": replayed("qwen"), "queries (other)": replayed("q"),
+           "queries (c)": replayed("q")}
+    intro, sections = build_page([cell], [corpus], PageSettings(
+        embedders={"e": EmbedderSettings(model="pkg:m")}, rerankers={"none": RerankerSettings()},
         conditions=["A3", "A4"], measures=[METRIC],
-        primary={"metric": METRIC, "embedder": "e", "reranker": "none"}, llm=llm,
-        stage_conditions={"induction": ["A3", "A4"], "contexts": []})
+        primary=PrimaryCell(metric=METRIC, embedder="e", reranker="none"), llm=llm,
+        stage_conditions={"induction": ["A3", "A4"], "contexts": []}))
     verdict = next(s for s in sections if s.key == "verdict-c")
     keys = [getattr(b, "key", None) for b in verdict.blocks]
     assert "structure-quality-c" in keys and "verdict-c" in keys

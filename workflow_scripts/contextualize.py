@@ -14,8 +14,8 @@ from structablate.chunking.build import chunk_stats
 from structablate.chunking.tokens import TokenCounter
 from structablate.io import read_parquet, write_json, write_parquet
 from structablate.llm.client import client_from_config
-from structablate.llm.contextualize import ContextsConfig, contextualize_chunks
-from structablate.settings import dump
+from structablate.llm.contextualize import contextualize_chunks
+from structablate.settings import with_context_tokens
 from structablate.study import derived_from
 from structablate.tables import check_table
 from structablate.workflow import setup
@@ -38,7 +38,7 @@ def main(smk):
     report: dict = {}
     out = contextualize_chunks(
         chunks, read_parquet(smk.input.documents), client, counter,
-        config=ContextsConfig.from_dict(dump(cfg), dump(settings["llm"])), progress=True,
+        config=with_context_tokens(cfg, settings["llm"]), progress=True,
         report=report,
     )
     stats = client.stats.as_dict()

@@ -5,7 +5,6 @@ from pathlib import Path
 
 from structablate.corpus.flatten import documents_from_frames, sections_frame
 from structablate.io import read_parquet, write_json, write_parquet
-from structablate.settings import dump
 from structablate.structure import induce_documents
 from structablate.workflow import setup
 
@@ -15,9 +14,8 @@ def main(smk):
     docs = documents_from_frames(
         read_parquet(smk.input.documents), read_parquet(smk.input.paragraphs),
         read_parquet(smk.input.gold_sections))
-    induction = {k: v for k, v in dump(settings["induction"]).items() if k != "llm"}
-    llm = settings["llm"]
-    pairs, report = induce_documents(docs, induction, llm, base_dir=Path.cwd())
+    pairs, report = induce_documents(docs, settings["induction"], settings["llm"],
+                                     base_dir=Path.cwd())
     report["corpus"] = smk.wildcards.corpus
     log.info("induced %d documents with %s: %d usable, %d repaired, %.1f sections/doc",
              report["n_documents"], report["inducer"], report["usable"], report["repaired"],

@@ -9,12 +9,12 @@ from structablate.io import read_parquet
 from structablate.report import (
     CellData,
     CorpusData,
+    PageSettings,
     build_page,
     corpus_html,
     overview_html,
     write_page,
 )
-from structablate.settings import dump
 from structablate.workflow import setup
 
 
@@ -73,12 +73,12 @@ def main(smk):
             questions_generated=generated,
             **a1_cost(smk.input.a1_stats[i] if smk.input.a1_stats else None),
         ))
-    llm = {"stages": {k: dump(v) if v is not None else None for k, v in s["llm"].items()}}
-    intro, sections = build_page(
-        cells, corpora, embedders=dump(s["embedders"]), rerankers=dump(s["rerankers"]),
-        conditions=s["conditions"], measures=list(s["measures"]), primary=dump(s["primary"]),
-        llm=llm, size_match_structure=s["size_match_structure"], inducer=s["inducer"],
-        stage_conditions=s["stage_conditions"], guard=s["guard"])
+    run = PageSettings(
+        embedders=s["embedders"], rerankers=s["rerankers"], conditions=s["conditions"],
+        measures=s["measures"], primary=s["primary"], stage_conditions=s["stage_conditions"],
+        llm=s["llm"], size_match_structure=s["size_match_structure"], inducer=s["inducer"],
+        guard=s["guard"])
+    intro, sections = build_page(cells, corpora, run)
     write_page(intro, sections, smk.output.markdown, smk.output.html)
     Path(smk.output.overview).write_text(overview_html(intro, sections), encoding="utf-8")
     for name, path in zip(s["corpora"], smk.output.verdicts, strict=True):

@@ -58,6 +58,7 @@ import numpy as np
 
 from structablate.chunking.spans import Unit, balanced_groups, make_units
 from structablate.corpus.flatten import Paragraph, Section, top_section_ids
+from structablate.settings import ChunkingSettings
 from structablate.text.sentences import sentence_spans
 
 
@@ -90,8 +91,8 @@ def structural_chunks(
     sections: Sequence[Section],
     token_starts: np.ndarray,
     *,
-    t_max: int = 350,
-    t_min: int = 60,
+    t_max: int = ChunkingSettings.t_max,
+    t_min: int = ChunkingSettings.t_min,
     paragraph_sentences: Sequence[Sequence[tuple[int, int]]] | None = None,
 ) -> list[ChunkSpan]:
     """Plan the structural chunks of one document (see module docstring for the rules).

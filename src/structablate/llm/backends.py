@@ -18,7 +18,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from structablate.errors import StructablateError
-from structablate.settings import LlamaCppSettings, dump, parse
+from structablate.settings import (
+    LlamaCppSettings,
+    LLMSettings,
+    OpenAISettings,
+    VllmSettings,
+    dump,
+    parse,
+    served_model,
+)
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +40,7 @@ class Sampling:
     temperature: float = 0.0
     top_p: float = 1.0
     max_tokens: int = 512
-    seed: int = 20260710
+    seed: int = LLMSettings.seed
     stop: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
@@ -125,15 +133,15 @@ class OpenAIBackend(Backend):
     def __init__(
         self,
         model: str,
-        base_url: str = "http://127.0.0.1:8000/v1",
+        base_url: str = OpenAISettings.base_url,
         *,
-        api_key_env: str | None = "OPENAI_API_KEY",
-        timeout_s: float = 120.0,
-        max_retries: int = 5,
-        backoff_s: float = 1.0,
-        max_backoff_s: float = 60.0,
-        concurrency: int = 4,
-        response_format: str = "json_schema",
+        api_key_env: str | None = OpenAISettings.api_key_env,
+        timeout_s: float = OpenAISettings.timeout_s,
+        max_retries: int = OpenAISettings.max_retries,
+        backoff_s: float = OpenAISettings.backoff_s,
+        max_backoff_s: float = OpenAISettings.max_backoff_s,
+        concurrency: int = OpenAISettings.concurrency,
+        response_format: str = OpenAISettings.response_format,
         extra_body: dict[str, Any] | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ):
@@ -346,7 +354,7 @@ class LlamaCppBackend(Backend):
         model_path: str,
         settings: LlamaCppSettings | None = None,
         *,
-        seed: int = 20260710,
+        seed: int = LLMSettings.seed,
         **overrides: Any,
     ):
         if overrides or settings is None:
@@ -470,11 +478,11 @@ class VLLMBackend(Backend):
         self,
         model_path: str,
         *,
-        seed: int = 20260710,
-        max_model_len: int | None = None,
-        gpu_memory_utilization: float = 0.9,
-        tensor_parallel_size: int = 1,
-        enable_prefix_caching: bool = True,
+        seed: int = LLMSettings.seed,
+        max_model_len: int | None = VllmSettings.max_model_len,
+        gpu_memory_utilization: float = VllmSettings.gpu_memory_utilization,
+        tensor_parallel_size: int = VllmSettings.tensor_parallel_size,
+        enable_prefix_caching: bool = VllmSettings.enable_prefix_caching,
         **kwargs: Any,
     ):
         try:
@@ -536,3 +544,42 @@ class VLLMBackend(Backend):
                 finish_reason=c.finish_reason,
             ))
         return gens
+
+
+# ------------------------------------------------------------------------------- registry
+
+
+def _openai(llm: LLMSettings) -> Backend:
+    o = llm.openai
+    return OpenAIBackend(
+        model=served_model(llm), base_url=o.base_url, api_key_env=o.api_key_env,
+        timeout_s=o.timeout_s, max_retries=o.max_retries, backoff_s=o.backoff_s,
+        max_backoff_s=o.max_backoff_s, concurrency=o.concurrency,
+        response_format=o.response_format, extra_body=o.extra_body)
+
+
+def _llamacpp(llm: LLMSettings) -> Backend:
+    from structablate.llm.gguf import resolve_gguf
+
+    path = resolve_gguf(served_model(llm), llm.llamacpp.model_dir)
+    return LlamaCppBackend(str(path), llm.llamacpp, seed=llm.seed)
+
+
+def _vllm(llm: LLMSettings) -> Backend:
+    v = llm.vllm
+    return VLLMBackend(
+        served_model(llm), seed=llm.seed, max_model_len=v.max_model_len,
+        gpu_memory_utilization=v.gpu_memory_utilization,
+        tensor_parallel_size=v.tensor_parallel_size,
+        enable_prefix_caching=v.enable_prefix_caching, **v.engine_args)
+
+
+FACTORIES: dict[str, Callable[[LLMSettings], Backend] | None] = {
+    "llamacpp": _llamacpp,
+    "openai": _openai,
+    "vllm": _vllm,
+    "none": None,
+}
+"""``llm.backend`` name -> a function building that backend from the (stage's merged) llm
+settings; None for a backend that only replays. The names are those of
+:data:`structablate.settings.LLM_BACKENDS`, where each backend's facts live."""

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from structablate.llm.backends import (
+    FACTORIES,
     Backend,
     Generation,
     Message,
@@ -45,7 +46,6 @@ from structablate.store.lock import LockSettings, StageLock
 log = logging.getLogger(__name__)
 
 MODES = ("cached", "replay")
-BACKENDS = ("vllm", "openai", "llamacpp", "none")
 
 
 @dataclass
@@ -304,37 +304,16 @@ class LLMClient:
         return [texts[k] for k in keys]
 
 
-def _backend_factory(llm: LLMSettings, model: str, seed: int) -> Callable[[], Backend]:
-    """A function building ``llm``'s backend on first use (never called in replay mode)."""
+def _backend_factory(llm: LLMSettings, model: str) -> Callable[[], Backend]:
+    """A function building ``llm``'s backend (:data:`~structablate.llm.backends.FACTORIES`)
+    on first use (never called in replay mode)."""
 
     def make() -> Backend:
-        if llm.backend == "openai":
-            from structablate.llm.backends import OpenAIBackend
-
-            o = llm.openai
-            return OpenAIBackend(
-                model=o.model or model, base_url=o.base_url, api_key_env=o.api_key_env,
-                timeout_s=o.timeout_s, max_retries=o.max_retries, backoff_s=o.backoff_s,
-                max_backoff_s=o.max_backoff_s, concurrency=o.concurrency,
-                response_format=o.response_format, extra_body=o.extra_body)
-        if llm.backend == "llamacpp":
-            from structablate.llm.backends import LlamaCppBackend
-            from structablate.llm.gguf import resolve_gguf
-
-            path = resolve_gguf(llm.llamacpp.model_path or model, llm.llamacpp.model_dir)
-            return LlamaCppBackend(str(path), llm.llamacpp, seed=seed)
-        if llm.backend == "vllm":
-            from structablate.llm.backends import VLLMBackend
-
-            v = llm.vllm
-            return VLLMBackend(
-                v.model_path or model, seed=seed, max_model_len=v.max_model_len,
-                gpu_memory_utilization=v.gpu_memory_utilization,
-                tensor_parallel_size=v.tensor_parallel_size,
-                enable_prefix_caching=v.enable_prefix_caching, **v.engine_args)
-        raise RuntimeError(
-            f"llm.backend is 'none': the client can only replay, and {model!r} missed the cache"
-        )
+        factory = FACTORIES[llm.backend]
+        if factory is None:
+            raise RuntimeError(f"llm.backend is {llm.backend!r}: the client can only replay, "
+                               f"and {model!r} missed the cache")
+        return factory(llm)
 
     return make
 
@@ -373,7 +352,7 @@ def client_from_config(
         cache = open_cache(path, readonly=(mode == "replay"), settings=store_settings)
     elif mode == "replay":
         raise ValueError("llm.mode replay needs llm.cache")
-    factory = None if mode == "replay" else _backend_factory(llm, model, seed)
+    factory = None if mode == "replay" else _backend_factory(llm, model)
     return LLMClient(model, cache, mode=mode, backend_factory=factory, sampling=sampling,
                      batch_size=llm.batch_size, backend_name=llm.backend, stage=stage,
                      lock_settings=lock_settings)

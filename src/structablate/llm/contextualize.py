@@ -2,8 +2,9 @@
 
 For each chunk the model sees the whole document and the chunk and writes a short context that
 situates the chunk in the document. The context is whitespace-folded and cut to at most
-``context_max_tokens`` (default 80) tokens of the **embedder's** tokenizer (the budget the
-paper states), at a word boundary where possible; the chunk's prefix becomes ``context + " "``.
+``context_max_tokens`` tokens (:class:`~structablate.settings.ContextsSettings`; the paper's
+80) of the **embedder's** tokenizer (the budget the paper states), at a word boundary where
+possible; the chunk's prefix becomes ``context + " "``.
 
 The prompt puts the document first and the chunk last, so the prompts of one document share
 their longest possible prefix: llama.cpp re-evaluates only the tokens after the common prefix
@@ -12,9 +13,10 @@ of consecutive prompts (requests are issued in document order), and vLLM's
 reuses the document's KV blocks across the batch.
 
 Long documents: the recipe shows the whole document, and so does this module whenever the
-prompt fits the model's context. :class:`ContextsConfig` derives, per document, how many
-characters of it fit (:func:`document_char_budget`): the context length in tokens
-(``context_tokens``, by default the stage's ``llamacpp.n_ctx`` or ``vllm.max_model_len``) minus
+prompt fits the model's context. :func:`document_char_budget` derives from the
+:class:`~structablate.settings.ContextsSettings`, per document, how many characters of it fit:
+the context length in tokens (``context_tokens``, by default what the stage's llm block states,
+:func:`structablate.settings.with_context_tokens`) minus
 the answer (``max_tokens``) and the chat template, converted with ``chars_per_token`` (3.0,
 conservative: the bundled samples' documents hold 4.1-5.1 characters per token with the SmolLM2
 and Qwen2.5 tokenizers; text with code, formulas or non-Latin scripts holds fewer), minus the
@@ -29,9 +31,10 @@ every chunk gets the document's head). Chunks that share a window share the prom
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from structablate.settings import ContextsSettings
 
 DOCUMENT_PROMPT = "<document>\n{doc_content}\n</document>\n"
 CHUNK_PROMPT = (
@@ -48,48 +51,7 @@ MESSAGE_OVERHEAD_TOKENS = 16
 """Tokens reserved for the chat template around the single user message and the answer."""
 
 
-@dataclass(frozen=True)
-class ContextsConfig:
-    """Knobs of A1 contexts (config block ``contexts``; see ``docs/llm.md``).
-
-    ``context_max_tokens``: cap of a context in **embedder** tokens (paper: 80).
-    ``max_tokens``: generation limit in model tokens. ``context_tokens``: the model's context
-    length in tokens (``None``: from the stage's llm block,
-    :func:`structablate.llm.gguf.model_context_tokens`); it decides which documents are
-    shown whole, so it shapes the prompts and their cache keys. ``chars_per_token``: the
-    characters one model token is assumed to hold. ``max_doc_chars``: a fixed document budget
-    in characters instead of the derived one.
-    """
-
-    context_max_tokens: int = 80
-    max_tokens: int = 160
-    context_tokens: int | None = None
-    chars_per_token: float = 3.0
-    max_doc_chars: int | None = None
-
-    def __post_init__(self):
-        if self.chars_per_token <= 0:
-            raise ValueError(f"contexts.chars_per_token must be > 0, got {self.chars_per_token}")
-        for k in ("context_max_tokens", "max_tokens", "context_tokens", "max_doc_chars"):
-            v = getattr(self, k)
-            if v is not None and v <= 0:
-                raise ValueError(f"contexts.{k} must be > 0, got {v}")
-
-    @classmethod
-    def from_dict(cls, cfg: Mapping[str, Any] | None,
-                  llm_cfg: Mapping[str, Any] | None = None) -> ContextsConfig:
-        """From the ``contexts`` block (its ``llm`` key is ignored); ``context_tokens``
-        defaults to what ``llm_cfg`` (the stage's llm block) configures."""
-        cfg = dict(cfg or {})
-        known = {k: cfg[k] for k in cls.__dataclass_fields__ if k in cfg}
-        if known.get("context_tokens") is None and llm_cfg is not None:
-            from structablate.llm.gguf import model_context_tokens
-
-            known["context_tokens"] = model_context_tokens(llm_cfg)
-        return cls(**known)
-
-
-def document_char_budget(cfg: ContextsConfig, longest_chunk_chars: int) -> int:
+def document_char_budget(cfg: ContextsSettings, longest_chunk_chars: int) -> int:
     """Characters of a document one prompt can show next to its longest chunk.
 
     ``max_doc_chars`` when set; else ``(context_tokens - max_tokens - template) *
@@ -217,8 +179,8 @@ def contextualize(
     client,
     *,
     tokenizer: Tokenizer | None = None,
-    context_max_tokens: int = 80,
-    max_tokens: int = 160,
+    context_max_tokens: int = ContextsSettings.context_max_tokens,
+    max_tokens: int = ContextsSettings.max_tokens,
     max_doc_chars: int | None = None,
     chunk_spans: Sequence[tuple[int, int]] | None = None,
 ) -> list[str]:
@@ -262,9 +224,9 @@ def contextualize_chunks(
     client,
     tokenizer: Tokenizer,
     *,
-    config: ContextsConfig | None = None,
-    context_max_tokens: int = 80,
-    max_tokens: int = 160,
+    config: ContextsSettings | None = None,
+    context_max_tokens: int = ContextsSettings.context_max_tokens,
+    max_tokens: int = ContextsSettings.max_tokens,
     max_doc_chars: int | None = None,
     progress: bool = False,
     report: dict[str, Any] | None = None,
@@ -274,8 +236,10 @@ def contextualize_chunks(
     ``chunks`` and ``documents`` are polars frames with the contract columns; rows keep their
     order. An empty context gives an empty prefix and 0 prefix tokens.
 
-    With ``config`` (the workflow's way) its fields replace the three keyword settings and each
-    document's budget is :func:`document_char_budget` for its longest chunk. Without it,
+    With ``config`` (the workflow's way: the ``contexts`` settings with ``context_tokens``
+    resolved, :func:`structablate.settings.with_context_tokens`) its fields replace the three
+    keyword settings and each document's budget is :func:`document_char_budget` for its
+    longest chunk. Without it,
     ``max_doc_chars`` is a fixed budget and ``None`` shows every document whole. ``report``,
     when a dict, receives ``documents``, ``windowed_documents`` (shown in windows),
     ``min_doc_char_budget`` and, with ``config``, ``context_tokens`` and ``chars_per_token``.

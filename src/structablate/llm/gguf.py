@@ -18,10 +18,8 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -142,27 +140,3 @@ def resolve_gguf(spec: str, cache_dir: str | os.PathLike[str] | None = None) -> 
         os.replace(joined, out)
     return out
 
-
-def model_context_tokens(llm_cfg: Mapping[str, Any] | None) -> int | None:
-    """The context length in tokens that a stage's llm block gives its model, or ``None``.
-
-    ``llamacpp``: ``llamacpp.n_ctx`` (default: that of
-    :class:`~structablate.settings.LlamaCppSettings`);
-    ``vllm``: ``vllm.max_model_len`` (``None`` when unset: vLLM then takes the model's own
-    limit, which is not known without loading it); ``openai`` and ``none``: ``None`` (the
-    server's limit is not visible from the config). Callers that size prompts by it take an
-    explicit setting instead when this is ``None``.
-    """
-    if not llm_cfg:
-        return None
-    backend = llm_cfg.get("backend", "llamacpp")
-    sub = llm_cfg.get(backend) or {}
-    if backend == "llamacpp":
-        if sub.get("n_ctx") is not None:
-            return int(sub["n_ctx"])
-        from structablate.settings import LlamaCppSettings
-
-        return LlamaCppSettings().n_ctx
-    if backend == "vllm" and sub.get("max_model_len") is not None:
-        return int(sub["max_model_len"])
-    return None

@@ -29,16 +29,21 @@ from structablate import study
 from structablate.errors import ConfigError
 from structablate.plan.paths import Paths
 from structablate.settings import (
+    CORPUS_SOURCES,
+    INDUCERS,
+    LLM_BACKENDS,
     LLMSettings,
     QasperSource,
     QueryGenSettings,
     Settings,
-    UserCorpus,
-    UserQueriesFile,
     WikipediaCorpus,
+    context_tokens,
+    corpus_kind,
     dump,
     dump_outputs,
+    generates_on_gpu,
     load_settings,
+    questions_file,
 )
 from structablate.settings._core import build_settings
 
@@ -145,23 +150,17 @@ class Plan:
 
     def corpus_kind(self, corpus: str) -> str:
         """``qasper``, ``wikipedia`` or ``user`` (Markdown, HTML, JSONL)."""
-        c = self.settings.corpora[corpus]
-        return "user" if isinstance(c, UserCorpus) else c.type
+        return corpus_kind(self.settings.corpora[corpus])
 
     def user_queries(self, corpus: str) -> str | None:
         """The questions file of a user corpus, or None (questions are generated)."""
-        q = getattr(self.settings.corpora[corpus], "queries", None)
-        if isinstance(q, str):
-            return q
-        if isinstance(q, UserQueriesFile):
-            return q.path
-        return None
+        return questions_file(self.settings.corpora[corpus])
 
     def generates_queries(self, corpus: str) -> bool:
         """Whether an LLM writes the corpus's questions (Wikipedia; user corpora without a
         questions file)."""
-        kind = self.corpus_kind(corpus)
-        return kind == "wikipedia" or (kind == "user" and self.user_queries(corpus) is None)
+        c = self.settings.corpora[corpus]
+        return not CORPUS_SOURCES[corpus_kind(c)].brings_questions(c)
 
     def query_generation(self, corpus: str) -> QueryGenSettings:
         """The question-generation settings of a corpus whose questions are generated."""
@@ -262,7 +261,7 @@ class Plan:
         s = self.settings
         induced = [c for c in self.conditions if self.reads_induced(c)]
         return {
-            "induction": induced if s.induction.inducer == "llm" else [],
+            "induction": induced if INDUCERS[s.induction.inducer].uses_llm(s.induction) else [],
             "contexts": [c for c in self.conditions if study.needs_llm_contexts(c)],
         }
 
@@ -292,6 +291,29 @@ class Plan:
         if merged.get("cache") is None:
             merged["cache"] = self.paths.cache("llm")
         return build_settings(LLMSettings, merged)
+
+    def llm_on_gpu(self, stage: str, corpus: str | None = None) -> bool:
+        """Whether ``stage`` (for ``corpus``: queries) generates on a GPU: its backend needs
+        one (:data:`~structablate.settings.LLM_BACKENDS`) and it does not only replay."""
+        return generates_on_gpu(self.stage_llm(stage, corpus))
+
+    @property
+    def induction_uses_llm(self) -> bool:
+        """Whether the configured inducer calls the induction stage's LLM
+        (:data:`~structablate.settings.INDUCERS`)."""
+        s = self.settings
+        return INDUCERS[s.induction.inducer].uses_llm(s.induction)
+
+    @property
+    def induction_on_gpu(self) -> bool:
+        """Whether structure induction generates on a GPU (an LLM-using inducer whose stage
+        generates on one)."""
+        return self.induction_uses_llm and self.llm_on_gpu("induction")
+
+    @property
+    def induction_embeds_paragraphs(self) -> bool:
+        """Whether the inducer embeds every paragraph on CPUs (TextTiling)."""
+        return INDUCERS[self.settings.induction.inducer].embeds_paragraphs
 
     def recorded_generations(self, stage: str, corpus: str | None = None) -> list[str]:
         """The recorded generation file a stage replays, as a rule input (a file a replaying
@@ -422,8 +444,6 @@ class Plan:
         ``context_tokens``, or a fixed character budget. An OpenAI-compatible server's context
         is not visible from the config, so without one of these the stage would fail only
         inside its first job."""
-        from structablate.llm.gguf import model_context_tokens
-
         s = self.settings
         needs = self.stage_conditions()
         for stage, fixed in (("induction", "max_prompt_chars"), ("contexts", "max_doc_chars")):
@@ -432,12 +452,13 @@ class Plan:
                     or block.context_tokens is not None:
                 continue
             llm = self.stage_llm(stage)
-            if model_context_tokens(dump(llm)) is None:
+            key = LLM_BACKENDS[llm.backend].context_key
+            if context_tokens(llm) is None:
                 fail(f"{stage}.context_tokens",
                      f"conditions {', '.join(needs[stage])} size the {stage} prompts by the "
                      f"model's context, which llm backend {llm.backend!r} does not state; set "
                      f"{stage}.context_tokens (the server's context length in tokens)"
-                     + (", llm.vllm.max_model_len" if llm.backend == "vllm" else "")
+                     + (f", llm.{llm.backend}.{key}" if key else "")
                      + f" or {stage}.{fixed} for a fixed budget")
 
     def _check_contrasts(self, fail: Callable[[str, str], None]) -> None:
@@ -484,7 +505,7 @@ class Plan:
                    for n, r in s.rerankers.items() if n != "none" and r.model]
         if s.chunking.tokenizer:
             models.append(("chunking.tokenizer", s.chunking.tokenizer, None))
-        if s.induction.inducer == "texttiling" and self.needs_induced_structure:
+        if self.induction_embeds_paragraphs and self.needs_induced_structure:
             models.append(("induction.texttiling.model", s.induction.texttiling.model,
                            "sentence-transformers"))
         problems = []
@@ -615,7 +636,7 @@ _RULES: dict[str, Callable[[Plan, Settings, dict[str, str]], dict[str, Any]]] = 
     "bm25_check": lambda p, s, w: {},
     "induce_structure": lambda p, s, w: {
         "induction": replace(s.induction, llm=None),
-        "llm": p.stage_llm("induction") if s.induction.inducer == "llm" else None},
+        "llm": p.stage_llm("induction") if p.induction_uses_llm else None},
     "tokenize_corpus": lambda p, s, w: {"tokenizer": p.tokenizer},
     "chunk": _chunk,
     "contextualize": lambda p, s, w: {

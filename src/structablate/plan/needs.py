@@ -65,6 +65,8 @@ def required(plan: Any) -> list[Need]:
     """Every model and dataset ``plan`` (a :class:`~structablate.plan.Plan`) reads, in the order
     a run first needs them: corpus sources, the tokenizer, embedders, rerankers, the structure
     inducer, then the LLM of each stage that generates. Pure: reads the plan only."""
+    from structablate.settings import LLM_BACKENDS, served_model
+
     s = plan.settings
     uses: list[tuple[str, Use]] = []
 
@@ -86,7 +88,7 @@ def required(plan: Any) -> list[Need]:
         if name in reranking:
             uses.append((s.rerankers[name].model,
                          Use(f"rerankers.{name}.model", "cross-encoder")))
-    if s.induction.inducer == "texttiling" and plan.needs_induced_structure:
+    if plan.induction_embeds_paragraphs and plan.needs_induced_structure:
         uses.append((s.induction.texttiling.model,
                      Use("induction.texttiling.model", "sentence-transformers")))
 
@@ -101,14 +103,10 @@ def required(plan: Any) -> list[Need]:
             stages.append(("queries", f"corpora.{corpus}.queries.llm", corpus))
     for stage, key, corpus in stages:
         llm = plan.stage_llm(stage, corpus)
-        if llm.mode == "replay" or llm.backend == "none":
+        kind = LLM_BACKENDS[llm.backend].model_kind
+        if llm.mode == "replay" or kind is None:
             continue  # replays recorded generations: no model is loaded
-        if llm.backend == "vllm":
-            name, kind = llm.vllm.model_path or llm.model, "llm"
-        elif llm.backend == "llamacpp":
-            name, kind = llm.llamacpp.model_path or llm.model, "gguf"
-        else:  # openai: the server holds the model
-            name, kind = llm.openai.model or llm.model, "server"
+        name = served_model(llm)  # a server's model ("server") is checked at the server
         # the stage's llm block laid over the llm block (Plan.stage_llm)
         uses.append((name, Use(f"{key} over llm ({llm.backend})", kind)))
 

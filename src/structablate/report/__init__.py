@@ -18,7 +18,15 @@ The report formats; the numbers come from :mod:`structablate.stats` (bootstraps,
 """
 
 from .guard import GuardSettings
-from .page import CellData, CorpusData, build_page, corpus_html, overview_html, write_page
+from .page import (
+    CellData,
+    CorpusData,
+    PageSettings,
+    build_page,
+    corpus_html,
+    overview_html,
+    write_page,
+)
 from .render import (
     FigureBlock,
     Note,
@@ -32,6 +40,7 @@ from .render import (
 __all__ = [
     "CellData",
     "CorpusData",
+    "PageSettings",
     "FigureBlock",
     "GuardSettings",
     "Note",

@@ -10,10 +10,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
 from structablate import study
+from structablate.settings import (
+    InductionSettings,
+    LLMSettings,
+    PrimaryCell,
+    Settings,
+    dump,
+)
 from structablate.stats.power import resolving_power
 
 from . import render
@@ -96,29 +104,47 @@ def primary_metric(primary: Mapping, measures: Sequence[str]) -> str:
     return m if m in measures else measures[0]
 
 
-def build_page(
-    cells: Sequence[CellData],
-    corpora: Sequence[CorpusData],
-    *,
-    embedders: Mapping[str, Mapping],
-    rerankers: Mapping[str, Mapping],
-    conditions: Sequence[str],
-    measures: Sequence[str],
-    primary: Mapping,
-    llm: Mapping | None = None,
-    size_match_structure: str = "induced",
-    inducer: str = "llm",
-    stage_conditions: Mapping[str, Sequence[str]],
-    guard: GuardSettings | None = None,
-    contrasts: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
-) -> tuple[list, list[PageSection]]:
-    """(intro blocks, sections) of the summary page. ``stage_conditions``: which LLM stage each
-    condition needs (:meth:`structablate.plan.Plan.stage_conditions`); ``guard``: the
-    structure-quality guard's
-    thresholds (default :class:`GuardSettings`); ``contrasts``: the configured contrast
-    families (``{"statistics.contrasts": {name: [a, b]}, "statistics.extra_contrasts": …}``),
-    so a question or contrast that did not run says why (without it the paper's C1–C4 are
-    assumed)."""
+@dataclass(frozen=True)
+class PageSettings:
+    """What the summary page reads of the run's settings and plan: one object, built by the
+    glue from :meth:`structablate.plan.Plan.rule_settings` of ``report_page``.
+
+    ``embedders``/``rerankers``: name -> settings (:class:`~structablate.settings.
+    EmbedderSettings`, :class:`~structablate.settings.RerankerSettings`, or their plain
+    mappings); ``conditions``, ``measures``: what ran; ``primary``: the primary cell
+    (:class:`~structablate.settings.PrimaryCell` or a mapping); ``stage_conditions``: which LLM
+    stage each condition needs (:meth:`~structablate.plan.Plan.stage_conditions`); ``llm``:
+    stage label -> the llm settings it ran with, None where it did not run
+    (:meth:`~structablate.plan.Plan.llm_stages`), None: no LLM information; ``guard``: the
+    structure-quality guard's thresholds; ``contrasts``: the configured contrast families
+    (``{"statistics.contrasts": {name: [a, b]}, "statistics.extra_contrasts": …}``), so a
+    question or contrast that did not run says why (None: the paper's C1–C4 are assumed).
+    """
+
+    embedders: Mapping[str, Any]
+    rerankers: Mapping[str, Any]
+    conditions: Sequence[str]
+    measures: Sequence[str]
+    primary: PrimaryCell | Mapping[str, Any]
+    stage_conditions: Mapping[str, Sequence[str]]
+    llm: Mapping[str, LLMSettings | Mapping[str, Any] | None] | None = None
+    size_match_structure: str = Settings.size_match_structure
+    inducer: str = InductionSettings.inducer
+    guard: GuardSettings = field(default_factory=GuardSettings)
+    contrasts: Mapping[str, Mapping[str, Sequence[str]]] | None = None
+
+
+def build_page(cells: Sequence[CellData], corpora: Sequence[CorpusData], run: PageSettings
+               ) -> tuple[list, list[PageSection]]:
+    """(intro blocks, sections) of the summary page for ``run`` (:class:`PageSettings`)."""
+    embedders = {k: dump(v) for k, v in run.embedders.items()}
+    rerankers = {k: dump(v) for k, v in run.rerankers.items()}
+    primary = dump(run.primary)
+    llm = None if run.llm is None else {
+        "stages": {k: dump(v) if v is not None else None for k, v in run.llm.items()}}
+    conditions, measures = list(run.conditions), list(run.measures)
+    size_match_structure, inducer = run.size_match_structure, run.inducer
+    stage_conditions, guard, contrasts = run.stage_conditions, run.guard, run.contrasts
     metric = primary_metric(primary, measures)
     cells = [_marked(c, next((x for x in corpora if x.name == c.cell[0]), None), guard)
              for c in cells]

@@ -248,10 +248,10 @@ def hnsw_search(
     chunks: np.ndarray,
     k: int,
     *,
-    M: int = 32,
-    ef_construction: int = 200,
-    ef_search: int = 200,
-    seed: int = 20260710,
+    M: int = HnswSettings.M,
+    ef_construction: int = HnswSettings.ef_construction,
+    ef_search: int = HnswSettings.ef_search,
+    seed: int = HnswSettings.seed,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Approximate top-``k`` with hnswlib at fixed settings (deterministic: one thread, fixed
     seed); scores are the exact ones of :func:`pair_scores`. No recall check: see

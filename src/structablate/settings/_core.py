@@ -28,6 +28,10 @@ from typing import Any, Literal, get_args, get_origin
 
 _META = "structablate"
 
+SEED_MAX = 2**32 - 1
+"""Every seed is an integer in ``[0, 2^32 - 1]``: numpy refuses negative seeds and llama.cpp
+takes 32 bits."""
+
 
 def setting(default: Any = dataclasses.MISSING, *, doc: str, runtime: bool = False,
             **constraints: Any) -> Any:
@@ -43,6 +47,23 @@ def setting(default: Any = dataclasses.MISSING, *, doc: str, runtime: bool = Fal
     if isinstance(default, dict) or dataclasses.is_dataclass(default):
         return dataclasses.field(default_factory=lambda: _copy(default), metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
+
+
+def default_of(cls: type, name: str) -> Any:
+    """The default of field ``name`` of settings class ``cls`` (a fresh copy for mapping and
+    settings defaults), for library functions whose keyword defaults follow the settings:
+    ``def chunk(..., t_max: int = default_of(ChunkingSettings, "t_max"))``. A scalar default is
+    also the class attribute itself (``ChunkingSettings.t_max``). Raises ``KeyError`` for an
+    unknown field and ``ValueError`` for a required one."""
+    for f in dataclasses.fields(cls):
+        if f.name != name:
+            continue
+        if f.default is not dataclasses.MISSING:
+            return f.default
+        if f.default_factory is not dataclasses.MISSING:
+            return f.default_factory()
+        raise ValueError(f"{cls.__name__}.{name} is required: it has no default")
+    raise KeyError(f"{cls.__name__} has no field {name!r}")
 
 
 def _copy(value: Any) -> Any:

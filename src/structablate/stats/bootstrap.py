@@ -19,7 +19,12 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 from tqdm import tqdm
 
-DEFAULT_SEED = 20260710
+from structablate.settings import Settings, StatisticsSettings
+
+DEFAULT_SEED = Settings.seed
+"""The seed of a bootstrap that is given none: the config's ``seed`` default."""
+DEFAULT_N_BOOT = StatisticsSettings.bootstrap_iters
+"""Replicates of a bootstrap that is given no count: ``statistics.bootstrap_iters``' default."""
 _BLOCK_ELEMS = 1 << 22  # indices per block (~32 MiB as int64)
 
 
@@ -62,7 +67,7 @@ def draw_blocks(
 def cluster_bootstrap(
     doc_sums: np.ndarray,
     doc_counts: np.ndarray,
-    n_boot: int = 10_000,
+    n_boot: int = DEFAULT_N_BOOT,
     seed: int | np.random.Generator = DEFAULT_SEED,
     *,
     block_rows: int | None = None,

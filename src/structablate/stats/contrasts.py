@@ -23,6 +23,7 @@ import polars as pl
 from structablate.study import PAPER_CONTRASTS
 
 from .bootstrap import (
+    DEFAULT_N_BOOT,
     DEFAULT_SEED,
     ZERO_TOL,
     bootstrap_p,
@@ -115,7 +116,7 @@ def contrast_table(
     contrasts: Mapping[str, tuple[str, str]] = PAPER_CONTRASTS,
     metrics: Sequence[str] | None = None,
     *,
-    n_boot: int = 10_000,
+    n_boot: int = DEFAULT_N_BOOT,
     seed: int = DEFAULT_SEED,
     primary: Mapping[str, str] | None = None,
     mixedlm: str = "primary",

@@ -18,7 +18,14 @@ import polars as pl
 
 from structablate.study import DOSE_LADDER
 
-from .bootstrap import DEFAULT_SEED, bootstrap_p, cluster_bootstrap, per_doc, percentile_ci
+from .bootstrap import (
+    DEFAULT_N_BOOT,
+    DEFAULT_SEED,
+    bootstrap_p,
+    cluster_bootstrap,
+    per_doc,
+    percentile_ci,
+)
 from .columns import CELL, metric_columns
 
 
@@ -33,7 +40,7 @@ def dose_response(
     depths: Mapping[str, float] = DOSE_LADDER,
     metrics: Sequence[str] | None = None,
     *,
-    n_boot: int = 10_000,
+    n_boot: int = DEFAULT_N_BOOT,
     seed: int = DEFAULT_SEED,
     by: Sequence[str] = (),
 ) -> pl.DataFrame:

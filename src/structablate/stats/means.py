@@ -17,7 +17,7 @@ from collections.abc import Mapping
 import numpy as np
 import polars as pl
 
-from .bootstrap import DEFAULT_SEED, cluster_bootstrap, per_doc, percentile_ci
+from .bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, cluster_bootstrap, per_doc, percentile_ci
 from .columns import metric_columns
 
 MEANS_SCHEMA = {"condition": pl.String, "measure": pl.String, "mean": pl.Float64,
@@ -49,7 +49,7 @@ def condition_means(scores: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
 def condition_mean_cis(
     scores: Mapping[str, pl.DataFrame],
     *,
-    n_boot: int = 10_000,
+    n_boot: int = DEFAULT_N_BOOT,
     seed: int = DEFAULT_SEED,
     level: float = 0.95,
 ) -> pl.DataFrame:
@@ -83,7 +83,7 @@ def section_recall_cis(
     runs: Mapping[str, pl.DataFrame],
     queries: pl.DataFrame,
     *,
-    n_boot: int = 10_000,
+    n_boot: int = DEFAULT_N_BOOT,
     seed: int = DEFAULT_SEED,
 ) -> pl.DataFrame:
     """Stage-1 section recall per two-stage condition, with a clustered-bootstrap CI.

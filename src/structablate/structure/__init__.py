@@ -1,33 +1,30 @@
 """Structure induction: an LLM inducer (Appendix H) and an embedding-TextTiling inducer.
 
-Entry point for the workflow: :func:`induce_documents` (config in, sections and report out).
+Entry point for the workflow: :func:`induce_documents` (settings in, sections and report out).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from structablate.corpus.flatten import FlatDocument, Section
-from structablate.structure.induce import (
-    InducedStructure,
-    InductionConfig,
-    LLMInducer,
+from structablate.settings import (
+    INDUCERS,
+    InductionSettings,
+    LLMSettings,
+    parse,
+    with_context_tokens,
 )
+from structablate.structure.induce import InducedStructure, LLMInducer
 from structablate.structure.report import induction_report, span_identity, span_identity_share
-from structablate.structure.texttiling import TextTilingConfig, TextTilingInducer
-
-INDUCERS = ("llm", "texttiling")
-"""``texttiling`` with ``texttiling.titles: llm`` is the hybrid: TextTiling boundaries and
-levels, LLM headings (:mod:`structablate.structure.titles`)."""
+from structablate.structure.texttiling import TextTilingInducer
 
 __all__ = [
-    "INDUCERS",
+    "INDUCER_FACTORIES",
     "InducedStructure",
-    "InductionConfig",
     "LLMInducer",
-    "TextTilingConfig",
     "TextTilingInducer",
     "induce_documents",
     "induction_report",
@@ -37,48 +34,68 @@ __all__ = [
 ]
 
 
+def _client(llm: LLMSettings, base_dir: str | Path | None):
+    from structablate.llm.client import client_from_config
+
+    return client_from_config(llm, base_dir=base_dir)
+
+
+def _llm_inducer(induction: InductionSettings, llm: LLMSettings | None,
+                 base_dir: str | Path | None) -> LLMInducer:
+    if llm is None:
+        raise ValueError("induction.inducer is 'llm' but there is no llm config block")
+    return LLMInducer(_client(llm, base_dir), with_context_tokens(induction, llm))
+
+
+def _texttiling_inducer(induction: InductionSettings, llm: LLMSettings | None,
+                        base_dir: str | Path | None) -> TextTilingInducer:
+    titler = None
+    if INDUCERS["texttiling"].uses_llm(induction):  # texttiling.titles: llm, the hybrid
+        from structablate.structure.titles import LLMTitler
+
+        if llm is None:
+            raise ValueError("induction.texttiling.titles is 'llm' but there is no llm "
+                             "config block")
+        titler = LLMTitler(_client(llm, base_dir), with_context_tokens(induction, llm))
+    return TextTilingInducer(induction.texttiling, titler=titler)
+
+
+INDUCER_FACTORIES: dict[str, Callable[..., Any]] = {
+    "llm": _llm_inducer,
+    "texttiling": _texttiling_inducer,
+}
+"""``induction.inducer`` name -> ``factory(induction, llm, base_dir)`` building the inducer;
+the names are those of :data:`structablate.settings.INDUCERS`, where each inducer's facts
+live. ``texttiling`` with ``texttiling.titles: llm`` is the hybrid: TextTiling boundaries and
+levels, LLM headings (:mod:`structablate.structure.titles`)."""
+
+
 def make_inducer(
-    induction_cfg: Mapping[str, Any] | None,
-    llm_cfg: Mapping[str, Any] | None = None,
+    induction: InductionSettings | Mapping[str, Any] | None,
+    llm: LLMSettings | Mapping[str, Any] | None = None,
     *,
     base_dir: str | Path | None = None,
 ):
-    """The inducer the ``induction`` config block names (``inducer: llm | texttiling``)."""
-    cfg = dict(induction_cfg or {})
-    kind = cfg.get("inducer", "llm")
-    if kind == "texttiling":
-        tt = TextTilingConfig.from_dict(cfg.get("texttiling"))
-        titler = None
-        if tt.titles == "llm":
-            from structablate.llm.client import client_from_config
-            from structablate.structure.titles import LLMTitler
-
-            if not llm_cfg:
-                raise ValueError("induction.texttiling.titles is 'llm' but there is no llm "
-                                 "config block")
-            titler = LLMTitler(client_from_config(llm_cfg, base_dir=base_dir),
-                               InductionConfig.from_dict(cfg, llm_cfg))
-        return TextTilingInducer(tt, titler=titler)
-    if kind == "llm":
-        from structablate.llm.client import client_from_config
-
-        if not llm_cfg:
-            raise ValueError("induction.inducer is 'llm' but there is no llm config block")
-        client = client_from_config(llm_cfg, base_dir=base_dir)
-        return LLMInducer(client, InductionConfig.from_dict(cfg, llm_cfg))
-    raise ValueError(f"induction.inducer must be one of {INDUCERS}, got {kind!r}")
+    """The inducer ``induction.inducer`` names, built from the induction settings (a mapping
+    is validated like the config's ``induction`` block) and the stage's llm settings (None:
+    no LLM; an inducer that calls one refuses)."""
+    if not isinstance(induction, InductionSettings):
+        induction = parse(InductionSettings, induction, "induction")
+    if llm is not None and not isinstance(llm, LLMSettings):
+        llm = parse(LLMSettings, llm, "llm")
+    return INDUCER_FACTORIES[induction.inducer](induction, llm, base_dir)
 
 
 def induce_documents(
     docs: Sequence[FlatDocument],
-    induction_cfg: Mapping[str, Any] | None,
-    llm_cfg: Mapping[str, Any] | None = None,
+    induction: InductionSettings | Mapping[str, Any] | None,
+    llm: LLMSettings | Mapping[str, Any] | None = None,
     *,
     gold: Mapping[str, Sequence[Section]] | None = None,
     base_dir: str | Path | None = None,
 ) -> tuple[list[tuple[str, list[Section]]], dict[str, Any]]:
     """Induce every document; return ``(doc_id, sections)`` pairs and the induction report."""
-    inducer = make_inducer(induction_cfg, llm_cfg, base_dir=base_dir)
+    inducer = make_inducer(induction, llm, base_dir=base_dir)
     results = inducer.induce_many(docs)
     extra: dict[str, Any] = {}
     llm_user = getattr(inducer, "titler", None) or inducer

@@ -7,35 +7,37 @@ ranges). The answer is validated mechanically; a failing answer gets **one** sel
 round that quotes the violations back; whatever still fails is snapped to a legal tiling by the
 deterministic repair. The result verifies with ``verify_sections(check_level_steps=True)``.
 
-Long documents. The model sees whole paragraphs whenever the document fits the model's
-context; only a document that does not fit is shown with truncated paragraphs, and only one
-that does not fit even then is split into windows. The budget is in characters, so the prompt
-(and its cache key) does not depend on a tokenizer: :func:`listing_budget` turns the context
-length in tokens (``context_tokens``, by default the stage's ``llamacpp.n_ctx`` or
-``vllm.max_model_len``) into characters with ``chars_per_token`` (3.0, conservative: whole
-documents of the bundled QASPER and Wikipedia samples hold 4.0-5.1 characters per token with
-the Qwen2.5 and SmolLM2 tokenizers, their numbered prompts 3.3-4.7, densest with 120-character
-caps, and the correction message 3.6), after reserving the answers (``max_tokens`` per round, two
-rounds with self-correction), the correction message and the fixed prompt text. A document
-whose numbered listing exceeds the budget has each paragraph cut to the first ``cap``
-characters (at a word boundary, marked with " …"), trying the caps of ``para_char_caps`` in
-order; if even the smallest cap does not fit, the document is split into consecutive,
-non-overlapping windows of paragraphs that each fit at the smallest cap, each window is
-induced on its own (paragraph numbers stay global) and the windows' sections are concatenated
-(a window boundary is always a section boundary; level steps are re-clamped across the seam).
+Long documents. The model sees whole paragraphs whenever the document fits the model's context;
+only a document that does not fit is shown with truncated paragraphs, and only one that does
+not fit even then is split into windows. The budget is in characters, so the prompt (and its
+cache key) does not depend on a tokenizer: :func:`listing_budget` turns the context length in
+tokens (``context_tokens``, by default what the stage's llm block states:
+:func:`structablate.settings.context_tokens`) into characters with ``chars_per_token`` (3.0,
+conservative: whole documents of the bundled QASPER and Wikipedia samples hold 4.0-5.1
+characters per token with the Qwen2.5 and SmolLM2 tokenizers, their numbered prompts 3.3-4.7,
+densest with 120-character caps, and the correction message 3.6), after reserving the answers
+(``max_tokens`` per round, two rounds with self-correction), the correction message and the
+fixed prompt text. A document whose numbered listing exceeds the budget has each paragraph cut
+to the first ``cap`` characters (at a word boundary, marked with " …"), trying the caps of
+``para_char_caps`` in order; if even the smallest cap does not fit, the document is split into
+consecutive, non-overlapping windows of paragraphs that each fit at the smallest cap, each
+window is induced on its own (paragraph numbers stay global) and the windows' sections are
+concatenated (a window boundary is always a section boundary; level steps are re-clamped across
+the seam).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from structablate.corpus.flatten import FlatDocument, Section
 from structablate.corpus.verify import verify_sections
 from structablate.llm.backends import ContextOverflowError
+from structablate.settings import InductionSettings
 from structablate.structure.tiling import (
     FIRST,
     LAST,
@@ -99,61 +101,19 @@ MAX_VIOLATION_CHARS = 160
 """Characters reserved per quoted violation in the correction message."""
 
 
-@dataclass(frozen=True)
-class InductionConfig:
-    """Knobs of LLM induction (config block ``induction``; see ``docs/llm.md``).
-
-    ``context_tokens``: the model's context length in tokens; ``None`` takes it from the
-    stage's llm block (:func:`structablate.llm.gguf.model_context_tokens`). It sizes the
-    paragraph listing (:func:`listing_budget`), so it shapes the prompts and their cache keys:
-    replaying under another backend needs the same value (set it here explicitly).
-    ``max_prompt_chars``: an explicit listing budget in characters, overriding the derived one.
-    ``chars_per_token``: the characters one model token is assumed to hold (see the module
-    docstring). ``para_char_caps``: the per-paragraph caps tried, in order, when the whole
-    document does not fit. ``show_title``: show the document title in the prompt (default off:
-    the paper's model sees the paragraphs only).
-    """
-
-    max_tokens: int = 2048
-    tokens_per_section: int = 48
-    context_tokens: int | None = None
-    max_prompt_chars: int | None = None
-    chars_per_token: float = 3.0
-    para_char_caps: tuple[int, ...] = (1000, 500, 250, 120)
-    self_correction: bool = True
-    show_title: bool = False
-    use_schema: bool = True
-    max_quoted_violations: int = 20
-    doc_batch: int = 64
-
-    def __post_init__(self):
-        if self.chars_per_token <= 0:
-            raise ValueError(f"induction.chars_per_token must be > 0, got {self.chars_per_token}")
-        if not self.para_char_caps or any(c <= 0 for c in self.para_char_caps):
-            raise ValueError("induction.para_char_caps must be a non-empty list of positive "
-                             f"character counts, got {list(self.para_char_caps)}")
-        if self.context_tokens is not None and self.context_tokens <= 0:
-            raise ValueError(f"induction.context_tokens must be > 0, got {self.context_tokens}")
-
-    @classmethod
-    def from_dict(cls, cfg: dict[str, Any] | None,
-                  llm_cfg: Mapping[str, Any] | None = None) -> InductionConfig:
-        """From the ``induction`` block; ``context_tokens`` defaults to what ``llm_cfg`` (the
-        stage's llm block) configures. ``null``/``full`` entries of ``para_char_caps`` (the
-        old "whole paragraphs first" step, now implicit) are skipped."""
-        cfg = dict(cfg or {})
-        known = {k: cfg[k] for k in cls.__dataclass_fields__ if k in cfg}
-        if "para_char_caps" in known:
-            known["para_char_caps"] = tuple(
-                int(c) for c in known["para_char_caps"] if c not in (None, 0, "none", "full"))
-        if known.get("context_tokens") is None and llm_cfg is not None:
-            from structablate.llm.gguf import model_context_tokens
-
-            known["context_tokens"] = model_context_tokens(llm_cfg)
-        return cls(**known)
+def para_caps(cfg: InductionSettings) -> tuple[int, ...]:
+    """The per-paragraph character caps of ``cfg.para_char_caps`` tried in order when whole
+    paragraphs do not fit (``null`` entries, the old explicit "whole paragraphs first" step
+    that is now implicit, are skipped). Raises ``ValueError`` when none is left or one is not
+    positive."""
+    caps = tuple(int(c) for c in cfg.para_char_caps if c is not None and c != 0)
+    if not caps or any(c < 0 for c in caps):
+        raise ValueError("induction.para_char_caps must be a non-empty list of positive "
+                         f"character counts, got {list(cfg.para_char_caps)}")
+    return caps
 
 
-def listing_budget(cfg: InductionConfig, title: str = "", *, fixed_chars: int | None = None,
+def listing_budget(cfg: InductionSettings, title: str = "", *, fixed_chars: int | None = None,
                    correction: bool | None = None) -> int:
     """Characters the numbered paragraph listing may take in one prompt.
 
@@ -229,22 +189,23 @@ def paragraph_listing(doc: FlatDocument, lo: int, hi: int, cap: int | None) -> s
     )
 
 
-def _title(doc: FlatDocument, cfg: InductionConfig) -> str:
+def _title(doc: FlatDocument, cfg: InductionSettings) -> str:
     return " ".join(doc.title.split()) if cfg.show_title else ""
 
 
 def plan_windows(
-    doc: FlatDocument, cfg: InductionConfig
+    doc: FlatDocument, cfg: InductionSettings
 ) -> tuple[int | None, list[tuple[int, int]]]:
     """The paragraph cap (``None``: whole paragraphs) and the windows ``[lo, hi)`` the
     document is induced in: whole paragraphs when the listing fits :func:`listing_budget`,
     else the first cap of ``para_char_caps`` that fits, else windows at the smallest cap."""
     n = len(doc.paragraphs)
     budget = listing_budget(cfg, _title(doc, cfg))
-    for cap in (None, *cfg.para_char_caps):
+    caps = para_caps(cfg)
+    for cap in (None, *caps):
         if len(paragraph_listing(doc, 0, n, cap)) <= budget:
             return cap, [(0, n)]
-    cap = cfg.para_char_caps[-1]
+    cap = caps[-1]
     windows: list[tuple[int, int]] = []
     lo, size = 0, 0
     for i in range(n):
@@ -265,7 +226,7 @@ def count_truncated(doc: FlatDocument, cap: int | None) -> int:
 
 
 def build_messages(
-    doc: FlatDocument, lo: int, hi: int, cap: int | None, cfg: InductionConfig
+    doc: FlatDocument, lo: int, hi: int, cap: int | None, cfg: InductionSettings
 ) -> list[dict[str, str]]:
     """The first-round prompt for paragraphs ``[lo, hi)``."""
     title = _title(doc, cfg)
@@ -281,7 +242,7 @@ def build_messages(
 
 def correction_messages(
     first: list[dict[str, str]], answer: str, violations: Sequence[str], lo: int, hi: int,
-    cfg: InductionConfig,
+    cfg: InductionSettings,
 ) -> list[dict[str, str]]:
     """The self-correction round: the first exchange plus the violations quoted back."""
     shown = list(violations[: cfg.max_quoted_violations])
@@ -303,9 +264,12 @@ class LLMInducer:
 
     name = "llm"
 
-    def __init__(self, client, config: InductionConfig | None = None):
+    def __init__(self, client, config: InductionSettings | None = None):
+        """``config``: the induction settings with ``context_tokens`` resolved (None there
+        makes :func:`listing_budget` refuse unless ``max_prompt_chars`` is set;
+        :func:`structablate.structure.make_inducer` fills it from the stage's llm block)."""
         self.client = client
-        self.config = config or InductionConfig()
+        self.config = config or InductionSettings()
 
     def _request(self, messages, lo: int, hi: int):
         """A request for window ``[lo, hi)``: at most one section per paragraph, and a token

