@@ -100,8 +100,8 @@ rule cell_statistics:
     params:
         settings=trigger("cell_statistics"),
     resources:
-        mem_mb=lambda w, attempt: 16000 * attempt,
-        runtime=lambda w, attempt: 120 * attempt,
+        mem_mb=scaled(16000),
+        runtime=scaled(120),
     conda:
         "../envs/cpu.yaml"
     log:
