@@ -146,7 +146,7 @@ def test_fingerprints_follow_code_not_comments(src_copy):
     fixed.write_text('"""A new docstring."""\n' + text)
     assert _prints(src_copy) == before
     # a settings field's doc text is documentation too; its default is not
-    settings = src_copy / "src" / "structablate" / "settings" / "__init__.py"
+    settings = src_copy / "src" / "structablate" / "settings" / "stages.py"
     stext = settings.read_text()
     doc = 'doc="fixed-window edges snap to a sentence this close"'
     assert doc in stext
