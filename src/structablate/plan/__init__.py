@@ -19,35 +19,31 @@ trigger was computed from.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from structablate import study
-from structablate.errors import ConfigError
+from structablate.plan import checks, jobs
+from structablate.plan.jobs import CORPUS_RULES, only
 from structablate.plan.paths import Paths
 from structablate.settings import (
     CORPUS_SOURCES,
     INDUCERS,
-    LLM_BACKENDS,
     LLMSettings,
     QasperSource,
     QueryGenSettings,
     Settings,
-    WikipediaCorpus,
-    context_tokens,
     corpus_kind,
     dump,
-    dump_outputs,
     generates_on_gpu,
     load_settings,
     questions_file,
 )
 from structablate.settings._core import build_settings
 
-__all__ = ["LLM_STAGES", "Cell", "Paths", "Plan"]
+__all__ = ["CORPUS_RULES", "LLM_STAGES", "Cell", "Paths", "Plan", "only"]
 
 LLM_STAGES = study.LLM_STAGES
 """The stages that call an LLM (:data:`structablate.study.LLM_STAGES`)."""
@@ -66,21 +62,6 @@ class Cell:
         return f"{self.corpus} / {self.embedder} / {self.reranker}"
 
 
-def only(obj: Any, keep: Iterable[str]) -> Any:
-    """``obj`` (a settings object) with every field not in ``keep`` reset to its default, so a
-    job that does not use a key neither sees it nor reruns when it changes."""
-    keep = set(keep)
-    reset = {}
-    for f in dataclasses.fields(obj):
-        if f.name in keep:
-            continue
-        if f.default is not dataclasses.MISSING:
-            reset[f.name] = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            reset[f.name] = f.default_factory()
-    return replace(obj, **reset)
-
-
 class Plan:
     """Settings, grid and paths of one run (see the module docstring)."""
 
@@ -89,7 +70,7 @@ class Plan:
         self.settings = settings
         self.source = source
         self.paths = Paths(settings.results)
-        self._check(check_files, check_models)
+        checks.check_plan(self, check_files, check_models)
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], source: str = "config", *,
@@ -98,7 +79,7 @@ class Plan:
         ``check_models=False`` leaves the models and datasets to the caller
         (:meth:`model_problems`: the workflow lists them in a dry run, refuses them before
         the first job of a real one)."""
-        _refuse_secrets(config, source)
+        checks.refuse_secrets(config, source)
         return cls(load_settings(config, source), source, check_files=check_files,
                    check_models=check_models)
 
@@ -339,340 +320,22 @@ class Plan:
     # ------------------------------------------------------------------ per-rule settings
     def rule_settings(self, rule: str, wildcards: Mapping[str, str] | Any = None
                       ) -> dict[str, Any]:
-        """The typed settings a job of ``rule`` uses (see the module docstring)."""
-        w = _wildcards(wildcards)
-        s = self.settings
-        if rule not in _RULES:
-            raise KeyError(f"no settings are planned for rule {rule!r}")
-        return _RULES[rule](self, s, w)
+        """The typed settings a job of ``rule`` uses
+        (:func:`structablate.plan.jobs.rule_settings`)."""
+        return jobs.rule_settings(self, rule, wildcards)
 
     def trigger(self, rule: str, script: str | Path) -> Callable[[Any], dict[str, Any]]:
         """A ``params`` function: the rule's settings without ``runtime`` keys, plus the
-        fingerprint of the package code its job runs (``code``)."""
-        from structablate.plan.code import fingerprint
-
-        def params(wildcards: Any = None) -> dict[str, Any]:
-            w = _wildcards(wildcards)
-            name = w.get("condition") or w.get("chunkset")
-            if rule in CORPUS_RULES:  # nothing a condition decides
-                serves = []
-            elif name is None:  # a job over the grid
-                serves = [study.condition(c) for c in self.conditions]
-            else:  # one condition's (or chunkset's) job
-                serves = [study.condition(name)] if study.is_condition(name) else []
-            out = {k: dump_outputs(v) for k, v in self.rule_settings(rule, w).items()}
-            out["code"] = fingerprint(script, serves)
-            return out
-
-        return params
+        fingerprint of the package code its job runs (:func:`structablate.plan.jobs.trigger`)."""
+        return jobs.trigger(self, rule, script)
 
     # ------------------------------------------------------------------ checks
-    def _check(self, check_files: bool, check_models: bool = True) -> None:
-        s, src = self.settings, self.source
-
-        def fail(key: str, message: str) -> None:
-            raise ConfigError(f"{src}: {key}: {message}")
-
-        for name, c in s.corpora.items():
-            kind = self.corpus_kind(name)
-            if kind == "qasper" and check_files:
-                for i, source in enumerate(self.qasper_sources(name)):
-                    if source.format == "v0.3" and not Path(source.path).exists():
-                        fail(f"corpora.{name}.sources[{i}].path", f"no file {source.path}"
-                             + (f" (data_dir {c.data_dir})" if c.data_dir else ""))
-            if self.generates_queries(name):
-                q = self.query_generation(name)
-                for key in ("sentences", "multihop_sentences"):
-                    lo, hi = getattr(q, key)
-                    if not 1 <= lo <= hi:
-                        fail(f"corpora.{name}.queries.{key}",
-                             f"must be [lo, hi] with 1 <= lo <= hi, got [{lo}, {hi}]")
-                if q.span_min_chars > q.span_max_chars:
-                    fail(f"corpora.{name}.queries.span_min_chars",
-                         "must not exceed span_max_chars")
-                if not self.stage_llm("queries", name).model:
-                    key = ("llm.model" if isinstance(c, WikipediaCorpus)
-                           else f"corpora.{name}.queries")
-                    fail(key, f"the questions of corpus {name!r} are generated by an LLM; set "
-                              f"llm.model or corpora.{name}.queries.llm.model"
-                         + ("" if isinstance(c, WikipediaCorpus) else
-                            ", or give a questions file (docs/byo.md)"))
-        for ename, emb in s.embedders.items():
-            if emb.backend == "openvino" and emb.device != "cpu":
-                fail(f"embedders.{ename}.backend", f"'openvino' runs on device 'cpu' only, not "
-                     f"{emb.device!r} (use backend 'torch' on GPUs)")
-        for rname, rr in s.rerankers.items():
-            if rname != "none" and not rr.model:
-                fail(f"rerankers.{rname}.model", "a reranker needs a model")
-            for e in rr.embedders or ():
-                if e not in s.embedders:
-                    fail(f"rerankers.{rname}.embedders", f"unknown embedder {e!r}")
-        p = s.statistics.primary
-        if p.embedder is not None and p.embedder not in s.embedders:
-            fail("statistics.primary.embedder", f"unknown embedder {p.embedder!r} (one of "
-                 f"{', '.join(s.embedders)})")
-        if p.reranker not in s.rerankers:
-            fail("statistics.primary.reranker", f"unknown reranker {p.reranker!r} (one of "
-                 f"{', '.join(s.rerankers)})")
-        if p.reranker not in self.rerankers_for(self.primary.embedder):
-            fail("statistics.primary.reranker", f"reranker {p.reranker!r} does not rerank "
-                 f"embedder {self.primary.embedder!r} (rerankers.{p.reranker}.embedders)")
-        if p.metric not in s.metrics.measures:
-            fail("statistics.primary.metric", f"{p.metric!r} is not among metrics.measures "
-                 f"({', '.join(s.metrics.measures)})")
-        for stage, needs in self.stage_conditions().items():
-            if needs and not self.stage_llm(stage).model:
-                fail("llm.model", f"conditions {', '.join(needs)} need an LLM for {stage} "
-                     f"(set llm.model or {stage}.llm.model"
-                     + (", or induction.inducer: texttiling for the A family)"
-                        if stage == "induction" else ")"))
-        self._check_prompt_budgets(fail)
-        if s.chunking.t_min > s.chunking.t_max:
-            fail("chunking.t_min", "must not exceed chunking.t_max")
-        self._check_contrasts(fail)
-        if check_files:
-            results = Path(s.results)
-            if results.exists() and not results.is_dir():
-                fail("results", f"{s.results} is a file; results must name a folder (it is "
-                                "created when missing)")
-            if check_models:
-                self._check_models()
-
-    def _check_prompt_budgets(self, fail: Callable[[str, str], None]) -> None:
-        """An LLM stage that sizes its prompts by the model's context needs that context: from
-        the stage's llm block (``llamacpp.n_ctx``, ``vllm.max_model_len``), its own
-        ``context_tokens``, or a fixed character budget. An OpenAI-compatible server's context
-        is not visible from the config, so without one of these the stage would fail only
-        inside its first job."""
-        s = self.settings
-        needs = self.stage_conditions()
-        for stage, fixed in (("induction", "max_prompt_chars"), ("contexts", "max_doc_chars")):
-            block = getattr(s, stage)
-            if not needs[stage] or getattr(block, fixed) is not None \
-                    or block.context_tokens is not None:
-                continue
-            llm = self.stage_llm(stage)
-            key = LLM_BACKENDS[llm.backend].context_key
-            if context_tokens(llm) is None:
-                fail(f"{stage}.context_tokens",
-                     f"conditions {', '.join(needs[stage])} size the {stage} prompts by the "
-                     f"model's context, which llm backend {llm.backend!r} does not state; set "
-                     f"{stage}.context_tokens (the server's context length in tokens)"
-                     + (f", llm.{llm.backend}.{key}" if key else "")
-                     + f" or {stage}.{fixed} for a fixed budget")
-
-    def _check_contrasts(self, fail: Callable[[str, str], None]) -> None:
-        """A contrast of a condition with itself is refused in both families. A
-        pre-registered contrast (``statistics.contrasts``) that differs from the paper's
-        default must run: every condition it names is in ``conditions``, since dropping it would
-        silently shrink the Holm family that was registered. The paper's own C1–C4 and the
-        exploratory ``extra_contrasts`` may name conditions a smaller grid leaves out: they
-        are reported as not run."""
-        from structablate.settings import StatisticsSettings
-
-        s = self.settings
-        paper = StatisticsSettings().contrasts
-        run = set(self.conditions)
-        for family in ("contrasts", "extra_contrasts"):
-            for name, (a, b) in getattr(s.statistics, family).items():
-                key = f"statistics.{family}.{name}"
-                if a == b:
-                    fail(key, f"[{a}, {b}] compares {a} with itself (its delta is 0 by "
-                              "construction)")
-                missing = [c for c in (a, b) if c not in run]
-                if family == "contrasts" and missing and tuple(paper.get(name, ())) != (a, b):
-                    fail(key, f"[{a}, {b}] names {' and '.join(missing)}, not among conditions "
-                              f"({', '.join(self.conditions)}); a pre-registered contrast you "
-                              "define must run (dropping it would shrink the registered Holm "
-                              f"family): add {' and '.join(missing)} to conditions, or move "
-                              f"{name} to statistics.extra_contrasts")
-
     def model_problems(self) -> list[str]:
-        """``key: why`` for every model and dataset this plan reads that a job could not load
-        (empty when all are there). Reads the local disk only, never the network: the
-        embedders, rerankers and tokenizer (:func:`structablate.model_paths.check_model`:
-        local folder, ``pkg:`` module, or a hub id in the local cache when jobs run offline),
-        the TextTiling model when it induces structure, the LLM of every stage that generates
-        (a replaying stage loads none) and the hub QASPER dataset
-        (:func:`structablate.plan.needs.offline_problems`)."""
-        from structablate.model_paths import check_model
-        from structablate.plan.needs import offline_problems, required
-
-        s = self.settings
-        models = [(f"embedders.{n}.model", e.model, "sentence-transformers")
-                  for n, e in s.embedders.items()]
-        models += [(f"rerankers.{n}.model", r.model, "cross-encoder")
-                   for n, r in s.rerankers.items() if n != "none" and r.model]
-        if s.chunking.tokenizer:
-            models.append(("chunking.tokenizer", s.chunking.tokenizer, None))
-        if self.induction_embeds_paragraphs and self.needs_induced_structure:
-            models.append(("induction.texttiling.model", s.induction.texttiling.model,
-                           "sentence-transformers"))
-        problems = []
-        for key, model, org in models:
-            try:
-                check_model(model, key, default_org=org)
-            except ConfigError as exc:
-                problems.append(str(exc))
-        return problems + offline_problems(required(self))
+        """``key: why`` for every model and dataset this plan reads that an offline job could
+        not load (:func:`structablate.plan.checks.model_problems`)."""
+        return checks.model_problems(self)
 
     def models_message(self, problems: list[str]) -> str:
-        """One block naming every missing model or dataset (``problems`` from
-        :meth:`model_problems`) and the commands that fetch them and check the result."""
-        files = [] if self.source == "config" else self.source.split(", ")
-        from structablate.plan.needs import prefetch_command
-
-        lines = "\n".join(f"  - {p}" for p in problems)
-        return (f"{self.source}: {len(problems)} model(s) or dataset(s) of this run cannot be "
-                f"loaded by an offline job:\n{lines}\n"
-                "Fetch them on a machine with network, into the hub cache the jobs see "
-                "(export HF_HOME on a shared filesystem), then check offline:\n"
-                f"  {prefetch_command(files)}\n  {prefetch_command(files, check=True)}\n"
-                "(add the same --config overrides as to snakemake)")
-
-    def _check_models(self) -> None:
-        """Refuse, with every missing model and dataset in one message, a plan whose jobs
-        could not load them (:meth:`model_problems`)."""
-        problems = self.model_problems()
-        if problems:
-            raise ConfigError(self.models_message(problems))
-
-
-# ---------------------------------------------------------------------- helpers
-
-
-def _wildcards(w: Any) -> dict[str, str]:
-    if w is None:
-        return {}
-    if isinstance(w, Mapping):
-        return dict(w)
-    return {k: str(v) for k, v in w.items()} if hasattr(w, "items") else dict(vars(w))
-
-
-def _refuse_secrets(config: Mapping[str, Any], source: str) -> None:
-    """API keys belong in the environment: a key written into the config would end up in
-    Snakemake's metadata and logs in plain text."""
-    blocks: list[tuple[str, Any]] = [("llm", config.get("llm"))]
-    blocks += [(f"{st}.llm", (config.get(st) or {}).get("llm")) for st in ("induction",
-                                                                           "contexts")]
-    for name, c in (config.get("corpora") or {}).items():
-        q = c.get("queries") if isinstance(c, Mapping) else None
-        if isinstance(q, Mapping):
-            blocks.append((f"corpora.{name}.queries.llm", q.get("llm")))
-    for where, block in blocks:
-        openai = (block or {}).get("openai") if isinstance(block, Mapping) else None
-        if isinstance(openai, Mapping) and "api_key" in openai:
-            raise ConfigError(
-                f"{source}: {where}.openai.api_key: API keys are not read from the config "
-                "(they would be stored in plain text in .snakemake/metadata); put the key in "
-                "an environment variable and name it in api_key_env (default OPENAI_API_KEY)")
-
-
-def _user_build(plan: Plan, s: Settings, w: dict[str, str]) -> dict[str, Any]:
-    c = s.corpora[w["corpus"]]
-    return {"corpus": replace(c, queries=plan.user_queries(w["corpus"]))}
-
-
-def _chunk(plan: Plan, s: Settings, w: dict[str, str]) -> dict[str, Any]:
-    cs = w["chunkset"]
-    keep = {"t_max", "t_min"}
-    if study.is_fixed_window(cs):
-        keep.add("fixed_snap_tokens")
-    if study.uses_breadcrumb(cs):
-        keep |= {"breadcrumb_separator", "breadcrumb_include_title"}
-    if study.uses_placebo(cs):
-        keep.add("placebo_forbid_identical")
-    out: dict[str, Any] = {"chunking": only(s.chunking, keep), "tokenizer": plan.tokenizer}
-    if study.uses_placebo(cs):
-        out["seed"] = s.seed
-    return out
-
-
-def _retrieve(plan: Plan, s: Settings, w: dict[str, str]) -> dict[str, Any]:
-    r = s.retrieval
-    keep = {"top_k", "method"}
-    if r.method == "hnsw":
-        keep.add("hnsw")
-    if study.is_two_stage(w["condition"]):
-        keep.add("hier_top_sections")
-    return {"retrieval": only(r, keep), "condition": w["condition"]}
-
-
-def _statistics(plan: Plan, s: Settings) -> Any:
-    """The statistics block with the primary cell resolved (embedder filled in)."""
-    st = s.statistics
-    return replace(st, primary=replace(st.primary, embedder=plan.primary.embedder))
-
-
-CORPUS_RULES = frozenset({
-    "build_qasper", "build_wikipedia", "build_user", "build_user_documents", "generate_queries",
-    "bm25_check", "induce_structure", "tokenize_corpus", "embed_queries"})
-"""Rules whose outputs belong to a corpus and no condition shapes them (the corpus, its
-questions and their vectors, the induced structure, the token table): the code of
-condition-specific modules (:data:`structablate.plan.code.CONDITION_MODULES`) never counts in
-their fingerprints, even where their glue imports it (``embed_queries`` shares ``embed.py``
-with ``embed_chunks``)."""
-
-def _model_job(key: str, model: Any) -> dict[str, Any]:
-    """An embedder's or reranker's settings and ``precision``, the precision its ``dtype``
-    runs in on its device (``auto`` resolved from the settings: changing ``device`` alone
-    reruns nothing, unless it changes the precision)."""
-    from structablate.embedding import planned_dtype
-
-    return {key: model, "precision": planned_dtype(model.dtype, model.device)}
-
-
-_RULES: dict[str, Callable[[Plan, Settings, dict[str, str]], dict[str, Any]]] = {
-    "build_qasper": lambda p, s, w: {
-        "corpus": replace(s.corpora[w["corpus"]], sources=tuple(p.qasper_sources(w["corpus"])),
-                          data_dir=None)},
-    "build_wikipedia": lambda p, s, w: {
-        "source": s.corpora[w["corpus"]].source, "selection": s.corpora[w["corpus"]].selection},
-    "build_user": _user_build,
-    "build_user_documents": _user_build,
-    "generate_queries": lambda p, s, w: {
-        "queries": replace(p.query_generation(w["corpus"]), llm=None),
-        "llm": p.stage_llm("queries", w["corpus"])},
-    "bm25_check": lambda p, s, w: {},
-    "induce_structure": lambda p, s, w: {
-        "induction": replace(s.induction, llm=None),
-        "llm": p.stage_llm("induction") if p.induction_uses_llm else None},
-    "tokenize_corpus": lambda p, s, w: {"tokenizer": p.tokenizer},
-    "chunk": _chunk,
-    "contextualize": lambda p, s, w: {
-        "contexts": replace(s.contexts, llm=None), "llm": p.stage_llm("contexts"),
-        "tokenizer": p.tokenizer},
-    "embed_chunks": lambda p, s, w: _model_job("embedder", s.embedders[w["embedder"]]),
-    "embed_queries": lambda p, s, w: _model_job("embedder", s.embedders[w["embedder"]]),
-    "retrieve": _retrieve,
-    "rerank": lambda p, s, w: {**_model_job("reranker", s.rerankers[w["reranker"]]),
-                               "seed": s.seed},
-    "score": lambda p, s, w: {"measures": s.metrics.measures, "conditions": p.conditions},
-    "summarize_cell": lambda p, s, w: {"conditions": p.conditions},
-    "summary_markdown": lambda p, s, w: {"embedders": s.embedders, "rerankers": s.rerankers,
-                                         "cells": p.cells(), "metric": p.primary_metric},
-    "contrasts": lambda p, s, w: {"statistics": _statistics(p, s), "seed": s.seed,
-                                  "conditions": p.conditions},
-    "trec_export": lambda p, s, w: {},
-    "cell_statistics": lambda p, s, w: {
-        "conditions": p.conditions, "n_boot": s.statistics.bootstrap_iters, "seed": s.seed},
-    "report_cell": lambda p, s, w: {
-        "conditions": p.conditions, "metric": p.primary_metric,
-        "reranker": s.rerankers[w["reranker"]], "guard": s.report.guard},
-    "structure_quality": lambda p, s, w: {
-        "conditions": p.conditions, "chunksets": p.chunksets,
-        "hier_top_sections": s.retrieval.hier_top_sections, "inducer": s.induction.inducer,
-        "seed": s.seed},
-    "report_corpus": lambda p, s, w: {
-        "metric": p.primary_metric, "conditions": p.conditions, "chunksets": p.chunksets,
-        "embedders": p.embedders, "size_match_structure": s.size_match_structure},
-    "report_page": lambda p, s, w: {
-        "cells": p.cells(), "corpora": p.corpora,
-        "corpus_types": {c: s.corpora[c].type for c in p.corpora},
-        "generated_queries": {c: p.generates_queries(c) for c in p.corpora},
-        "embedders": s.embedders, "rerankers": s.rerankers, "llm": p.llm_stages(),
-        "conditions": p.conditions, "measures": s.metrics.measures,
-        "primary": _statistics(p, s).primary, "size_match_structure": s.size_match_structure,
-        "inducer": s.induction.inducer, "stage_conditions": p.stage_conditions(),
-        "guard": s.report.guard},
-}
+        """One block naming every missing model or dataset and the commands that fetch them
+        (:func:`structablate.plan.checks.models_message`)."""
+        return checks.models_message(self, problems)
