@@ -118,12 +118,12 @@ def test_every_job_books_what_it_needs(paper_plan):
     gpu_partition = yaml.safe_load(PARTITIONS.read_text())["partitions"]["gpu"]
     assert gpu_partition["available_gpu_models"] == ["h200"] and gpu_partition["max_gpu"] >= 1
     submitted = [u for u in paper_plan["units"] if not u["local"]]
-    # 230 jobs (test_paper_config.PAPER_JOBS, counted by hand); the 40 embedding and 22
+    # 236 jobs (test_paper_config.PAPER_JOBS, counted by hand); the 40 embedding and 22
     # reranking jobs in 17 group jobs (test_groups_follow_the_dag counts them); 10 on the
     # submit host (6 summarize_cell, summary_markdown, report_page, build_wikipedia, all):
-    # 230 - 62 + 17 - 10 = 175 sbatch submissions
-    assert sum(PAPER_JOBS.values()) == 230
-    assert len(submitted) == 230 - 62 + 17 - 10
+    # 236 - 62 + 17 - 10 = 181 sbatch submissions
+    assert sum(PAPER_JOBS.values()) == 236
+    assert len(submitted) == 236 - 62 + 17 - 10
     for unit in submitted:
         rules = {j["rule"] for j in unit["jobs"]} if unit["group"] else {unit["rule"]}
         call = sbatch(unit)
@@ -272,7 +272,7 @@ def test_the_documented_qos_renders_through_the_plugin(tmp_path):
                                                         '  qos: "normal"\n'))
     plan = slurm_plan(tmp_path, "--configfile", str(PAPER), profile=str(folder))
     submitted = [u for u in plan["units"] if not u["local"]]
-    assert len(submitted) == 175
+    assert len(submitted) == 181
     for unit in submitted:
         assert " --qos=normal " in sbatch(unit) + " ", unit
 
@@ -300,7 +300,7 @@ def test_a_slurm_extra_the_plugin_refuses_is_refused_while_planning(tmp_path):
 
 
 def test_dry_run_lists_every_missing_model_once_and_shows_the_grid(tmp_path, monkeypatch):
-    """A clone without any model: `snakemake --profile profiles/slurm -n` shows the 230-job
+    """A clone without any model: `snakemake --profile profiles/slurm -n` shows the 236-job
     grid and one warning block naming every model and the dataset, with the prefetch
     command; a real run stops before its first job with the same block (a local run here:
     the refusal comes before any executor submits)."""
