@@ -350,6 +350,21 @@ paper's arm (induced structure) first, then the gold-structure arm (G2 − A0g a
 the controls beyond the paper)."""
 
 
+CONTROLS: Mapping[tuple[str, str], tuple[tuple[str, str], ...]] = MappingProxyType({
+    ("A3", "P"): (("G3", "GP"),),
+    ("A4", "A3"): (("G4", "G3"),),
+    ("G2", "A0"): (("G2", "A0g"),),
+    ("A2", "A0"): (("G2", "A0g"),),
+    ("A3", "A2"): (("G3", "G2"),),
+})
+"""For a contrast ``a − b`` of the paper, the contrasts that ask the same question with one
+known difference from the paper's set-up removed: the gold arm (structure right by
+construction: G3 − GP for C2, G4 − G3 for C4, G3 − G2 for the heading-path step) and windows
+sized to gold (G2 − A0g). Controls of structablate's own (docs/conditions.md); the results
+pages' side-by-side with the paper explains a difference by them
+(:func:`structablate.report.results.against_paper`)."""
+
+
 # ---------------------------------------------------------------------- dose ladder
 
 

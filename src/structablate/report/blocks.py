@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 import polars as pl
 
 from structablate import study
+from structablate.paper import PAPER_BM25_GOLD_TOP1
 from structablate.stats.decision import decide, decision_words
 from structablate.stats.sizes import size_gap
 
@@ -486,11 +487,6 @@ def left_out_block(build_report: Mapping | None, *, key: str = "left-out",
 # ---------------------------------------------------------------- BM25
 
 
-PAPER_BM25 = {"qasper": 0.227, "wikipedia": 0.363}
-"""The paper's BM25 gold-top-1 (Appendix I), by corpus kind; within the question's document is
-the comparable scope (see :mod:`structablate.retrieval.bm25`)."""
-
-
 def bm25_sentence(bm25: Mapping | None, corpus_kind: str | None = None) -> str:
     """The BM25 gold-top-1 line of a corpus, headlining the within-document figure (the one
     comparable to the paper's), the corpus-wide one second; '' without a BM25 report."""
@@ -499,7 +495,9 @@ def bm25_sentence(bm25: Mapping | None, corpus_kind: str | None = None) -> str:
     doc, wide = bm25.get("gold_top1_within_document"), bm25.get("gold_top1_corpus_wide")
     if doc is None and wide is None:
         return ""
-    paper = PAPER_BM25.get(corpus_kind or "")
+    # the paper's figure, by corpus kind; within the question's document is the comparable
+    # scope (see :mod:`structablate.retrieval.bm25`)
+    paper = PAPER_BM25_GOLD_TOP1.get(corpus_kind or "")
     text = "BM25 gold-top-1 (share of questions whose best BM25 chunk is relevant)"
     if doc is not None:
         text += f": {_pct(doc)} within the question's own document"

@@ -12,7 +12,7 @@ blocks between markers::
 ``PAGE`` in place (``--out`` writes elsewhere; ``--check`` fails when the page is stale). The
 prose between blocks is written by hand and must hold no number of its own
 (:func:`prose_numbers`); a claim names the table row it rests on, which the ``claims`` block
-prints. The paper's numbers come from :mod:`structablate.report.paper`.
+prints. The paper's numbers come from :mod:`structablate.paper`.
 
 Every number a block prints is recorded in a :class:`Ledger` with the file, row and column it
 came from; :func:`verify_ledger` reads each source again and checks the printed text is that
@@ -43,11 +43,7 @@ from pathlib import Path
 
 import polars as pl
 
-from structablate.plan.paths import Paths
-from structablate.study import DOSE_LADDER
-
-from .blocks import row_answer
-from .paper import (
+from structablate.paper import (
     PAPER_BM25_GOLD_TOP1,
     PAPER_CHUNK_SPAN_IDENTITY,
     PAPER_CONTRASTS,
@@ -57,6 +53,10 @@ from .paper import (
     PAPER_SECTION_RECALL,
     paper_contrast,
 )
+from structablate.plan.paths import Paths
+from structablate.study import CONTROLS, DOSE_LADDER
+
+from .blocks import row_answer
 
 MARK = re.compile(r"^<!-- results: (?P<spec>[^>]*?) -->\s*$")
 END = "<!-- /results -->"
@@ -555,19 +555,6 @@ def block_structure(run: Run, led: Ledger, kind: str = "qasper", **_) -> list[st
         out += ["", f"Paper's LLM inducer, chunk spans identical to gold ({kind}): "
                     f"{led.num(PAPER_CHUNK_SPAN_IDENTITY[kind], '3', 'paper:chunk_span_identity', {'corpus': kind}, 'identity')}."]  # noqa: E501
     return out
-
-
-CONTROLS: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
-    ("A3", "P"): (("G3", "GP"),),
-    ("A4", "A3"): (("G4", "G3"),),
-    ("G2", "A0"): (("G2", "A0g"),),
-    ("A2", "A0"): (("G2", "A0g"),),
-    ("A3", "A2"): (("G3", "G2"),),
-}
-"""For a contrast ``a − b`` of the paper, this run's contrasts that ask the same question with
-one known difference from the paper's set-up removed: the gold arm (structure right by
-construction: G3 − GP for C2, G4 − G3 for C4, G3 − G2 for the heading-path step) and windows
-sized to gold (G2 − A0g). Controls of structablate's own (docs/conditions.md)."""
 
 
 def _inside(value: float, row: Mapping | None) -> bool:
