@@ -191,6 +191,16 @@ def test_packaged_qwen_1_5b_joins_to_its_checksum():
     assert meta["general.file_type"] == "15"  # MOSTLY_Q4_K_M
 
 
+def test_packaged_model_names_never_read_as_paths():
+    """The plan's offline check (plan/needs.is_gguf_path) tells a GGUF path from a packaged
+    name without importing llm/: a packaged name that looked like a path would be refused as a
+    missing file before its first job."""
+    from structablate.plan.needs import is_gguf_path
+
+    assert not any(is_gguf_path(name) for name in gguf.KNOWN_MODELS)
+    assert is_gguf_path("models/x.gguf") and is_gguf_path("x.gguf") and is_gguf_path("/a/b")
+
+
 def test_llamacpp_backend_json_schema_is_enforced(tmp_path, smollm2_gguf):
     path = smollm2_gguf
     cfg = {"model": "smollm2-135m-instruct-q4_1", "backend": "llamacpp",

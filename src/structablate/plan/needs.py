@@ -162,7 +162,6 @@ def offline_problems(needs: Iterable[Need], environ: Mapping[str, str] | None = 
     (``HF_HUB_OFFLINE=0``) hub names pass unchecked, as for embedders. Embedders, rerankers
     and tokenizers are :meth:`structablate.plan.Plan._check_models`' own."""
     from structablate.errors import ConfigError
-    from structablate.llm.gguf import KNOWN_MODELS
     from structablate.model_paths import check_model, hub_offline
 
     out: list[str] = []
@@ -180,11 +179,17 @@ def offline_problems(needs: Iterable[Need], environ: Mapping[str, str] | None = 
                 check_model(need.name, key, environ=environ)
             except ConfigError as exc:
                 out.append(str(exc))
-        elif "gguf" in need.kinds and need.name not in KNOWN_MODELS and (
-                "/" in need.name or need.name.endswith(".gguf")):
+        elif "gguf" in need.kinds and is_gguf_path(need.name):
             if not Path(need.name).expanduser().is_file():
                 out.append(f"{key}: no GGUF file {need.name}")
     return out
+
+
+def is_gguf_path(name: str) -> bool:
+    """``name`` (a llama.cpp model) names a GGUF file by its path: it holds a ``/`` or ends in
+    ``.gguf``. Any other name is a packaged model (:data:`structablate.llm.gguf.KNOWN_MODELS`,
+    whose names never look like a path) or is left to the job to resolve."""
+    return "/" in name or name.endswith(".gguf")
 
 
 def prefetch_command(configfiles: Sequence[str], *, check: bool = False) -> str:
