@@ -387,3 +387,28 @@ def test_derived_budget_fits_the_real_tokenizer_on_the_bundled_sample(sample_cor
                 assert len(paragraph_listing(d, lo, hi, cap)) <= budget
                 checked += 1
     assert checked >= 2 * len(docs) and caps  # some documents needed a cap
+
+
+def test_an_llm_inducer_holds_its_stage_lock_while_it_generates(tmp_path):
+    """Induction takes the stage lock of its cache (the workflow names it induction/<corpus>),
+    as contexts and question generation do: before, two induction jobs on one cache (a rerun
+    beside a killed run's orphan) generated side by side."""
+    llm = parse(LLMSettings, {"model": "m", "backend": "llamacpp",
+                              "cache": str(tmp_path / "rec.jsonl"),
+                              "llamacpp": {"n_ctx": 8192}})
+    inducer = make_inducer(InductionSettings(max_tokens=512), llm, stage="induction/qasper")
+    held = []
+
+    def answer(request, n):
+        held.append(inducer.client.stage_lock is not None and inducer.client.stage_lock.held)
+        return tiling_answer(*window_of(request))
+
+    inducer.client._backend = Scripted(answer)
+    inducer.induce_many([make_doc()])
+    lock_path = inducer.client.cache.lock_path("induction/qasper")
+    assert held and all(held) and lock_path.exists()
+    inducer.client.close()
+    assert not lock_path.exists()
+    # without a stage (a library call) no lock is taken
+    plain = make_inducer(InductionSettings(max_tokens=512), replace(llm, cache=None))
+    assert plain.client.stage is None

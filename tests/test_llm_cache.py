@@ -285,3 +285,31 @@ def test_a_rerun_beside_an_orphan_generator_is_stopped_and_resumes_after_kill_9(
     assert rerun.stage_lock.broken[0]["pid"] == orphan.pid
     assert 5 <= 400 - backend.calls == rerun.stats.hits - hits_before
     rerun.close()
+
+
+def test_a_client_whose_stage_lock_was_broken_stops_generating(tmp_path):
+    """A holder frozen past the staleness limit loses its lock to a second generator; at its
+    next generation it stops (StageLockLost) instead of generating beside it, one call or a
+    batch alike, and what it committed before stays in the cache."""
+    import os
+
+    from structablate.store.lock import StageLock, StageLockLost
+
+    path = tmp_path / "generations"
+    backend = CountingBackend()
+    first = LLMClient("m", open_cache(path), backend=backend, stage="contexts",
+                      lock_settings=LockSettings(heartbeat_s=3600, stale_after_s=1))
+    assert first.chat(MSG) == "echo:hello" and backend.calls == 1
+    lock_path = first.cache.lock_path("contexts")
+    os.utime(lock_path, (time.time() - 10, time.time() - 10))  # no heartbeat for 10 s
+    second = StageLock(lock_path, settings=LockSettings(stale_after_s=1, wait_s=0)).acquire()
+    with pytest.raises(StageLockLost, match="lost the lock"):
+        first.chat([{"role": "user", "content": "new"}])
+    with pytest.raises(StageLockLost):
+        first.generate_many([first.request([{"role": "user", "content": f"q{i}"}])
+                             for i in range(3)])
+    assert backend.calls == 1  # nothing generated after the break
+    first.close()  # releases nothing: the lock is the second holder's
+    assert lock_path.exists()
+    second.release()
+    assert open_cache(path).get(cache_key(first.request_record(first.request(MSG)))) is not None

@@ -14,8 +14,10 @@ def main(smk):
     docs = documents_from_frames(
         read_parquet(smk.input.documents), read_parquet(smk.input.paragraphs),
         read_parquet(smk.input.gold_sections))
+    # an LLM inducer holds the stage lock of its cache, one generator per corpus at a time
     pairs, report = induce_documents(docs, settings["induction"], settings["llm"],
-                                     base_dir=Path.cwd())
+                                     base_dir=Path.cwd(),
+                                     stage=f"induction/{smk.wildcards.corpus}")
     report["corpus"] = smk.wildcards.corpus
     log.info("induced %d documents with %s: %d usable, %d repaired, %.1f sections/doc",
              report["n_documents"], report["inducer"], report["usable"], report["repaired"],

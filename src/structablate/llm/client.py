@@ -16,7 +16,12 @@ Stage lock: a client given a ``stage`` name takes that stage's
 :class:`~structablate.store.lock.StageLock` on its cache before its first generation (never for
 hits, so replays and fully cached reruns take no lock) and releases it on :meth:`close`. A
 second generator of the same stage on the same cache — e.g. a rerun while the orphan of a
-killed Snakemake still runs — stops with an error naming the holder's pid and host.
+killed Snakemake still runs — stops with an error naming the holder's pid and host. Before
+each generation (each batch, for vLLM) the holder checks that the lock is still its own
+(:meth:`~structablate.store.lock.StageLock.ensure_held`): a holder whose lock another process
+broke (its heartbeat stalled past ``stale_after_s``) stops with
+:class:`~structablate.store.lock.StageLockLost` instead of generating beside the new holder;
+what it committed stays in the cache.
 """
 
 from __future__ import annotations
@@ -173,6 +178,12 @@ class LLMClient:
                 return True
         return False
 
+    def _still_held(self) -> None:
+        """Raise :class:`~structablate.store.lock.StageLockLost` when this client took its
+        stage lock and another process has since broken it (one small file read)."""
+        if self.stage_lock is not None:
+            self.stage_lock.ensure_held()
+
     def close(self) -> None:
         """Close the backend, commit and close the cache, release the stage lock."""
         try:
@@ -229,6 +240,7 @@ class LLMClient:
             text = self._lookup(key, record)  # what the lock's previous holder committed
             if text is not None:
                 return text
+        self._still_held()
         gen = self.backend.generate(request)
         self._record(key, record, gen)
         return gen.text
@@ -279,6 +291,7 @@ class LLMClient:
             if getattr(backend, "batched", False):
                 for b in range(0, len(idx), self.batch_size):
                     part = idx[b : b + self.batch_size]
+                    self._still_held()
                     gens = backend.generate_batch([requests[i] for i in part])
                     for i, g in zip(part, gens, strict=True):
                         self._record(keys[i], records[i], g, commit=False)
@@ -289,6 +302,7 @@ class LLMClient:
                 workers = int(getattr(backend, "concurrency", 1) or 1)
 
                 def run(i: int) -> None:
+                    self._still_held()
                     g = backend.generate(requests[i])
                     self._record(keys[i], records[i], g)
                     texts[keys[i]] = g.text

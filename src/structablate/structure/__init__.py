@@ -34,21 +34,22 @@ __all__ = [
 ]
 
 
-def _client(llm: LLMSettings, base_dir: str | Path | None):
+def _client(llm: LLMSettings, base_dir: str | Path | None, stage: str | None):
     from structablate.llm.client import client_from_config
 
-    return client_from_config(llm, base_dir=base_dir)
+    return client_from_config(llm, base_dir=base_dir, stage=stage)
 
 
 def _llm_inducer(induction: InductionSettings, llm: LLMSettings | None,
-                 base_dir: str | Path | None) -> LLMInducer:
+                 base_dir: str | Path | None, stage: str | None = None) -> LLMInducer:
     if llm is None:
         raise ValueError("induction.inducer is 'llm' but there is no llm config block")
-    return LLMInducer(_client(llm, base_dir), with_context_tokens(induction, llm))
+    return LLMInducer(_client(llm, base_dir, stage), with_context_tokens(induction, llm))
 
 
 def _texttiling_inducer(induction: InductionSettings, llm: LLMSettings | None,
-                        base_dir: str | Path | None) -> TextTilingInducer:
+                        base_dir: str | Path | None, stage: str | None = None
+                        ) -> TextTilingInducer:
     titler = None
     if INDUCERS["texttiling"].uses_llm(induction):  # texttiling.titles: llm, the hybrid
         from structablate.structure.titles import LLMTitler
@@ -56,7 +57,7 @@ def _texttiling_inducer(induction: InductionSettings, llm: LLMSettings | None,
         if llm is None:
             raise ValueError("induction.texttiling.titles is 'llm' but there is no llm "
                              "config block")
-        titler = LLMTitler(_client(llm, base_dir), with_context_tokens(induction, llm))
+        titler = LLMTitler(_client(llm, base_dir, stage), with_context_tokens(induction, llm))
     return TextTilingInducer(induction.texttiling, titler=titler)
 
 
@@ -64,7 +65,8 @@ INDUCER_FACTORIES: dict[str, Callable[..., Any]] = {
     "llm": _llm_inducer,
     "texttiling": _texttiling_inducer,
 }
-"""``induction.inducer`` name -> ``factory(induction, llm, base_dir)`` building the inducer;
+"""``induction.inducer`` name -> ``factory(induction, llm, base_dir, stage)`` building the
+inducer (``stage``: the LLM stage lock its client takes, None for none);
 the names are those of :data:`structablate.settings.INDUCERS`, where each inducer's facts
 live. ``texttiling`` with ``texttiling.titles: llm`` is the hybrid: TextTiling boundaries and
 levels, LLM headings (:mod:`structablate.structure.titles`)."""
@@ -75,15 +77,18 @@ def make_inducer(
     llm: LLMSettings | Mapping[str, Any] | None = None,
     *,
     base_dir: str | Path | None = None,
+    stage: str | None = None,
 ):
     """The inducer ``induction.inducer`` names, built from the induction settings (a mapping
     is validated like the config's ``induction`` block) and the stage's llm settings (None:
-    no LLM; an inducer that calls one refuses)."""
+    no LLM; an inducer that calls one refuses). ``stage`` names the LLM stage lock an inducer
+    that generates takes on its cache before the first generation (the workflow passes
+    ``induction/<corpus>``; None: no lock)."""
     if not isinstance(induction, InductionSettings):
         induction = parse(InductionSettings, induction, "induction")
     if llm is not None and not isinstance(llm, LLMSettings):
         llm = parse(LLMSettings, llm, "llm")
-    return INDUCER_FACTORIES[induction.inducer](induction, llm, base_dir)
+    return INDUCER_FACTORIES[induction.inducer](induction, llm, base_dir, stage)
 
 
 def induce_documents(
@@ -93,9 +98,11 @@ def induce_documents(
     *,
     gold: Mapping[str, Sequence[Section]] | None = None,
     base_dir: str | Path | None = None,
+    stage: str | None = None,
 ) -> tuple[list[tuple[str, list[Section]]], dict[str, Any]]:
-    """Induce every document; return ``(doc_id, sections)`` pairs and the induction report."""
-    inducer = make_inducer(induction, llm, base_dir=base_dir)
+    """Induce every document; return ``(doc_id, sections)`` pairs and the induction report.
+    ``stage``: the LLM stage lock (:func:`make_inducer`)."""
+    inducer = make_inducer(induction, llm, base_dir=base_dir, stage=stage)
     results = inducer.induce_many(docs)
     extra: dict[str, Any] = {}
     llm_user = getattr(inducer, "titler", None) or inducer
