@@ -248,3 +248,47 @@ def test_derived_budget_fits_the_real_tokenizer_on_the_bundled_sample(sample_cor
             used = len(tok.tokenize(msg.encode(), add_bos=False)) + MESSAGE_OVERHEAD_TOKENS
             worst = max(worst, used + cfg.max_tokens)
     assert 0 < worst <= 4096
+
+
+class Batched(Scripted):
+    """A backend that generates in batches, as vLLM does; it records each batch's documents."""
+
+    batched = True
+
+    def __init__(self, fn):
+        super().__init__(fn)
+        self.batches: list[list[str]] = []
+
+    def generate_batch(self, requests):
+        self.batches.append([re.search(r"<document>\n(.{5})", r.messages[0]["content"],
+                                       re.S)[1] for r in requests])
+        return [self.generate(r) for r in requests]
+
+
+def test_contexts_are_generated_across_documents_in_the_clients_batches(counter):
+    """vLLM gets requests of several documents at once (before: one document per call, a
+    barrier after every paper), each document's requests consecutive, and the contexts are
+    those of a document-at-a-time call, chunk for chunk."""
+    texts = [" ".join(f"w{d}{i:03d}" for i in range(400)) for d in range(5)]  # 2,400 chars
+    docs, chunks = _docs_and_chunks(texts)
+    per_doc = chunks.group_by("doc_id", maintain_order=True).len()["len"].to_list()
+    assert per_doc == [4] * 5
+
+    def answer(r):
+        return f"ctx {chunk_of(r)[:6]}"
+
+    backend = Batched(answer)
+    out = contextualize_chunks(chunks, docs, LLMClient("m", None, backend=backend,
+                                                       batch_size=6), counter)
+    # 20 requests in full batches of 6 across documents, the last one partial
+    assert [len(b) for b in backend.batches] == [6, 6, 6, 2]
+    assert backend.batches[0] == ["w0000"] * 4 + ["w1000"] * 2
+    seen = [d for b in backend.batches for d in b]
+    assert seen == sorted(seen)  # every document's requests consecutive, documents in order
+    one_by_one = []
+    for i, t in enumerate(texts):
+        rows = chunks.filter(pl.col("doc_id") == f"d{i}")
+        one_by_one += contextualize(
+            t, [t[a:b] for a, b in zip(rows["start"], rows["end"], strict=True)],
+            LLMClient("m", None, backend=Scripted(answer)), tokenizer=counter)
+    assert out["prefix"].to_list() == [c + " " for c in one_by_one]

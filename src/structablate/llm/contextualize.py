@@ -31,6 +31,7 @@ every chunk gets the document's head). Chunks that share a window share the prom
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -173,22 +174,21 @@ def context_messages(document: str, chunk: str) -> list[dict[str, str]]:
              + CHUNK_PROMPT.format(chunk_content=chunk)}]
 
 
-def contextualize(
+def context_requests(
     doc_text: str,
     chunk_texts: Sequence[str],
     client,
     *,
-    tokenizer: Tokenizer | None = None,
-    context_max_tokens: int = ContextsSettings.context_max_tokens,
     max_tokens: int = ContextsSettings.max_tokens,
     max_doc_chars: int | None = None,
     chunk_spans: Sequence[tuple[int, int]] | None = None,
-) -> list[str]:
-    """One situating context per chunk (cleaned, at most ``context_max_tokens`` tokens).
-
-    ``client`` is an :class:`~structablate.llm.client.LLMClient`; ``max_tokens`` bounds the
-    generation itself (model tokens). Without a ``tokenizer`` no cut is made.
-    """
+) -> tuple[list, list[int]]:
+    """The requests of one document's chunks and their order: ``(requests, order)``, where
+    ``requests[k]`` asks for the context of chunk ``order[k]``. A document longer than
+    ``max_doc_chars`` (characters) is shown in windows (:func:`document_windows`), each chunk
+    with the window nearest its middle (``chunk_spans``: character offsets ``[start, end)`` in
+    ``doc_text``); requests are ordered by window so that those sharing a prompt prefix follow
+    each other."""
     if chunk_spans is not None and len(chunk_spans) != len(chunk_texts):
         raise ValueError("chunk_spans must have one span per chunk")
     windows = [(0, len(doc_text))]
@@ -208,14 +208,48 @@ def contextualize(
         a, b = windows[assign[i]]
         requests.append(client.request(context_messages(doc_text[a:b], chunk_texts[i]),
                                        max_tokens=max_tokens))
-    texts = client.generate_many(requests)
-    out = [""] * len(chunk_texts)
+    return requests, order
+
+
+def contexts_from_texts(
+    texts: Sequence[str],
+    order: Sequence[int],
+    *,
+    tokenizer: Tokenizer | None = None,
+    context_max_tokens: int = ContextsSettings.context_max_tokens,
+) -> list[str]:
+    """The contexts of one document's chunks, in chunk order, from the generated ``texts`` of
+    :func:`context_requests` (in its ``order``): cleaned, and cut to ``context_max_tokens``
+    tokens when a ``tokenizer`` is given."""
+    out = [""] * len(order)
     for i, t in zip(order, texts, strict=True):
         ctx = clean_context(t)
         if tokenizer is not None:
             ctx = truncate_to_tokens(ctx, tokenizer, context_max_tokens)
         out[i] = ctx
     return out
+
+
+def contextualize(
+    doc_text: str,
+    chunk_texts: Sequence[str],
+    client,
+    *,
+    tokenizer: Tokenizer | None = None,
+    context_max_tokens: int = ContextsSettings.context_max_tokens,
+    max_tokens: int = ContextsSettings.max_tokens,
+    max_doc_chars: int | None = None,
+    chunk_spans: Sequence[tuple[int, int]] | None = None,
+) -> list[str]:
+    """One situating context per chunk (cleaned, at most ``context_max_tokens`` tokens).
+
+    ``client`` is an :class:`~structablate.llm.client.LLMClient`; ``max_tokens`` bounds the
+    generation itself (model tokens). Without a ``tokenizer`` no cut is made.
+    """
+    requests, order = context_requests(doc_text, chunk_texts, client, max_tokens=max_tokens,
+                                       max_doc_chars=max_doc_chars, chunk_spans=chunk_spans)
+    return contexts_from_texts(client.generate_many(requests), order, tokenizer=tokenizer,
+                               context_max_tokens=context_max_tokens)
 
 
 def contextualize_chunks(
@@ -243,6 +277,10 @@ def contextualize_chunks(
     ``max_doc_chars`` is a fixed budget and ``None`` shows every document whole. ``report``,
     when a dict, receives ``documents``, ``windowed_documents`` (shown in windows),
     ``min_doc_char_budget`` and, with ``config``, ``context_tokens`` and ``chars_per_token``.
+
+    The client receives the requests in full batches of its ``batch_size`` across documents
+    (the last one partial), in document order; the contexts equal those of
+    :func:`contextualize` called one document at a time.
     """
     import polars as pl
 
@@ -262,6 +300,28 @@ def contextualize_chunks(
         items = tqdm(items, desc="contexts", unit="doc")
     windowed = 0
     budgets: list[int] = []
+    # requests are handed over in full batches of the client's batch size, across documents
+    # (vLLM generates a batch at once; before, each document was a call of its own, a barrier
+    # after every paper); a document's requests stay consecutive, so those sharing its prompt
+    # prefix still follow each other, and each batch is committed to the cache as it returns
+    batch = max(1, int(getattr(client, "batch_size", 1) or 1))
+    pending: deque[tuple[list[int], list[int]]] = deque()  # (rows, order) of each document
+    requests: list = []  # the requests of the pending documents, in order
+    done: list[str] = []  # the texts generated for requests[:len(done)]
+
+    def advance(final: bool) -> None:
+        start = len(done)
+        stop = len(requests) if final else start + (len(requests) - start) // batch * batch
+        if stop > start:
+            done.extend(client.generate_many(requests[start:stop]))
+        while pending and len(pending[0][1]) <= len(done):
+            idx, order = pending.popleft()
+            ctxs = contexts_from_texts(done[:len(order)], order, tokenizer=tokenizer,
+                                       context_max_tokens=context_max_tokens)
+            del done[:len(order)], requests[:len(order)]
+            for i, c in zip(idx, ctxs, strict=True):
+                prefixes[i] = c + " " if c else ""
+
     for doc_id, idx in items:
         text = texts[doc_id]
         spans = [(starts[i], ends[i]) for i in idx]
@@ -271,13 +331,14 @@ def contextualize_chunks(
         if budget is not None:
             budgets.append(budget)
             windowed += len(text) > budget
-        ctxs = contextualize(
-            text, [text[a:b] for a, b in spans], client, tokenizer=tokenizer,
-            context_max_tokens=context_max_tokens, max_tokens=max_tokens,
-            max_doc_chars=budget, chunk_spans=spans,
-        )
-        for i, c in zip(idx, ctxs, strict=True):
-            prefixes[i] = c + " " if c else ""
+        doc_requests, order = context_requests(
+            text, [text[a:b] for a, b in spans], client, max_tokens=max_tokens,
+            max_doc_chars=budget, chunk_spans=spans)
+        pending.append((idx, order))
+        requests.extend(doc_requests)
+        if len(requests) - len(done) >= batch:
+            advance(final=False)
+    advance(final=True)
     if report is not None:
         report.update(documents=len(rows), windowed_documents=windowed,
                       min_doc_char_budget=min(budgets) if budgets else None)
