@@ -174,6 +174,24 @@ def test_fingerprints_follow_code_not_comments(src_copy):
     assert {c for c in CONDITIONS if again[c][1] != after[c][1]} == {"A4", "G4"}
 
 
+def test_plan_code_reruns_nothing_by_itself(src_copy):
+    """The plan decides what a job is given (its params) and where outputs go, never what a
+    job computes: an edit to plan code that a job reaches (workflow.setup imports the plan)
+    leaves every fingerprint as it was, while settings code still counts."""
+    chunk = src_copy / "workflow_scripts" / "chunk.py"
+    assert "structablate.plan" in code_mod.closure(chunk)  # reached, through workflow.setup
+    assert not any(m.startswith("structablate.plan") for m in
+                   code_mod.relevant_modules(chunk))
+    before = _prints(src_copy)
+    for name in ("__init__.py", "jobs.py", "checks.py", "paths.py"):
+        f = src_copy / "src" / "structablate" / "plan" / name
+        f.write_text(f.read_text() + "\nEXTRA_CONSTANT = 1\n")
+    assert _prints(src_copy) == before
+    vocab = src_copy / "src" / "structablate" / "settings" / "vocabulary.py"
+    vocab.write_text(vocab.read_text() + "\nEXTRA_CONSTANT = 1\n")
+    assert all(after != before[c] for c, after in _prints(src_copy).items())
+
+
 def test_condition_modules_count_only_for_the_conditions_a_job_serves(src_copy,
                                                                        monkeypatch):
     """The question vectors (chunkset ``queries``) serve no condition: a fixed-window edit
