@@ -112,6 +112,7 @@ def check_plan(plan: Plan, check_files: bool, check_models: bool = True) -> None
         if check_models:
             _check_models(plan)
 
+
 def _check_prompt_budgets(plan: Plan, fail: Callable[[str, str], None]) -> None:
     """An LLM stage that sizes its prompts by the model's context needs that context: from
     the stage's llm block (``llamacpp.n_ctx``, ``vllm.max_model_len``), its own
@@ -134,6 +135,7 @@ def _check_prompt_budgets(plan: Plan, fail: Callable[[str, str], None]) -> None:
                  f"{stage}.context_tokens (the server's context length in tokens)"
                  + (f", llm.{llm.backend}.{key}" if key else "")
                  + f" or {stage}.{fixed} for a fixed budget")
+
 
 def _check_contrasts(plan: Plan, fail: Callable[[str, str], None]) -> None:
     """A contrast of a condition with itself is refused in both families. A
@@ -160,6 +162,7 @@ def _check_contrasts(plan: Plan, fail: Callable[[str, str], None]) -> None:
                           "define must run (dropping it would shrink the registered Holm "
                           f"family): add {' and '.join(missing)} to conditions, or move "
                           f"{name} to statistics.extra_contrasts")
+
 
 def model_problems(plan: Plan) -> list[str]:
     """``key: why`` for every model and dataset this plan reads that a job could not load
@@ -190,6 +193,7 @@ def model_problems(plan: Plan) -> list[str]:
             problems.append(str(exc))
     return problems + offline_problems(required(plan))
 
+
 def models_message(plan: Plan, problems: list[str]) -> str:
     """One block naming every missing model or dataset (``problems`` from
     :func:`model_problems`) and the commands that fetch them and check the result."""
@@ -203,6 +207,7 @@ def models_message(plan: Plan, problems: list[str]) -> str:
             "(export HF_HOME on a shared filesystem), then check offline:\n"
             f"  {prefetch_command(files)}\n  {prefetch_command(files, check=True)}\n"
             "(add the same --config overrides as to snakemake)")
+
 
 def _check_models(plan: Plan) -> None:
     """Refuse, with every missing model and dataset in one message, a plan whose jobs

@@ -91,6 +91,7 @@ condition-specific modules (:data:`structablate.plan.code.CONDITION_MODULES`) ne
 their fingerprints, even where their glue imports it (``embed_queries`` shares ``embed.py``
 with ``embed_chunks``)."""
 
+
 def _model_job(key: str, model: Any) -> dict[str, Any]:
     """An embedder's or reranker's settings and ``precision``, the precision its ``dtype``
     runs in on its device (``auto`` resolved from the settings: changing ``device`` alone
@@ -165,6 +166,7 @@ def rule_settings(plan: Plan, rule: str, wildcards: Mapping[str, str] | Any = No
     if rule not in _RULES:
         raise KeyError(f"no settings are planned for rule {rule!r}")
     return _RULES[rule](plan, s, w)
+
 
 def trigger(plan: Plan, rule: str, script: str | Path) -> Callable[[Any], dict[str, Any]]:
     """A ``params`` function: the rule's settings without ``runtime`` keys, plus the
