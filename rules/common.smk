@@ -6,11 +6,14 @@ import re
 import sys
 from pathlib import Path
 
+from snakemake.settings.types import DeploymentMethod
+
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from structablate.corpus.byo import input_files as user_input_files
 from structablate.errors import ConfigError
 from structablate.plan import Plan
+from structablate.plan.checks import container_warning
 from structablate.plan.resources import scaled, sized
 from structablate.slurm import gpu_group, on_gpu, slurm_extra_problems
 
@@ -35,6 +38,18 @@ if MODEL_PROBLEMS:
     from snakemake.logging import logger
 
     logger.warning(PLAN.models_message(MODEL_PROBLEMS))
+# The Apptainer image every rule runs in under --sdm apptainer (config key container, checked
+# by the plan; null: the environment Snakemake runs in). A disagreement is said once.
+_CONTAINER_NOTE = None if workflow.remote_exec or workflow.subprocess_exec else container_warning(
+    PLAN.settings.container,
+    DeploymentMethod.APPTAINER in workflow.deployment_settings.deployment_method)
+if _CONTAINER_NOTE:
+    from snakemake.logging import logger
+
+    logger.warning(_CONTAINER_NOTE)
+
+
+container: PLAN.settings.container
 
 
 onstart:

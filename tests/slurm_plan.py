@@ -4,8 +4,9 @@
 arguments (profiles, executor plugin and all) up to the point where the DAG is built and its
 group jobs are formed, then writes every submission unit to OUT.json instead of starting the
 job scheduler: each job or group job with its rule(s), wildcards, threads, evaluated resources
-(attempt 1 and 2), the corpus builds and LLM stages it waits for (``upstream``) and whether it
-runs on the submit host. Nothing is submitted and no sbatch,
+(attempt 1 and 2), the corpus builds and LLM stages it waits for (``upstream``), the container
+image it runs in (``container``, null for none) and whether it runs on the submit host; and the
+run's software deployment methods and Apptainer arguments. Nothing is submitted and no sbatch,
 sinfo or sacct is needed. Used by tests/test_profiles.py.
 """
 
@@ -48,7 +49,7 @@ def _job(job, dag=None) -> dict:
     job.reset_params_and_resources()
     return {"rule": job.rule.name, "wildcards": dict(job.wildcards_dict),
             "threads": job.threads, "resources": first, "resources_attempt2": second,
-            "upstream": upstream}
+            "upstream": upstream, "container": job.container_img_url or None}
 
 
 def dump(workflow, out: str) -> None:
@@ -66,7 +67,10 @@ def dump(workflow, out: str) -> None:
                           "jobs": [_job(j, dag) for j in sorted(group.jobs,
                                                                key=lambda j: j.jobid)]})
     with open(out, "w") as fh:
-        json.dump({"local_exec": workflow.local_exec, "units": units}, fh, indent=1)
+        json.dump({"local_exec": workflow.local_exec, "units": units,
+                   "deployment": sorted(str(m) for m in
+                                        workflow.deployment_settings.deployment_method),
+                   "apptainer_args": workflow.deployment_settings.apptainer_args}, fh, indent=1)
 
 
 def main() -> None:

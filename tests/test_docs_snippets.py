@@ -57,6 +57,9 @@ NOT_HERE: dict[str, str] = {
     ".venv/bin/pip install": "installs from PyPI (network)",
     "snakemake --profile profiles/slurm --configfile config/paper.yaml "
     "--software-deployment-method conda": "needs conda or mamba",
+    "snakemake --profile profiles/slurm --configfile config/paper.yaml --sdm apptainer":
+    "needs apptainer and the image built from containers/gpu.def (tests/test_profiles.py "
+    "plans the grid in it with a stand-in apptainer)",
     "python -m pytest": "runs part of this test suite",
     "python -m structablate.store import-sqlite": "needs an SQLite cache written by an earlier "
     "release",

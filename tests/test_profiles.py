@@ -7,6 +7,7 @@ submit host."""
 
 import json
 import logging
+import os
 import re
 import subprocess
 import sys
@@ -48,14 +49,15 @@ def profile():
     return yaml.safe_load(PROFILE.read_text())
 
 
-def slurm_plan(tmp_path: Path, *args: str, profile: str = "profiles/slurm") -> dict:
+def slurm_plan(tmp_path: Path, *args: str, profile: str = "profiles/slurm",
+               env: dict[str, str] | None = None) -> dict:
     """Every submission unit of ``snakemake --profile PROFILE ARGS`` (see
     tests/slurm_plan.py); a plain run, not a dry run, so jobs are planned as for SLURM."""
     out = tmp_path / "plan.json"
     proc = subprocess.run(
         [sys.executable, str(REPO / "tests" / "slurm_plan.py"), str(out),
          "--profile", profile, *args],
-        cwd=REPO, capture_output=True, text=True, timeout=900, env=offline_env())
+        cwd=REPO, capture_output=True, text=True, timeout=900, env=env or offline_env())
     assert proc.returncode == 0 and out.exists(), (proc.stdout + proc.stderr)[-4000:]
     plan = json.loads(out.read_text())
     assert plan["local_exec"] is False  # planned for the slurm executor
@@ -411,3 +413,39 @@ def test_preempted_jobs_requeue_without_doubling(profile, paper_plan):
     assert profile["slurm-requeue"] is True and profile["retries"] == 1
     unit = next(u for u in paper_plan["units"] if not u["local"])
     assert " --requeue" in sbatch(unit)
+
+
+# ------------------------------------------------------------------- the container image
+
+
+def test_every_job_runs_in_the_configured_image_under_apptainer(tmp_path):
+    """`container:` (docs/cluster.md, "An Apptainer image"): planned for SLURM with
+    --sdm apptainer, every job of the grid runs in the image, with the profile's --nv so a GPU
+    job sees the node's driver; without --sdm apptainer the same config runs no job in it,
+    and says so. No apptainer is installed here: a stand-in on PATH answers the version
+    check Snakemake makes before planning (a local image is not opened while planning)."""
+    image = tmp_path / "structablate-gpu.sif"
+    image.write_bytes(b"SIF")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "apptainer").write_text('#!/bin/sh\necho "apptainer version 1.3.6"\n')
+    (bin_dir / "apptainer").chmod(0o755)
+    env = {**offline_env(), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    results = f"results={tmp_path / 'results'}"
+    plan = slurm_plan(tmp_path, "--sdm", "apptainer", "--config", f"container={image}",
+                      results, env=env)
+    jobs = jobs_of(plan)
+    assert jobs
+    assert {j["container"] for j in jobs} == {str(image)}
+    assert any(j["resources"].get("gpu") == 0 for j in jobs)  # CPU jobs too: one runtime
+    assert "APPTAINER" in " ".join(plan["deployment"]).upper()
+    assert "--nv" in plan["apptainer_args"].split()
+    (tmp_path / "plain").mkdir()
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "tests" / "slurm_plan.py"), str(tmp_path / "plain.json"),
+         "--profile", "profiles/slurm", "--config", f"container={image}", results],
+        cwd=REPO, capture_output=True, text=True, timeout=900, env=env)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert "was not started with --software-deployment-method apptainer" in proc.stderr
+    plain = json.loads((tmp_path / "plain.json").read_text())
+    assert "APPTAINER" not in " ".join(plain["deployment"]).upper()

@@ -186,6 +186,23 @@ def test_a_results_path_that_is_a_file_is_refused(tmp_path):
         config(results=str(f)))
 
 
+def test_a_container_image_that_is_not_there_is_refused(tmp_path, monkeypatch):
+    """Before: no `container:` key; an image path is checked before any job, a URI is left to
+    Apptainer's pull (which Snakemake runs before the first job)."""
+    monkeypatch.chdir(tmp_path)
+    msg = refused(config(container="images/structablate-gpu.sif"))
+    assert "container: no image images/structablate-gpu.sif" in msg
+    assert "apptainer build images/structablate-gpu.sif containers/gpu.def" in msg
+    (tmp_path / "images").mkdir()
+    (tmp_path / "images" / "structablate-gpu.sif").write_bytes(b"SIF")
+    assert Plan.from_config(config(container="images/structablate-gpu.sif"),
+                            source="my.yaml").settings.container
+    assert Plan.from_config(config(container="oras://registry.example/structablate:1"),
+                            source="my.yaml")
+    assert "container: 'two words.sif' does not match" in refused(
+        config(container="two words.sif"))
+
+
 @pytest.mark.parametrize("value", ["", "  "])
 def test_an_empty_results_path_is_refused(value):
     """Before: accepted, and every output went to /qasper, /logs, /benchmarks."""

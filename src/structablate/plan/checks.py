@@ -15,7 +15,12 @@ from structablate.settings import LLM_BACKENDS, WikipediaCorpus, context_tokens
 if TYPE_CHECKING:
     from structablate.plan import Plan
 
-__all__ = ["check_plan", "model_problems", "models_message", "refuse_secrets"]
+__all__ = ["CONTAINER_SCHEMES", "check_plan", "container_problem", "container_warning",
+           "model_problems", "models_message", "refuse_secrets"]
+
+# the image sources Apptainer pulls itself; anything else in `container:` is a local file
+CONTAINER_SCHEMES = ("docker://", "docker-daemon://", "oras://", "library://", "shub://",
+                     "http://", "https://")
 
 
 def refuse_secrets(config: Mapping[str, Any], source: str) -> None:
@@ -109,6 +114,9 @@ def check_plan(plan: Plan, check_files: bool, check_models: bool = True) -> None
         if results.exists() and not results.is_dir():
             fail("results", f"{s.results} is a file; results must name a folder (it is "
                             "created when missing)")
+        problem = container_problem(s.container)
+        if problem:
+            fail("container", problem)
         if check_models:
             _check_models(plan)
 
@@ -215,3 +223,35 @@ def _check_models(plan: Plan) -> None:
     problems = model_problems(plan)
     if problems:
         raise ConfigError(models_message(plan, problems))
+
+
+def container_problem(container: str | None) -> str | None:
+    """Why the ``container:`` image could not run a job (``None`` when it can, or when no
+    image is set): a local image file (anything without one of :data:`CONTAINER_SCHEMES`,
+    relative to the folder Snakemake runs in) must exist and be a file (a ``.sif``, or a
+    sandbox folder Apptainer can also run). A URI is pulled by Snakemake before the first
+    job and is not checked here."""
+    if container is None or container.startswith(CONTAINER_SCHEMES):
+        return None
+    path = Path(container)
+    if not path.exists():
+        return (f"no image {container} (relative to {Path.cwd()}); build it with "
+                f"`apptainer build {container} containers/gpu.def` on a machine with network "
+                "(docs/cluster.md), or name a docker://, oras:// or library:// URI")
+    return None
+
+
+def container_warning(container: str | None, apptainer: bool) -> str | None:
+    """The warning for a run whose software deployment and ``container:`` disagree
+    (``apptainer``: ``--software-deployment-method apptainer`` was given), ``None`` when
+    they agree. Neither combination is an error: Snakemake runs every job in the environment
+    it was started from, which is what the warning says."""
+    if apptainer and container is None:
+        return ("--software-deployment-method apptainer is on but the config sets no "
+                "container: every job runs in the environment Snakemake was started from. "
+                "Set container: to the image built from containers/gpu.def (docs/cluster.md).")
+    if not apptainer and container is not None:
+        return (f"container: {container} is set but Snakemake was not started with "
+                "--software-deployment-method apptainer (--sdm apptainer): every job runs in "
+                "the environment Snakemake was started from, not in the image.")
+    return None

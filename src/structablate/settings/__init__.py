@@ -190,6 +190,11 @@ class Settings:
     induction: InductionSettings = setting(InductionSettings(), doc="structure induction")
     contexts: ContextsSettings = setting(ContextsSettings(), doc="A1 contexts")
     report: ReportSettings = setting(ReportSettings(), doc="the report")
+    container: str | None = setting(
+        None, minLength=1, pattern=r"^\S+$", runtime=True,
+        doc="Apptainer image every rule runs in under --software-deployment-method apptainer: "
+        "a .sif file (built from containers/gpu.def) or a docker://, oras:// or library:// "
+        "URI (null: the environment Snakemake runs in)")
 
 
 def _llm_override_schema(schema: dict[str, Any]) -> dict[str, Any]:
