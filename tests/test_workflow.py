@@ -2,13 +2,15 @@
 Wikipedia sample.
 
 Checks: the run completes and writes contract tables for every condition; a second invocation
-has nothing to do; a config or code edit reruns exactly the branch it affects (and a comment,
-docstring or device change reruns nothing); a fresh run in another folder gives byte-identical
-Parquet and .npy outputs.
+has nothing to do, also after its inputs are staged again with the same bytes; a config or code
+edit reruns exactly the branch it affects (and a comment, docstring or device change reruns
+nothing); a fresh run in another folder gives byte-identical Parquet and .npy outputs.
 """
 
 import json
+import os
 import re
+import time
 from pathlib import Path
 
 import polars as pl
@@ -89,6 +91,22 @@ def test_run_writes_scores_for_every_condition(project):
 def test_second_run_has_nothing_to_do(project, workflow):
     counts, out = dry_run(project, workflow)
     assert counts == {} and "Nothing to be done" in out
+
+
+def test_inputs_staged_again_with_the_same_bytes_rerun_nothing(project, workflow):
+    # a corpus copied onto scratch again, or a results folder copied: newer mtimes, same bytes
+    touched = [project / "papers.json", project / "wikipedia.xml",
+               project / "results" / "qasper" / "tokens.parquet"]
+    before = {path: path.stat() for path in touched}
+    later = time.time() + 120
+    for path in touched:
+        os.utime(path, (later, later))
+    try:
+        counts, out = dry_run(project, workflow)
+    finally:
+        for path, st in before.items():
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert counts == {} and "Nothing to be done" in out, out[-3000:]
 
 
 def _with_config(project, edit):
