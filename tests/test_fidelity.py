@@ -38,6 +38,18 @@ def test_identical_and_last_bit_changes_pass():
     assert report.mean_shifts["shift"].max() < 1e-5
 
 
+def test_a_contrast_of_two_conditions_that_score_alike_sets_no_limit():
+    """A4 scores every question as A3 does (se 0, mde80 0, as identical rankings give on a
+    small sample): the limit comes from the other contrast, so unchanged means pass."""
+    ref = _scores()
+    ref = pl.concat([ref, ref.filter(pl.col("condition") == "A3")
+                     .with_columns(pl.lit("A4").alias("condition"))])
+    pair = {**CONTRASTS, "C4": ("A4", "A3")}
+    report = fidelity_gate(ref, ref, contrasts=pair, n_boot=300)
+    assert report.passed, report.reasons
+    assert (report.mean_shifts["limit"] > 0).all()
+
+
 def test_a_moved_mean_fails_and_names_the_condition():
     ref = _scores()
     report = fidelity_gate(ref, _scores(shift_g3=0.01), contrasts=CONTRASTS, n_boot=300)

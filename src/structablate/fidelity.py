@@ -6,7 +6,9 @@ reference's by less than the study can see:
 
 * every condition's mean of every metric (per cell: corpus, embedder, reranker) moves by less
   than ``fraction`` (default a tenth) of the smallest minimum detectable effect (``mde80``,
-  80 % power) of that cell's and metric's contrasts in the reference, and
+  80 % power) of that cell's and metric's contrasts in the reference (contrasts whose two
+  conditions score every question alike have ``mde80`` = 0 and are left out of the minimum;
+  a cell and metric without any other contrast fails, naming it), and
 * no contrast's verdict changes. The verdict is the study's one decision rule
   (:func:`structablate.stats.decision.decide`, the contrasts table's ``decision`` column) in
   its words (:func:`~structablate.stats.decision.decision_words`): "yes" / "no, it hurts" for
@@ -66,9 +68,10 @@ def verdict(decision: str | None, delta: float | None, margin: float | None = No
 class FidelityReport:
     """What the gate found. ``passed`` is the gate; ``mean_shifts`` one row per (cell, metric,
     condition) with ``mean_ref``, ``mean_low``, ``shift`` (absolute, metric units), ``limit``
-    (``fraction`` × the smallest ``mde80`` of the reference's contrasts in that cell and
-    metric) and ``ok``; ``verdicts`` one row per (cell, [family,] metric, contrast) with both
-    verdicts (:func:`verdict`) and ``changed``; ``reasons`` every failed row in words."""
+    (``fraction`` × the smallest positive ``mde80`` of the reference's contrasts in that
+    cell and metric) and ``ok``; ``verdicts`` one row per (cell, [family,] metric, contrast)
+    with both verdicts (:func:`verdict`) and ``changed``; ``reasons`` every failed row in
+    words."""
 
     passed: bool
     mean_shifts: pl.DataFrame
@@ -120,7 +123,10 @@ def compare_runs(reference: pl.DataFrame, lower: pl.DataFrame, ref_contrasts: pl
         return (t.group_by(group).agg([pl.col(m).mean() for m in metrics])
                 .unpivot(index=group, on=metrics, variable_name="metric", value_name=name))
 
-    mde = ref_c.group_by([*CELL, "metric"]).agg(pl.col("mde80").min().alias("mde80_min"))
+    # a contrast whose conditions score every question alike has se = 0, so mde80 = 0: it
+    # says nothing about what the study can detect and would make every shift fail
+    mde = ref_c.group_by([*CELL, "metric"]).agg(
+        pl.col("mde80").filter(pl.col("mde80") > 0).min().alias("mde80_min"))
     shifts = (means(reference, "mean_ref").join(means(lower, "mean_low"), on=[*group, "metric"])
               .join(mde, on=[*CELL, "metric"], how="left")
               .with_columns((pl.col("mean_low") - pl.col("mean_ref")).abs().alias("shift"),
@@ -140,7 +146,8 @@ def compare_runs(reference: pl.DataFrame, lower: pl.DataFrame, ref_contrasts: pl
                                           "changed": pl.Boolean})
     reasons = []
     for r in shifts.filter(~pl.col("ok")).iter_rows(named=True):
-        limit = "no MDE (no contrast of this cell and metric)" if r["limit"] is None \
+        limit = "no MDE (no contrast of this cell and metric with se > 0)" \
+            if r["limit"] is None \
             else f"limit {r['limit']:.5f}"
         reasons.append(f"{_cell_name(r)} {r['metric']} {r['condition']}: mean moved "
                        f"{r['shift']:.5f}, {limit}")
