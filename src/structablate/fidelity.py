@@ -35,6 +35,7 @@ folders. Exit status 0 when the gate passes, 1 when it fails, 2 on unusable inpu
 from __future__ import annotations
 
 import argparse
+import glob
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ from pathlib import Path
 
 import polars as pl
 
+from structablate.plan.paths import Paths
 from structablate.stats import CELL, contrast_table, metric_columns
 from structablate.stats.cell import long_scores
 from structablate.stats.decision import ALPHA, decision_words
@@ -189,27 +191,31 @@ def fidelity_gate(
 def read_cells(results: Path, embedder: str, rename: str | None = None
                ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The long score table and the contrasts table of every cell of ``embedder`` in a results
-    folder (``<results>/<corpus>/<embedder>/<reranker>/scores/<condition>.parquet`` and
-    ``contrasts.parquet`` beside ``scores/``), with the embedder column set to ``rename`` (or
-    ``embedder``). Raises :class:`FidelityError` naming the folder or file that is missing."""
+    folder (the workflow's :class:`~structablate.plan.paths.Paths`: each cell's
+    ``scores/<condition>.parquet`` and its ``contrasts`` table), with the embedder column set
+    to ``rename`` (or ``embedder``). Raises :class:`FidelityError` naming the folder or file
+    that is missing."""
     results = Path(results)
     if not results.is_dir():
         raise FidelityError(f"{results}: no such results folder")
-    cells = sorted(p.parent for p in results.glob(f"*/{embedder}/*/scores"))
-    if not cells:
+    paths = Paths(str(results))
+    found: dict[tuple[str, str], list[str]] = {}
+    for f in sorted(glob.glob(paths.scores("*", embedder, "*", "*"))):
+        corpus, _, reranker = Path(f).relative_to(results).parts[:3]
+        found.setdefault((corpus, reranker), []).append(Path(f).stem)
+    if not found:
         raise FidelityError(f"{results}: no cell of embedder {embedder!r} (looked for "
-                            f"<corpus>/{embedder}/<reranker>/scores/)")
+                            f"{paths.scores('<corpus>', embedder, '<reranker>', '<condition>')})")
     scores, contrasts = [], []
     name = rename or embedder
-    for cell in cells:
-        corpus, reranker = cell.parent.parent.name, cell.name
-        files = sorted((cell / "scores").glob("*.parquet"))
-        table = cell / "contrasts.parquet"
-        if not files or not table.is_file():
-            raise FidelityError(f"{cell}: the cell is incomplete (needs scores/*.parquet and "
-                                "contrasts.parquet: run its cell_statistics job)")
-        scores.append(long_scores({f.stem: pl.read_parquet(f) for f in files},
-                                  corpus, name, reranker))
+    for (corpus, reranker), conditions in found.items():
+        table = Path(paths.cell_table(corpus, embedder, reranker, "contrasts"))
+        if not table.is_file():
+            raise FidelityError(f"{table}: missing (the cell is incomplete: run its "
+                                "cell_statistics job)")
+        scores.append(long_scores(
+            {c: pl.read_parquet(paths.scores(corpus, embedder, reranker, c))
+             for c in conditions}, corpus, name, reranker))
         contrasts.append(pl.read_parquet(table).with_columns(pl.lit(name).alias("embedder")))
     return (pl.concat(scores, how="diagonal_relaxed"),
             pl.concat(contrasts, how="diagonal_relaxed"))
