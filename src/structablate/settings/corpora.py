@@ -27,6 +27,8 @@ class QasperSource:
     path: str = setting(doc="v0.3 JSON file, or a dataset id (allenai/qasper) with format hf")
     format: Literal["v0.3", "hf"] = setting("v0.3", doc="v0.3 file or Hugging Face dataset")
     split: str | None = setting(None, doc="hf only: the split (null: every split)")
+    papers: int | None = setting(None, minimum=1, doc="keep only the first N papers of this "
+                                 "source in paper-id order, a reproducible slice (null: all)")
 
 
 @frozen
