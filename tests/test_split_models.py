@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import shutil
 import sys
 import threading
 import zipfile
@@ -174,3 +175,21 @@ def test_all_mpnet_base_v2_embeds_offline():
     related, unrelated = float(v[0] @ v[1]), float(v[0] @ v[2])
     assert related > unrelated + 0.2, (related, unrelated)
     assert "sentence_transformers" in sys.modules
+
+
+def test_prefetch_locates_a_split_model_without_unpacking_it(split):
+    from structablate.plan.needs import Need, Use
+    from structablate.prefetch import locate
+
+    need = Need(f"pkg:{NAME}", (Use("embedders.strong.model", "sentence-transformers"),))
+    st = locate(need)
+    assert (st.state, st.source) == ("ok", "package")
+    assert "first use" in st.where and not split["models"].exists()
+    path = unpack_split_model(NAME)
+    assert locate(need).where == str(path)
+    _, mod, member = split["entry"].parts[0]
+    (split["site"] / mod / member).unlink()
+    for p in split["models"].iterdir():  # neither unpacked nor installed: missing
+        shutil.rmtree(p)
+    st = locate(need)
+    assert st.state == "missing" and "structablate[tiny]" in st.where
