@@ -48,9 +48,10 @@ GitLab). Rules (``docs/byo.md`` has them with examples):
 
 from __future__ import annotations
 
+import functools
 import re
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import yaml
 from markdown_it import MarkdownIt
@@ -63,7 +64,10 @@ from structablate.corpus.files import (
     ByoInputError,
     HeadingStack,
     InputUnit,
+    corpus_roots,
     file_units,
+    list_files,
+    read_text,
 )
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
 from structablate.settings import LEAD_HEADING, UserCorpus
@@ -204,8 +208,12 @@ def split_front_matter(text: str, where: str) -> tuple[dict, str]:
     return {}, text  # no closing line: an ordinary thematic break, not front matter
 
 
-def inline_text(children: list[Token] | None) -> str:
+def inline_text(children: list[Token] | None, extra=None) -> str:
     """Plain text of an inline token's children (markup stripped, see the module rules).
+
+    ``extra(token)`` renders token types of plugins this module does not enable (MyST roles,
+    math, substitutions: :mod:`~structablate.corpus.myst`); ``None`` from it, or no
+    ``extra``, gives no text.
 
     Attribute lists are removed where the dialects read them: right after an inline element
     (``**x**{#id}``) and at the end of the block (``Heading {: #id }``, or a last line of its
@@ -226,7 +234,9 @@ def inline_text(children: list[Token] | None) -> str:
         elif t.type in ("softbreak", "hardbreak"):
             parts.append(("text", "\n"))
         elif t.type == "image":
-            parts.append(("literal", inline_text(t.children)))
+            parts.append(("literal", inline_text(t.children, extra)))
+        elif extra is not None and (rendered := extra(t)) is not None:
+            parts.append(("literal", rendered))
         # link_open/close, em/strong/s open/close, html_inline, footnote_ref: no text
         prev = t.type
     # a trailing attribute list (in the last text part, after any trailing line breaks)
@@ -266,8 +276,17 @@ def parse_markdown(
     lead_heading: str = LEAD_HEADING,
     heading_separator: str | None = None,
     code_blocks: str = "keep",
+    dialect: str = "commonmark",
+    roots: Sequence[str] = (),
 ) -> FlatDocument:
-    """Flatten one Markdown document (see the module docstring for the rules)."""
+    """Flatten one Markdown document (see the module docstring for the rules);
+    ``dialect="myst"`` reads it as MyST (:func:`structablate.corpus.myst.parse_myst`,
+    ``roots`` the corpus folders an ``include`` may read)."""
+    if dialect == "myst":
+        from structablate.corpus.myst import parse_myst
+        return parse_myst(text, doc_id=doc_id, default_title=default_title, where=where,
+                          lead_heading=lead_heading, heading_separator=heading_separator,
+                          code_blocks=code_blocks, roots=roots)
     meta, text = split_front_matter(text, where)
     for key in ("title", "id", "topic"):
         if key in meta and not isinstance(meta[key], str | int | float):
@@ -355,6 +374,40 @@ def parse_markdown(
     return builder.build(topic=topic, source=where)
 
 
+def corpus_dialect(corpus: UserCorpus) -> str:
+    """``myst`` or ``commonmark``: the corpus's ``dialect`` key, or with ``auto`` (the
+    default) ``myst`` when any of its files uses MyST
+    (:func:`~structablate.corpus.myst.looks_like_myst`), so that every file of one
+    documentation set is read by one set of rules."""
+    from structablate.corpus.myst import looks_like_myst
+
+    if corpus.dialect != "auto":
+        return corpus.dialect
+    for sf in list_files(corpus.path, tuple(corpus.extensions or EXTENSIONS)):
+        try:
+            if looks_like_myst(read_text(sf.path)):
+                return "myst"
+        except ByoInputError:
+            continue  # reported when the file itself is read
+    return "commonmark"
+
+
+def render_snippet(text: str) -> str:
+    """An evidence snippet copied from Markdown source, as the rendered page shows it: its
+    blocks' text (inline markup, list markers and indentation gone) joined by spaces."""
+    lines = text.split("\n")
+    widths = [len(ln) - len(ln.lstrip()) for ln in lines if ln.strip()]
+    cut = min(widths) if widths else 0
+    tokens = _parser().parse("\n".join(ln[cut:] for ln in lines))
+    parts = [block_text(t.children) if t.type == "inline" else t.content
+             for t in tokens if t.type in ("inline", "fence", "code_block")]
+    return " ".join(" ".join(parts).split())
+
+
 def iter_units(corpus: UserCorpus, name: str) -> Iterator[InputUnit]:
-    """One unit per Markdown file of ``corpus.path``."""
-    return file_units(corpus, EXTENSIONS, parse_markdown)
+    """One unit per Markdown file of ``corpus.path``, read in the corpus's dialect."""
+    dialect = corpus_dialect(corpus)
+    if dialect == "commonmark":
+        return file_units(corpus, EXTENSIONS, parse_markdown)
+    return file_units(corpus, EXTENSIONS, functools.partial(
+        parse_markdown, dialect=dialect, roots=corpus_roots(corpus)))
