@@ -100,7 +100,8 @@ def test_code_directives_and_code_blocks_drop():
 def test_tables_one_paragraph_per_row():
     src = ("# T\n\n```{list-table} Sizes\n:header-rows: 1\n\n* - Name\n  - Size\n"
            "* - `small`\n  - 1 *MB*\n```\n\n"
-           "```{csv-table} Prices\n:header: \"Item\", \"Cost\"\n\n\"Tea, green\", 2\nCake, 3\n```\n\n"
+           "```{csv-table} Prices\n:header: \"Item\", \"Cost\"\n\n"
+           "\"Tea, green\", 2\nCake, 3\n```\n\n"
            ":::{table} Caption here\n| a | b |\n|---|---|\n| 1 | 2 |\n:::\n")
     assert paras(myst(src)) == ["Sizes", "Name | Size", "small | 1 MB", "Prices",
                                 "Item | Cost", "Tea, green | 2", "Cake | 3",

@@ -98,7 +98,8 @@ def test_literal_blocks_are_code():
 def test_lists_definitions_fields_options_line_blocks():
     src = ("T\n=\n\n- bullet one\n- bullet two\n\n  continued paragraph\n\n"
            "3. three\n4. four\n\n(a) alpha\n(b) beta\n\nTerm\n   Its definition.\n"
-           "Other : classifier\n   Second definition.\n\n:Parameters: the inputs\n:Returns: None\n\n"
+           "Other : classifier\n   Second definition.\n\n"
+           ":Parameters: the inputs\n:Returns: None\n\n"
            "-v, --verbose  Say more.\n\n| Line one\n| Line two\n\n    A quote.\n\n    -- Someone\n")
     doc = rst(src)
     assert paras(doc) == ["bullet one", "bullet two", "continued paragraph", "3. three",
@@ -119,11 +120,13 @@ def test_tables_one_paragraph_per_row():
 
 
 def test_admonitions_versions_figures():
-    src = ("T\n=\n\n.. note:: First line.\n\n   Second paragraph.\n\n.. warning::\n\n   Careful.\n\n"
+    src = ("T\n=\n\n.. note:: First line.\n\n   Second paragraph.\n\n"
+           ".. warning::\n\n   Careful.\n\n"
            ".. admonition:: Custom\n\n   Body.\n\n.. seealso:: Other page.\n\n"
            ".. versionadded:: 2.1\n   The flag.\n\n.. deprecated:: 3.0\n\n"
            ".. figure:: plot.png\n   :alt: plot\n\n   The caption.\n\n   The legend.\n\n"
-           ".. image:: logo.png\n\n.. rubric:: Footnotes\n\n.. topic:: Topic title\n\n   In topic.\n")
+           ".. image:: logo.png\n\n.. rubric:: Footnotes\n\n"
+           ".. topic:: Topic title\n\n   In topic.\n")
     assert paras(rst(src)) == [
         "Note", "First line.", "Second paragraph.", "Warning", "Careful.", "Custom", "Body.",
         "See also", "Other page.", "Added in version 2.1: The flag.",

@@ -97,9 +97,9 @@ their text comes from imported source that is not here; dropped, counted and lis
 OBJECT_TYPES = frozenset({
     "function", "class", "method", "classmethod", "staticmethod", "attribute", "property",
     "data", "exception", "decorator", "decoratormethod", "module", "type", "member",
-    "macro", "struct", "union", "enum", "enumerator", "var", "var", "namespace", "concept",
+    "macro", "struct", "union", "enum", "enumerator", "var", "namespace", "concept",
     "directive", "role", "option", "describe", "object", "envvar", "confval", "cmdoption",
-    "option", "event", "setting", "opcode", "pdbcommand", "2to3fixer", "monitoring-event",
+    "event", "setting", "opcode", "pdbcommand", "2to3fixer", "monitoring-event",
     "c:function", "c:macro", "c:member", "c:type", "c:var", "c:struct"})
 """Object descriptions (with or without a domain: ``py:function``, ``function``): the
 signature line(s), then the body."""
