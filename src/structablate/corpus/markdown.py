@@ -316,6 +316,7 @@ def parse_markdown(
     list_kinds: list[str] = []  # "ordered" / "bullet" for each open list
     item_prefix: str | None = None  # an ordered item's number, put before its first paragraph
     row: list[str] | None = None
+    code: list[int] = []  # para_idx of code blocks (left out of the markup-residue scan)
 
     def path() -> tuple[str, ...]:
         return stack.path or (lead_heading,)
@@ -358,10 +359,12 @@ def parse_markdown(
         elif typ in ("fence", "code_block"):
             if code_blocks == "keep":
                 if item_prefix is not None and t.content.strip():
-                    builder.add_paragraph(f"{item_prefix} {t.content.strip()}", path())
+                    idx = builder.add_paragraph(f"{item_prefix} {t.content.strip()}", path())
                     item_prefix = None
                 else:
-                    builder.add_paragraph(t.content, path())
+                    idx = builder.add_paragraph(t.content, path())
+                if idx is not None:
+                    code.append(idx)
         # html_block, hr, paragraph/blockquote/table open-close: no text of their own
         i += 1
     if n_headings == 0 and title_token is None:
@@ -371,7 +374,7 @@ def parse_markdown(
             "section headings ('## …', setext) to have a gold structure; add headings, or set "
             "skip_bad_files: true to leave the file out")
     topic = str(meta["topic"]) if meta.get("topic") is not None else None
-    return builder.build(topic=topic, source=where)
+    return builder.build(topic=topic, source=where, code_paragraphs=tuple(code))
 
 
 def corpus_dialect(corpus: UserCorpus) -> str:
