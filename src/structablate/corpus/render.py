@@ -57,7 +57,7 @@ VERSION_LABELS: dict[str, str] = {
 CONTAINERS = frozenset({
     "container", "div", "tab-set", "tabs", "grid", "grid-item", "only", "ifconfig",
     "hlist", "compound", "epigraph", "pull-quote", "highlights", "cssclass", "rst-class",
-    "class", "card-carousel", "tab-set-code", "parsed-literal", "line-block", "centered",
+    "card-carousel", "tab-set-code", "parsed-literal", "line-block", "centered",
     "glossary"})
 """Directives shown as their body (and argument, for ``centered``) without a title."""
 
@@ -82,8 +82,8 @@ DROPPED = frozenset({
     "py:currentmodule", "c:namespace", "cpp:namespace", "tabularcolumns", "sectionauthor",
     "moduleauthor", "codeauthor", "bibliography", "mermaid", "graphviz", "graph", "digraph",
     "plantuml", "inheritance-diagram", "image-sg", "title", "sectnum", "header", "footer",
-    "target-notes", "role", "program", "autosummary", "automodsumm", "automodapi",
-    "autoprogram", "click", "argparse", "jinja", "tags", "post", "youtube", "video",
+    "target-notes", "role", "program", "click", "argparse", "jinja", "tags", "post",
+    "youtube", "video",
     "iframe", "glue:any", "glue:figure", "glue:math", "glue:text", "glue", "unicode",
     "date", "replace", "todolist", "only-html", "tab-set-code-include", "needtable",
     "needflow", "needlist"})
@@ -96,9 +96,9 @@ their text comes from imported source that is not here; dropped, counted and lis
 
 OBJECT_TYPES = frozenset({
     "function", "class", "method", "classmethod", "staticmethod", "attribute", "property",
-    "data", "exception", "decorator", "decoratormethod", "module", "type", "member",
+    "data", "exception", "decorator", "decoratormethod", "type", "member",
     "macro", "struct", "union", "enum", "enumerator", "var", "namespace", "concept",
-    "directive", "role", "option", "describe", "object", "envvar", "confval", "cmdoption",
+    "directive", "rst:role", "option", "describe", "object", "envvar", "confval", "cmdoption",
     "event", "setting", "opcode", "pdbcommand", "2to3fixer", "monitoring-event",
     "c:function", "c:macro", "c:member", "c:type", "c:var", "c:struct"})
 """Object descriptions (with or without a domain: ``py:function``, ``function``): the

@@ -61,9 +61,11 @@ from structablate.settings import LEAD_HEADING, UserCorpus
 
 EXTENSIONS = (".rst", ".rest")
 
-# docutils directives this reader replaces: file access limited to the corpus, raw dropped
+# docutils directives this reader replaces: file access limited to the corpus, raw dropped,
+# code and math with Sphinx's options, class as Sphinx's Python class description
 _OVERRIDDEN = frozenset({"include", "csv-table", "raw", "contents", "target-notes",
-                         "literalinclude", "code", "code-block", "sourcecode", "math"})
+                         "literalinclude", "code", "code-block", "sourcecode", "math",
+                         "class"})
 _LENIENT: dict[type, type] = {}  # a docutils directive class -> it, accepting any option
 
 
