@@ -29,7 +29,7 @@ from types import MappingProxyType
 
 from tqdm import tqdm
 
-from structablate.corpus import html, jsonl, markdown, residue, rst
+from structablate.corpus import html, jsonl, markdown, myst, residue, rst
 from structablate.corpus.files import (
     ByoInputError,
     HeadingStack,
@@ -59,7 +59,7 @@ class Adapter:
 
 
 ADAPTERS: Mapping[str, Adapter] = MappingProxyType({
-    "markdown": Adapter("markdown", markdown.EXTENSIONS, markdown.iter_units),
+    "markdown": Adapter("markdown", markdown.EXTENSIONS, myst.iter_units),
     "rst": Adapter("rst", rst.EXTENSIONS, rst.iter_units),
     "html": Adapter("html", html.EXTENSIONS, html.iter_units),
     "jsonl": Adapter("jsonl", jsonl.EXTENSIONS, jsonl.iter_units),
@@ -189,10 +189,7 @@ def snippet_renderer(corpus: UserCorpus, dialect: str | None) -> Callable[[str],
     if corpus.type == "rst":
         return rst.render_snippet
     if corpus.type == "markdown":
-        if dialect == "myst":
-            from structablate.corpus.myst import render_snippet
-            return render_snippet
-        return markdown.render_snippet
+        return myst.render_snippet if dialect == "myst" else markdown.render_snippet
     return None
 
 
@@ -228,7 +225,7 @@ def build_user_corpus(corpus: UserCorpus, source_name: str) -> CorpusBuild:
         "queries": None,
     }
     if corpus.type == "markdown":
-        report["dialect"] = markdown.corpus_dialect(corpus)
+        report["dialect"] = myst.corpus_dialect(corpus)
     questions: list[MappedQuestion] | None = None
     qpath = queries_path(corpus)
     if qpath:

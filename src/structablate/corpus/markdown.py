@@ -48,10 +48,9 @@ GitLab). Rules (``docs/byo.md`` has them with examples):
 
 from __future__ import annotations
 
-import functools
 import re
 import tomllib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 import yaml
 from markdown_it import MarkdownIt
@@ -64,10 +63,7 @@ from structablate.corpus.files import (
     ByoInputError,
     HeadingStack,
     InputUnit,
-    corpus_roots,
     file_units,
-    list_files,
-    read_text,
 )
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
 from structablate.settings import LEAD_HEADING, UserCorpus
@@ -276,17 +272,9 @@ def parse_markdown(
     lead_heading: str = LEAD_HEADING,
     heading_separator: str | None = None,
     code_blocks: str = "keep",
-    dialect: str = "commonmark",
-    roots: Sequence[str] = (),
 ) -> FlatDocument:
-    """Flatten one Markdown document (see the module docstring for the rules);
-    ``dialect="myst"`` reads it as MyST (:func:`structablate.corpus.myst.parse_myst`,
-    ``roots`` the corpus folders an ``include`` may read)."""
-    if dialect == "myst":
-        from structablate.corpus.myst import parse_myst
-        return parse_myst(text, doc_id=doc_id, default_title=default_title, where=where,
-                          lead_heading=lead_heading, heading_separator=heading_separator,
-                          code_blocks=code_blocks, roots=roots)
+    """Flatten one Markdown document (see the module docstring for the rules; MyST is read
+    by :func:`structablate.corpus.myst.parse_myst`)."""
     meta, text = split_front_matter(text, where)
     for key in ("title", "id", "topic"):
         if key in meta and not isinstance(meta[key], str | int | float):
@@ -377,24 +365,6 @@ def parse_markdown(
     return builder.build(topic=topic, source=where, code_paragraphs=tuple(code))
 
 
-def corpus_dialect(corpus: UserCorpus) -> str:
-    """``myst`` or ``commonmark``: the corpus's ``dialect`` key, or with ``auto`` (the
-    default) ``myst`` when any of its files uses MyST
-    (:func:`~structablate.corpus.myst.looks_like_myst`), so that every file of one
-    documentation set is read by one set of rules."""
-    from structablate.corpus.myst import looks_like_myst
-
-    if corpus.dialect != "auto":
-        return corpus.dialect
-    for sf in list_files(corpus.path, tuple(corpus.extensions or EXTENSIONS)):
-        try:
-            if looks_like_myst(read_text(sf.path)):
-                return "myst"
-        except ByoInputError:
-            continue  # reported when the file itself is read
-    return "commonmark"
-
-
 def render_snippet(text: str) -> str:
     """An evidence snippet copied from Markdown source, as the rendered page shows it: its
     blocks' text (inline markup, list markers and indentation gone) joined by spaces."""
@@ -408,9 +378,6 @@ def render_snippet(text: str) -> str:
 
 
 def iter_units(corpus: UserCorpus, name: str) -> Iterator[InputUnit]:
-    """One unit per Markdown file of ``corpus.path``, read in the corpus's dialect."""
-    dialect = corpus_dialect(corpus)
-    if dialect == "commonmark":
-        return file_units(corpus, EXTENSIONS, parse_markdown)
-    return file_units(corpus, EXTENSIONS, functools.partial(
-        parse_markdown, dialect=dialect, roots=corpus_roots(corpus)))
+    """One unit per Markdown file of ``corpus.path`` (a corpus in MyST goes through
+    :func:`structablate.corpus.myst.iter_units` instead)."""
+    return file_units(corpus, EXTENSIONS, parse_markdown)

@@ -29,9 +29,10 @@ MyST itself uses: markdown-it-py with mdit-py-plugins' ``colon_fence``, ``myst_r
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import yaml
@@ -47,7 +48,15 @@ from mdit_py_plugins.myst_blocks import myst_block_plugin
 from mdit_py_plugins.myst_role import myst_role_plugin
 from mdit_py_plugins.substitution import substitution_plugin
 
-from structablate.corpus.files import ByoInputError, read_text
+from structablate.corpus import markdown
+from structablate.corpus.files import (
+    ByoInputError,
+    InputUnit,
+    corpus_roots,
+    file_units,
+    list_files,
+    read_text,
+)
 from structablate.corpus.flatten import FlatDocument
 from structablate.corpus.markdown import inline_text, split_front_matter
 from structablate.corpus.render import (
@@ -56,12 +65,15 @@ from structablate.corpus.render import (
     MarkupReport,
     admonition_title,
     assemble,
+    dedent,
     directive_kind,
     resolve_include,
     role_text,
+    slice_included,
     version_text,
 )
-from structablate.settings import LEAD_HEADING
+from structablate.corpus.rst import rst_blocks
+from structablate.settings import LEAD_HEADING, UserCorpus
 
 _DIRECTIVE_FENCE = re.compile(r"^ {0,3}(?:`{3,}|~{3,}|:{3,})[ \t]*\{[A-Za-z][\w:.+-]*\}",
                               re.M)
@@ -286,7 +298,6 @@ class MystReader:
         if kind == "include":
             return self._include(arg, opts, nested)
         if kind == "eval-rst":
-            from structablate.corpus.rst import rst_blocks
             return rst_blocks(body, where=self.where, roots=self.roots, report=self.report,
                               nested=True)
         if kind == "autodoc":
@@ -304,7 +315,7 @@ class MystReader:
             path = resolve_include(arg, self.where, self.roots, self.report)
             if path is None:
                 return []
-            code = _slice(read_text(path), opts)
+            code = slice_included(read_text(path), opts)
         return [Block(code, code=True)]
 
     def _glossary(self, body: str) -> list[Block]:
@@ -313,7 +324,7 @@ class MystReader:
 
         def flush() -> None:
             if definition:
-                out.extend(self.read(_dedent("\n".join(definition)), nested=True))
+                out.extend(self.read(dedent("\n".join(definition)), nested=True))
                 definition.clear()
 
         for line in body.split("\n"):
@@ -374,13 +385,12 @@ class MystReader:
         if str(path) in self._active or len(self._active) > _MAX_INCLUDE_DEPTH:
             self.report.includes_refused.append(f"{arg} (includes itself)")
             return []
-        text = _slice(read_text(path), opts)
+        text = slice_included(read_text(path), opts)
         if "literal" in opts or "code" in opts:
             return [Block(text, code=True)]
         self._active.append(str(path))
         try:
             if str(path).lower().endswith(".rst"):
-                from structablate.corpus.rst import rst_blocks
                 blocks = rst_blocks(text, where=str(path), roots=self.roots,
                                     report=self.report, nested=nested)
             else:
@@ -393,30 +403,6 @@ class MystReader:
         if offset:
             blocks = [Block(b.text, b.level + offset, b.code) if b.level else b for b in blocks]
         return blocks
-
-
-def _dedent(text: str) -> str:
-    lines = text.split("\n")
-    widths = [len(ln) - len(ln.lstrip()) for ln in lines if ln.strip()]
-    cut = min(widths) if widths else 0
-    return "\n".join(ln[cut:] for ln in lines)
-
-
-def _slice(text: str, opts: dict[str, str]) -> str:
-    """An included file's text cut by ``start-after`` / ``end-before`` / ``start-line`` /
-    ``end-line`` (as docutils and MyST read them)."""
-    if opts.get("start-line", "").strip().lstrip("-").isdigit() or opts.get(
-            "end-line", "").strip().lstrip("-").isdigit():
-        lines = text.split("\n")
-        a = int(opts["start-line"]) if opts.get("start-line", "").strip() else 0
-        b = int(opts["end-line"]) if opts.get("end-line", "").strip() else len(lines)
-        text = "\n".join(lines[a:b])
-    after, before = opts.get("start-after"), opts.get("end-before")
-    if after and after in text:
-        text = text.split(after, 1)[1]
-    if before and before in text:
-        text = text.split(before, 1)[0]
-    return text
 
 
 def parse_myst(
@@ -465,4 +451,29 @@ def render_snippet(text: str) -> str:
     """An evidence snippet copied from MyST source, as the rendered page shows it: roles as
     their text, directives by the rules above, indentation and list markers gone."""
     reader = MystReader("<snippet>", (), MarkupReport(), {})
-    return " ".join(" ".join(b.text for b in reader.read(_dedent(text), nested=True)).split())
+    return " ".join(" ".join(b.text for b in reader.read(dedent(text), nested=True)).split())
+
+
+def corpus_dialect(corpus: UserCorpus) -> str:
+    """``myst`` or ``commonmark``: the corpus's ``dialect`` key, or with ``auto`` (the
+    default) ``myst`` when any of its files uses MyST (:func:`looks_like_myst`), so that every
+    file of one documentation set is read by one set of rules."""
+    if corpus.dialect != "auto":
+        return corpus.dialect
+    for sf in list_files(corpus.path, tuple(corpus.extensions or markdown.EXTENSIONS)):
+        try:
+            if looks_like_myst(read_text(sf.path)):
+                return "myst"
+        except ByoInputError:
+            continue  # reported when the file itself is read
+    return "commonmark"
+
+
+def iter_units(corpus: UserCorpus, name: str) -> Iterator[InputUnit]:
+    """One unit per Markdown file of ``corpus.path``, read as MyST or as CommonMark with the
+    documentation-site dialects (:mod:`~structablate.corpus.markdown`), by
+    :func:`corpus_dialect`: the ``markdown`` corpus type's adapter."""
+    if corpus_dialect(corpus) == "commonmark":
+        return markdown.iter_units(corpus, name)
+    return file_units(corpus, markdown.EXTENSIONS,
+                      functools.partial(parse_myst, roots=corpus_roots(corpus)))

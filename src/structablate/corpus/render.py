@@ -292,6 +292,31 @@ def resolve_include(
     return None
 
 
+def dedent(text: str) -> str:
+    """``text`` with the indentation its non-blank lines share removed."""
+    lines = text.split("\n")
+    widths = [len(ln) - len(ln.lstrip()) for ln in lines if ln.strip()]
+    cut = min(widths) if widths else 0
+    return "\n".join(ln[cut:] for ln in lines)
+
+
+def slice_included(text: str, opts: dict[str, str]) -> str:
+    """An included file's text cut by ``start-after`` / ``end-before`` / ``start-line`` /
+    ``end-line`` (as docutils and MyST read them)."""
+    if opts.get("start-line", "").strip().lstrip("-").isdigit() or opts.get(
+            "end-line", "").strip().lstrip("-").isdigit():
+        lines = text.split("\n")
+        a = int(opts["start-line"]) if opts.get("start-line", "").strip() else 0
+        b = int(opts["end-line"]) if opts.get("end-line", "").strip() else len(lines)
+        text = "\n".join(lines[a:b])
+    after, before = opts.get("start-after"), opts.get("end-before")
+    if after and after in text:
+        text = text.split(after, 1)[1]
+    if before and before in text:
+        text = text.split(before, 1)[0]
+    return text
+
+
 # ---------------------------------------------------------------------------------- events
 
 

@@ -55,6 +55,7 @@ from structablate.corpus.render import (
     directive_kind,
     resolve_include,
     role_text,
+    slice_included,
     version_text,
 )
 from structablate.settings import LEAD_HEADING, UserCorpus
@@ -129,8 +130,8 @@ class _Sphinx(Directive):
                 path = resolve_include(arg, _current(self), _roots(self), report)
                 if path is None:
                     return []
-                from structablate.corpus.myst import _slice
-                text = _slice(read_text(path), {k: str(v) for k, v in self.options.items()})
+                text = slice_included(read_text(path),
+                                      {k: str(v) for k, v in self.options.items()})
             else:
                 text = "\n".join(content)
             return [nodes.literal_block(text, text)]
