@@ -1,14 +1,19 @@
-"""Bring your own corpus: Markdown, HTML or JSONL documents, with optional user queries.
+"""Bring your own corpus: Markdown (MyST included), reStructuredText, HTML or JSONL documents,
+with optional user queries.
 
 :func:`build_user_corpus` is the entry point; it returns a
 :class:`~structablate.corpus.result.CorpusBuild` like the QASPER and Wikipedia builders. A corpus
 entry of the config names its ``type``
-(``markdown``, ``html`` or ``jsonl``) and where the files are; every file format has its own
-adapter (:mod:`~structablate.corpus.markdown`, :mod:`~structablate.corpus.html`,
+(``markdown``, ``rst``, ``html`` or ``jsonl``) and where the files are; every file format has
+its own adapter (:mod:`~structablate.corpus.markdown` and :mod:`~structablate.corpus.myst`,
+:mod:`~structablate.corpus.rst`, :mod:`~structablate.corpus.html`,
 :mod:`~structablate.corpus.jsonl`), registered by name in :data:`ADAPTERS`, that turns one
 input unit (a file, or a JSONL line) into a :class:`~structablate.corpus.flatten.FlatDocument`
 through :class:`~structablate.corpus.flatten.DocumentBuilder`; every document is then verified
 with :func:`~structablate.corpus.verify.verify_document`, exactly as QASPER and Wikipedia are.
+
+Every document's paragraphs are scanned for markup no reader rendered
+(:mod:`~structablate.corpus.residue`): a file above ``max_markup_share`` is bad input.
 
 Bad input raises :class:`ByoInputError` whose message starts with the file (and line, for
 JSONL and queries) and names the field or the problem. With ``skip_bad_files: true`` the unit

@@ -235,7 +235,8 @@ CORPUS_SOURCES: dict[str, SourceFacts] = {
     "wikipedia": SourceFacts(WikipediaCorpus, lambda corpus: False,
                              doc="Wikipedia Featured Articles, questions generated"),
     "user": SourceFacts(UserCorpus, lambda corpus: questions_file(corpus) is not None,
-                        doc="your own Markdown, HTML or JSONL files (docs/byo.md)"),
+                        doc="your own Markdown/MyST, reStructuredText, HTML or JSONL files "
+                            "(docs/byo.md)"),
 }
 """Corpus kind -> facts (order: the schema's)."""
 
