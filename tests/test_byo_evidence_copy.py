@@ -159,3 +159,20 @@ def test_an_ambiguous_heading_drop_names_the_paths(tmp_path):
     reason = report["queries"]["dropped"][0]["reason"]
     assert "the heading 'Example' occurs under 2 heading paths ('A ::: Example'; " \
            "'B ::: Example'): give the path of the one meant" in reason
+
+
+def test_snippets_cut_out_of_their_context_render_whole():
+    """A copied snippet lacks the link definitions and targets of its file, and may cut a
+    role: rendered as the page shows it all the same."""
+    from structablate.corpus.markdown import render_snippet as md
+    from structablate.corpus.myst import render_snippet as myst
+    from structablate.corpus.rst import render_snippet as rst
+
+    assert myst("see the GNU [`ftp`\nman pages][netrc-docs] and [pip-tools] [^1].") == \
+        "see the GNU ftp man pages and pip-tools ."
+    assert md("  [a link][ref] in `code`") == "a link in code"
+    assert rst("hosted on `GitHub Actions`_ and `the site <https://x.org>`__, see\n"
+               "   :ref:`Archi") == "hosted on GitHub Actions and the site, see Archi"
+    assert rst("join ``#pypa`` on `Libera`_ or Sphinx_.") == "join #pypa on Libera or Sphinx."
+    # code indexing and escaped brackets are not links
+    assert md("use `x[i]` and a\\[b\\]") == "use x[i] and a[b]"

@@ -41,10 +41,14 @@ def test_title_after_targets_comments_and_front_matter():
     # several H1: the first is the page title (Sphinx), and each stays a section
     doc = myst("# One\n\nx\n\n# Two\n\ny\n")
     assert doc.title == "One" and tree(doc) == [(("One",), ["x"]), (("Two",), ["y"])]
-    # no heading at the top: the file stem
-    doc = myst("Intro.\n\n# Late\n\nz\n")
+    # a note before the only H1: Sphinx still names the page by it; the note is the lead
+    doc = myst(":::{note}\nDraft.\n:::\n\n# Late\n\nz\n\n## Sub\n\nw\n")
+    assert doc.title == "Late" and tree(doc) == [(("Introduction",), ["Note", "Draft.", "z"]),
+                                                 (("Sub",), ["w"])]
+    # no level-1 heading: the file stem, and '##' is level 2 of the tree
+    doc = myst("Intro.\n\n## Part\n\nz\n")
     assert doc.title == "stem" and tree(doc) == [(("Introduction",), ["Intro."]),
-                                                 (("Late",), ["z"])]
+                                                 (("Part",), ["z"])]
     with pytest.raises(ByoInputError, match="no heading"):
         myst("just text {ref}`x`\n")
 

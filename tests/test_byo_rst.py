@@ -54,6 +54,12 @@ def test_comments_targets_and_top_field_list_do_not_hide_the_title():
     assert paras(doc) == ["Body with a target."]
     with pytest.raises(ByoInputError, match="no heading"):
         rst("Only a paragraph.\n")
+    # a note before the lone top-level section: docutils does not promote it, but the built
+    # page is named by it (Sphinx); the note is the lead, the subsections level 1
+    doc = rst(".. note:: Out of date.\n\n*****\nGuide\n*****\n\nText.\n\nPart\n====\n\nMore.\n")
+    assert doc.title == "Guide"
+    assert tree(doc) == [(("Introduction",), ["Note", "Out of date.", "Text."]),
+                         (("Part",), ["More."])]
 
 
 def test_inline_markup_and_roles():
@@ -74,6 +80,12 @@ def test_inline_markup_and_roles():
     doc = rst("T\n=\n\nAn :issue:`123` and :made-up:`thing <x>`.\n")
     assert paras(doc) == ["An 123 and thing."]
     assert doc.meta["markup"] == {"unknown_roles": {"made-up": 1}}
+
+
+def test_references_to_targets_defined_elsewhere_show_their_text():
+    # a target in conf.py's rst_epilog, or in an included file, is not in this file
+    doc = rst("T\n=\n\nOn `Libera.chat`_, the `list <https://x.org>`__ and PyPI_.\n")
+    assert paras(doc) == ["On Libera.chat, the list and PyPI."]
 
 
 def test_substitutions():

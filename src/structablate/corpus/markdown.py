@@ -66,6 +66,7 @@ from structablate.corpus.files import (
     file_units,
 )
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
+from structablate.corpus.render import snippet_source
 from structablate.settings import LEAD_HEADING, UserCorpus
 
 EXTENSIONS = (".md", ".markdown")
@@ -368,10 +369,7 @@ def parse_markdown(
 def render_snippet(text: str) -> str:
     """An evidence snippet copied from Markdown source, as the rendered page shows it: its
     blocks' text (inline markup, list markers and indentation gone) joined by spaces."""
-    lines = text.split("\n")
-    widths = [len(ln) - len(ln.lstrip()) for ln in lines if ln.strip()]
-    cut = min(widths) if widths else 0
-    tokens = _parser().parse("\n".join(ln[cut:] for ln in lines))
+    tokens = _parser().parse(snippet_source(text))
     parts = [block_text(t.children) if t.type == "inline" else t.content
              for t in tokens if t.type in ("inline", "fence", "code_block")]
     return " ".join(" ".join(parts).split())

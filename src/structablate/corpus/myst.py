@@ -70,6 +70,7 @@ from structablate.corpus.render import (
     resolve_include,
     role_text,
     slice_included,
+    snippet_source,
     version_text,
 )
 from structablate.corpus.rst import rst_blocks
@@ -451,7 +452,8 @@ def render_snippet(text: str) -> str:
     """An evidence snippet copied from MyST source, as the rendered page shows it: roles as
     their text, directives by the rules above, indentation and list markers gone."""
     reader = MystReader("<snippet>", (), MarkupReport(), {})
-    return " ".join(" ".join(b.text for b in reader.read(dedent(text), nested=True)).split())
+    blocks = reader.read(snippet_source(text), nested=True)
+    return " ".join(" ".join(b.text for b in blocks).split())
 
 
 def corpus_dialect(corpus: UserCorpus) -> str:

@@ -292,6 +292,25 @@ def resolve_include(
     return None
 
 
+_SNIPPET_REF = re.compile(r"(?<![\w\]\\!])\[([^\[\]]+)\]\[[^\[\]]*\]")
+_SNIPPET_SHORTCUT = re.compile(r"(?<![\w\]\\!])\[([^\[\]^][^\[\]]*)\](?![\[(:])")
+_SNIPPET_FOOTNOTE = re.compile(r"\[\^[^\]\s]+\]")
+_CUT_ROLE = re.compile(r"(?::[A-Za-z][\w:+.-]*:|\{[A-Za-z][\w:+.-]*\})`([^`]*)$")
+
+
+def snippet_source(text: str) -> str:
+    """An evidence snippet cut out of a source file, made whole before it is rendered: its
+    shared indentation removed, reference links whose definitions lie outside it
+    (``[text][label]``, ``[text]``) and footnote marks (``[^1]``) read as the page shows them,
+    and a role cut off at its end (``:ref:`Archi``) reduced to its text."""
+    text = dedent(text.strip("\n"))
+    if "[" in text:
+        text = _SNIPPET_FOOTNOTE.sub("", text)
+        text = _SNIPPET_REF.sub(r"\1", text)
+        text = _SNIPPET_SHORTCUT.sub(r"\1", text)
+    return _CUT_ROLE.sub(r"\1", text)
+
+
 def dedent(text: str) -> str:
     """``text`` with the indentation its non-blank lines share removed."""
     lines = text.split("\n")
@@ -347,20 +366,22 @@ def assemble(
 ) -> FlatDocument:
     """A :class:`FlatDocument` from reader events.
 
-    With ``decide_title``, if the first event is a level-1 heading its text is the title,
-    and when it is the only level-1 heading it is no section (every level shifts up by one);
-    otherwise the title is the file stem ``default_title``. A given ``title`` (front matter,
-    or the title docutils decided) wins. A file with no heading at all (title heading
-    included) is bad input.
+    With ``decide_title``, the first level-1 heading is the title, as Sphinx names the built
+    page by its first section title even when a note or a paragraph precedes it; when it is
+    the only level-1 heading it is no section (every level shifts up by one, and the text
+    before and right after it is the lead). Without a level-1 heading the title is the file
+    stem ``default_title``. A given ``title`` (front matter) wins. A file with no heading at
+    all (title heading included) is bad input.
     """
     headings = [b for b in blocks if b.level]
     shift = 0
-    skip_first = False
+    skip: int | None = None  # the index of the title heading when it is no section
     decided = default_title
-    if decide_title and blocks and blocks[0].level == 1:
-        decided = " ".join(blocks[0].text.split()) or default_title
-        if sum(1 for b in headings if b.level == 1) == 1:
-            shift, skip_first = 1, True
+    tops = [k for k, b in enumerate(blocks) if b.level == 1]
+    if decide_title and tops:
+        decided = " ".join(blocks[tops[0]].text.split()) or default_title
+        if len(tops) == 1:
+            shift, skip = 1, tops[0]
     if not headings and title is None:
         raise ByoInputError(
             where, f"no heading: a {kind} document needs a title or section headings to have "
@@ -369,7 +390,7 @@ def assemble(
     stack = HeadingStack(heading_separator)
     for k, b in enumerate(blocks):
         if b.level:
-            if skip_first and k == 0:
+            if k == skip:
                 continue
             stack.push(max(b.level - shift, 1), b.text)
             continue

@@ -39,8 +39,10 @@ PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("rst", "adornment", r"(?:^|\s)([=\-~^\"'`#*+])\1{5,}(?:\s|$)", 0),
         ("mdx", "import", r"^(?:import|export)\s+(?:\{|\*|default\b|const\b|[\w$]+\s+from\b)",
          0),
-        ("mdx", "component", r"</?[A-Z][A-Za-z0-9]*(?:\.[A-Z][A-Za-z0-9]*)*(?:\s[^<>]*)?/?>",
-         0),
+        # a component tag as JSX writes it: closing (</Tabs>), self-closing (<Note />) or with
+        # attributes (<TabItem value="a">); a bare <PackageName> is a placeholder in prose
+        ("mdx", "component", r"</[A-Z][A-Za-z0-9.]*>|<[A-Z][A-Za-z0-9.]*(?:\s[^<>]*)?/>"
+         r"|<[A-Z][A-Za-z0-9.]*\s+[A-Za-z][\w-]*=[\"'{]", 0),
         ("jinja", "expression", r"^(?!.*\\[A-Za-z]{2,}).*\{\{[^{}]*\}\}", 0),
         ("jinja", "statement", r"\{%-?\s*\w[^%]*%\}", 0),
         ("asciidoc", "delimiter", r"^(?:-{4}|={4}|\*{4}|\.{4}|\+{4}|_{4}|/{4})$", 0),

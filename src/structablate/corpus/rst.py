@@ -56,6 +56,7 @@ from structablate.corpus.render import (
     resolve_include,
     role_text,
     slice_included,
+    snippet_source,
     version_text,
 )
 from structablate.settings import LEAD_HEADING, UserCorpus
@@ -266,6 +267,7 @@ _ADMONITION_LABELS = {cls: cls.__name__.capitalize() for cls in (
     nodes.attention, nodes.caution, nodes.danger, nodes.error, nodes.hint, nodes.important,
     nodes.note, nodes.tip, nodes.warning)}
 _SUBSTITUTION = re.compile(r"^\|[^|]+\|_{0,2}$")
+_REFERENCE = re.compile(r"^`([^`<]*?)\s*(?:<[^`]*>)?`__?$|^([\w.-]+)__?$")
 
 
 def _roman(n: int) -> str:
@@ -309,10 +311,13 @@ class _Flattener:
         if isinstance(node, _INLINE_DROP):
             return ""
         if isinstance(node, nodes.problematic):
-            raw = node.rawsource or node.astext()
-            if _SUBSTITUTION.match(raw.strip()):
-                self.report.unresolved_substitutions[raw.strip().strip("|_")] += 1
+            raw = (node.rawsource or node.astext()).strip()
+            if _SUBSTITUTION.match(raw):
+                self.report.unresolved_substitutions[raw.strip("|_")] += 1
                 return ""
+            ref = _REFERENCE.match(raw)  # a reference whose target is defined elsewhere
+            if ref:
+                return ref.group(1) or ref.group(2)
             return node.astext()
         return "".join(self.text(c) for c in node.children)
 
@@ -438,10 +443,7 @@ def render_snippet(text: str) -> str:
     """An evidence snippet copied from reStructuredText source, as the rendered page shows it
     (roles as their text, inline literals and emphasis unmarked, indentation gone); a snippet
     that is not whole rst (a cut-off role) is read as far as docutils reads it."""
-    lines = text.split("\n")
-    widths = [len(ln) - len(ln.lstrip()) for ln in lines if ln.strip()]
-    cut = min(widths) if widths else 0
-    blocks = rst_blocks("\n".join(ln[cut:] for ln in lines), where="<snippet>", roots=(),
+    blocks = rst_blocks(snippet_source(text), where="<snippet>", roots=(),
                         report=MarkupReport(), nested=True)
     return " ".join(" ".join(b.text for b in blocks).split())
 
