@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLE, build_byo, user_corpus, wiki_build
 
-from structablate.corpus import byo, html, jsonl, markdown
+from structablate.corpus import byo, html, jsonl, markdown, myst, rst
 from structablate.corpus.byo import ADAPTERS, ByoInputError, build_user_corpus
 from structablate.corpus.qasper import build_qasper, build_qasper_corpus, read_v03
 from structablate.corpus.result import CorpusBuild, corpus_tables
@@ -58,14 +58,17 @@ def test_corpus_modules_import_no_cycle_and_load_nothing_by_name():
 
 
 def test_adapter_registry_is_explicit():
-    assert set(ADAPTERS) == {"markdown", "html", "jsonl"}
-    assert ADAPTERS["markdown"].iter_units is markdown.iter_units
+    assert set(ADAPTERS) == {"markdown", "rst", "html", "jsonl"}
+    # a Markdown corpus is read as MyST or as CommonMark with the site dialects (myst decides)
+    assert ADAPTERS["markdown"].iter_units is myst.iter_units
+    assert ADAPTERS["markdown"].extensions == markdown.EXTENSIONS
+    assert ADAPTERS["rst"].iter_units is rst.iter_units
     assert ADAPTERS["html"].extensions == html.EXTENSIONS
     assert ADAPTERS["jsonl"].iter_units is jsonl.iter_units
     with pytest.raises(TypeError):
-        ADAPTERS["rst"] = ADAPTERS["markdown"]  # read-only
+        ADAPTERS["asciidoc"] = ADAPTERS["markdown"]  # read-only
     with pytest.raises(ByoInputError, match="not a bring-your-own type"):
-        byo.adapter("rst", "c")
+        byo.adapter("asciidoc", "c")
 
 
 def _check_tables(build: CorpusBuild, name: str) -> None:

@@ -1,14 +1,19 @@
-"""Bring your own corpus: Markdown, HTML or JSONL documents, with optional user queries.
+"""Bring your own corpus: Markdown (MyST included), reStructuredText, HTML or JSONL documents,
+with optional user queries.
 
 :func:`build_user_corpus` is the entry point; it returns a
 :class:`~structablate.corpus.result.CorpusBuild` like the QASPER and Wikipedia builders. A corpus
 entry of the config names its ``type``
-(``markdown``, ``html`` or ``jsonl``) and where the files are; every file format has its own
-adapter (:mod:`~structablate.corpus.markdown`, :mod:`~structablate.corpus.html`,
+(``markdown``, ``rst``, ``html`` or ``jsonl``) and where the files are; every file format has
+its own adapter (:mod:`~structablate.corpus.markdown` and :mod:`~structablate.corpus.myst`,
+:mod:`~structablate.corpus.rst`, :mod:`~structablate.corpus.html`,
 :mod:`~structablate.corpus.jsonl`), registered by name in :data:`ADAPTERS`, that turns one
 input unit (a file, or a JSONL line) into a :class:`~structablate.corpus.flatten.FlatDocument`
 through :class:`~structablate.corpus.flatten.DocumentBuilder`; every document is then verified
 with :func:`~structablate.corpus.verify.verify_document`, exactly as QASPER and Wikipedia are.
+
+Every document's paragraphs are scanned for markup no reader rendered
+(:mod:`~structablate.corpus.residue`): a file above ``max_markup_share`` is bad input.
 
 Bad input raises :class:`ByoInputError` whose message starts with the file (and line, for
 JSONL and queries) and names the field or the problem. With ``skip_bad_files: true`` the unit
@@ -22,13 +27,14 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
 from tqdm import tqdm
 
-from structablate.corpus import html, jsonl, markdown
+from structablate.corpus import html, jsonl, markdown, myst, residue, rst
 from structablate.corpus.files import (
     ByoInputError,
     HeadingStack,
@@ -58,11 +64,12 @@ class Adapter:
 
 
 ADAPTERS: Mapping[str, Adapter] = MappingProxyType({
-    "markdown": Adapter("markdown", markdown.EXTENSIONS, markdown.iter_units),
+    "markdown": Adapter("markdown", markdown.EXTENSIONS, myst.iter_units),
+    "rst": Adapter("rst", rst.EXTENSIONS, rst.iter_units),
     "html": Adapter("html", html.EXTENSIONS, html.iter_units),
     "jsonl": Adapter("jsonl", jsonl.EXTENSIONS, jsonl.iter_units),
 })
-"""The registered adapters by corpus ``type`` (``markdown``, ``html``, ``jsonl``)."""
+"""The registered adapters by corpus ``type`` (``markdown``, ``rst``, ``html``, ``jsonl``)."""
 
 
 def adapter(kind: object, source_name: str) -> Adapter:
@@ -135,10 +142,17 @@ def build_documents(
                                        (doc.doc_id, where)])
         except IdError as exc:
             raise ByoInputError(exc.where, exc.reason) from None
-        tokens[token] = doc.doc_id
         violations = verify_document(doc)
         if violations:  # an adapter bug, not a user error: never skipped
             raise VerificationError(doc.doc_id, violations, where)
+        why = residue.refusal(doc, corpus.max_markup_share)
+        if why is not None:  # markup no reader rendered: never scored silently
+            if not skip:
+                raise ByoInputError(where, why + "; raise max_markup_share, or set "
+                                    "skip_bad_files: true to leave the file out")
+            skipped.append({"where": where, "doc_id": doc.doc_id, "reason": why})
+            continue
+        tokens[token] = doc.doc_id
         docs[doc.doc_id] = doc
         origin[doc.doc_id] = where
     if not docs:
@@ -149,6 +163,39 @@ def build_documents(
             + ")")
     ordered = [docs[k] for k in sorted(docs)]
     return ordered, skipped, origin
+
+
+def _markup_report(docs: list[FlatDocument]) -> dict:
+    """What the MyST and reStructuredText readers dropped or could not render, per corpus
+    (counts) and per file (``files``: doc_id -> that file's report)."""
+    files = {d.doc_id: d.meta["markup"] for d in docs if d.meta.get("markup")}
+    dropped: Counter = Counter()
+    unknown_directives: Counter = Counter()
+    unknown_roles: Counter = Counter()
+    autodoc = refused = unresolved = 0
+    for m in files.values():
+        dropped.update(m.get("dropped_directives", {}))
+        unknown_directives.update(m.get("unknown_directives", {}))
+        unknown_roles.update(m.get("unknown_roles", {}))
+        autodoc += len(m.get("autodoc", ()))
+        refused += len(m.get("includes_refused", ()))
+        unresolved += sum(m.get("unresolved_substitutions", {}).values())
+    return {"dropped_directives": dict(sorted(dropped.items())), "autodoc": autodoc,
+            "unknown_directives": dict(sorted(unknown_directives.items())),
+            "unknown_roles": dict(sorted(unknown_roles.items())),
+            "includes_refused": refused, "unresolved_substitutions": unresolved,
+            "files": dict(sorted(files.items()))}
+
+
+def snippet_renderer(corpus: UserCorpus, dialect: str | None) -> Callable[[str], str] | None:
+    """The inline rules an evidence snippet copied from the source is rendered with before it
+    is matched again: the corpus format's (Markdown, MyST, reStructuredText); ``None`` for
+    HTML and JSONL (their snippets are copied from the text as shown)."""
+    if corpus.type == "rst":
+        return rst.render_snippet
+    if corpus.type == "markdown":
+        return myst.render_snippet if dialect == "myst" else markdown.render_snippet
+    return None
 
 
 def queries_path(corpus: UserCorpus) -> str | None:
@@ -178,8 +225,12 @@ def build_user_corpus(corpus: UserCorpus, source_name: str) -> CorpusBuild:
         "paragraphs": sum(len(d.paragraphs) for d in docs),
         "sections": sum(len(d.sections) for d in docs),
         "skipped": skipped,
+        "markup": _markup_report(docs),
+        "markup_residue": residue.scan_documents(docs),
         "queries": None,
     }
+    if corpus.type == "markdown":
+        report["dialect"] = myst.corpus_dialect(corpus)
     questions: list[MappedQuestion] | None = None
     qpath = queries_path(corpus)
     if qpath:
@@ -190,6 +241,8 @@ def build_user_corpus(corpus: UserCorpus, source_name: str) -> CorpusBuild:
             fuzzy_min_ratio=corpus.fuzzy_min_ratio,
             skip_unknown=corpus.skip_bad_files,
             skipped_doc_ids={s.get("doc_id") for s in skipped if s.get("doc_id")},
+            partial_evidence=corpus.partial_evidence,
+            render=snippet_renderer(corpus, report.get("dialect")),
         )
         report["queries"] = funnel.as_dict()
         report["queries"]["path"] = str(qpath)

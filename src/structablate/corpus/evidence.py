@@ -13,7 +13,11 @@ line wrap or a paragraph break matches):
    Span = that section with all its subsections (from the first to the last character of every
    section whose path starts with it). This comes before the substring step: an annotator who
    selected a heading such as ``Transformer-NMT`` points at that section, not at the first
-   place the same words happen to occur in the text;
+   place the same words happen to occur in the text. A heading that is **ambiguous** — a title
+   several paths end with (``Example`` under two parents), or one path shared by separate
+   sections (two ``Results``) — maps to nothing (step ``ambiguous``,
+   :meth:`EvidenceMapper.ambiguity` says why and what resolves it): never the range between
+   them, never the first place its words occur;
 3. ``exact`` — a substring of the flat text: span = its first occurrence, whitespace folded
    (``[start, end)`` of the first to the last matched character of the original text);
 4. ``fuzzy`` — the best paragraph by :class:`difflib.SequenceMatcher` ratio, if at least
@@ -29,7 +33,7 @@ from structablate.corpus.flatten import FlatDocument
 
 SECTION_SEP = " ::: "
 
-STEPS = ("exact", "fuzzy", "section", "unmapped")
+STEPS = ("exact", "fuzzy", "section", "ambiguous", "unmapped")
 
 
 def fold(s: str) -> str:
@@ -75,30 +79,65 @@ class EvidenceMapper:
             folded = fold(doc.text[p.start : p.end])
             self._folded.append(folded)
             self._para_by_text.setdefault(folded, p.para_idx)
-        # heading path joined by the separator -> span of the section and its descendants
-        self._section_span: dict[str, tuple[int, int]] = {}
+        # heading path joined by the separator -> the spans of the sections it heads: one
+        # span per run of consecutive sections under that path (a path used by two headings
+        # apart, such as two "Results" sections, gives two runs)
+        self._section_runs: dict[str, list[tuple[int, int]]] = {}
+        last: dict[str, int] = {}  # key -> section_idx of the last section under it
         # heading title -> the distinct heading paths that end with it
-        paths_by_title: dict[str, set[tuple[str, ...]]] = {}
-        for s in doc.sections:
+        self._paths_by_title: dict[str, list[tuple[str, ...]]] = {}
+        for k, s in enumerate(doc.sections):
             for depth in range(1, len(s.path) + 1):
                 key = fold(section_separator.join(s.path[:depth]))
-                lo, hi = self._section_span.get(key, (s.start, s.end))
-                self._section_span[key] = (min(lo, s.start), max(hi, s.end))
-                paths_by_title.setdefault(fold(s.path[depth - 1]), set()).add(s.path[:depth])
-        self._title_key: dict[str, str] = {
-            title: fold(section_separator.join(next(iter(paths))))
-            for title, paths in paths_by_title.items()
-            if len(paths) == 1
-        }
+                runs = self._section_runs.setdefault(key, [])
+                if runs and last[key] == k - 1:
+                    lo, hi = runs[-1]
+                    runs[-1] = (min(lo, s.start), max(hi, s.end))
+                else:
+                    runs.append((s.start, s.end))
+                last[key] = k
+                paths = self._paths_by_title.setdefault(fold(s.path[depth - 1]), [])
+                if s.path[:depth] not in paths:
+                    paths.append(s.path[:depth])
+        self._separator = section_separator
         self._flat: tuple[str, list[int]] | None = None
 
-    def section_span(self, evidence: str) -> tuple[int, int] | None:
-        """The span of the section ``evidence`` names (path or unique title), else ``None``."""
+    def _key_of(self, evidence: str) -> str | None:
+        """The heading-path key ``evidence`` names: itself, or the path of the one heading
+        titled so; ``None`` when it names no heading or a title several paths end with."""
         e = fold(evidence)
-        span = self._section_span.get(e)
-        if span is None and e in self._title_key:
-            span = self._section_span[self._title_key[e]]
-        return span
+        if e in self._section_runs:
+            return e
+        paths = self._paths_by_title.get(e, ())
+        if len(paths) == 1:
+            return fold(self._separator.join(paths[0]))
+        return None
+
+    def ambiguity(self, evidence: str) -> str | None:
+        """Why a heading named by ``evidence`` is ambiguous (``None`` if it is not): the title
+        of headings on several paths (each path named, any of which resolves it), or one path
+        used by several separate sections (where each starts)."""
+        e = fold(evidence)
+        paths = self._paths_by_title.get(e, ())
+        if e not in self._section_runs and len(paths) > 1:
+            named = "; ".join(repr(self._separator.join(p)) for p in paths)
+            return (f"the heading {e!r} occurs under {len(paths)} heading paths ({named}): "
+                    f"give the path of the one meant")
+        key = self._key_of(e)
+        runs = self._section_runs.get(key, ()) if key is not None else ()
+        if len(runs) > 1:
+            at = ", ".join(f"[{a}, {b})" for a, b in runs)
+            return (f"{len(runs)} separate sections have the heading path {key!r} (at "
+                    f"characters {at}): quote a sentence of the one meant, or give its span")
+        return None
+
+    def section_span(self, evidence: str) -> tuple[int, int] | None:
+        """The span of the one section ``evidence`` names (a path, or a title only one path
+        ends with) with its subsections; ``None`` when it names no heading or an ambiguous
+        one (:meth:`ambiguity`)."""
+        key = self._key_of(evidence)
+        runs = self._section_runs.get(key, ()) if key is not None else ()
+        return runs[0] if len(runs) == 1 else None
 
     def find(self, evidence: str) -> tuple[int, int] | None:
         """``[start, end)`` of the first whitespace-folded occurrence of ``evidence``."""
@@ -113,6 +152,23 @@ class EvidenceMapper:
             return None
         return where[pos], where[pos + len(e) - 1] + 1
 
+    def closest(self, evidence: str) -> tuple[int, float] | None:
+        """``(para_idx, similarity)`` of the paragraph most like ``evidence``
+        (:class:`difflib.SequenceMatcher` ratio on folded text, no threshold): what a drop
+        reason quotes. ``None`` for a document without paragraphs or an empty snippet."""
+        e = fold(evidence)
+        if not e or not self._folded:
+            return None
+        best, best_ratio = 0, -1.0
+        for i, folded in enumerate(self._folded):
+            sm = difflib.SequenceMatcher(None, e, folded, autojunk=False)
+            if sm.real_quick_ratio() <= best_ratio or sm.quick_ratio() <= best_ratio:
+                continue
+            r = sm.ratio()
+            if r > best_ratio:
+                best, best_ratio = i, r
+        return best, best_ratio
+
     def map(self, evidence: str) -> tuple[tuple[int, int] | None, str]:
         """Return ``(span, step)``; ``span`` is ``None`` and step ``"unmapped"`` on failure."""
         e = fold(evidence)
@@ -125,6 +181,8 @@ class EvidenceMapper:
         span = self.section_span(e)
         if span is not None:
             return span, "section"
+        if self.ambiguity(e) is not None:  # never the words, never the range between
+            return None, "ambiguous"
         span = self.find(e)
         if span is not None:
             return span, "exact"

@@ -222,6 +222,23 @@ class HeadingStack:
         return self._stack[-1][1] if self._stack else None
 
 
+def corpus_roots(corpus: UserCorpus) -> tuple[str, ...]:
+    """The folders a corpus entry's ``path`` names (a folder itself; a file's folder; a glob's
+    folder before its first wildcard): where an ``include`` may read from."""
+    specs = [corpus.path] if isinstance(corpus.path, str) else list(corpus.path)
+    out: list[str] = []
+    for s in specs:
+        p = Path(s).expanduser()
+        if p.is_dir():
+            root = p
+        elif p.is_file():
+            root = p.parent
+        else:
+            root = _glob_split(s)[0]
+        out.append(str(root.resolve()))
+    return tuple(dict.fromkeys(out))
+
+
 def file_units(
     corpus: UserCorpus, extensions: Sequence[str], parse: Callable[..., FlatDocument],
 ) -> Iterator[InputUnit]:

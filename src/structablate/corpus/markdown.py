@@ -66,6 +66,7 @@ from structablate.corpus.files import (
     file_units,
 )
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
+from structablate.corpus.render import snippet_source
 from structablate.settings import LEAD_HEADING, UserCorpus
 
 EXTENSIONS = (".md", ".markdown")
@@ -204,8 +205,12 @@ def split_front_matter(text: str, where: str) -> tuple[dict, str]:
     return {}, text  # no closing line: an ordinary thematic break, not front matter
 
 
-def inline_text(children: list[Token] | None) -> str:
+def inline_text(children: list[Token] | None, extra=None) -> str:
     """Plain text of an inline token's children (markup stripped, see the module rules).
+
+    ``extra(token)`` renders token types of plugins this module does not enable (MyST roles,
+    math, substitutions: :mod:`~structablate.corpus.myst`); ``None`` from it, or no
+    ``extra``, gives no text.
 
     Attribute lists are removed where the dialects read them: right after an inline element
     (``**x**{#id}``) and at the end of the block (``Heading {: #id }``, or a last line of its
@@ -226,7 +231,9 @@ def inline_text(children: list[Token] | None) -> str:
         elif t.type in ("softbreak", "hardbreak"):
             parts.append(("text", "\n"))
         elif t.type == "image":
-            parts.append(("literal", inline_text(t.children)))
+            parts.append(("literal", inline_text(t.children, extra)))
+        elif extra is not None and (rendered := extra(t)) is not None:
+            parts.append(("literal", rendered))
         # link_open/close, em/strong/s open/close, html_inline, footnote_ref: no text
         prev = t.type
     # a trailing attribute list (in the last text part, after any trailing line breaks)
@@ -267,7 +274,8 @@ def parse_markdown(
     heading_separator: str | None = None,
     code_blocks: str = "keep",
 ) -> FlatDocument:
-    """Flatten one Markdown document (see the module docstring for the rules)."""
+    """Flatten one Markdown document (see the module docstring for the rules; MyST is read
+    by :func:`structablate.corpus.myst.parse_myst`)."""
     meta, text = split_front_matter(text, where)
     for key in ("title", "id", "topic"):
         if key in meta and not isinstance(meta[key], str | int | float):
@@ -297,6 +305,7 @@ def parse_markdown(
     list_kinds: list[str] = []  # "ordered" / "bullet" for each open list
     item_prefix: str | None = None  # an ordered item's number, put before its first paragraph
     row: list[str] | None = None
+    code: list[int] = []  # para_idx of code blocks (left out of the markup-residue scan)
 
     def path() -> tuple[str, ...]:
         return stack.path or (lead_heading,)
@@ -339,10 +348,12 @@ def parse_markdown(
         elif typ in ("fence", "code_block"):
             if code_blocks == "keep":
                 if item_prefix is not None and t.content.strip():
-                    builder.add_paragraph(f"{item_prefix} {t.content.strip()}", path())
+                    idx = builder.add_paragraph(f"{item_prefix} {t.content.strip()}", path())
                     item_prefix = None
                 else:
-                    builder.add_paragraph(t.content, path())
+                    idx = builder.add_paragraph(t.content, path())
+                if idx is not None:
+                    code.append(idx)
         # html_block, hr, paragraph/blockquote/table open-close: no text of their own
         i += 1
     if n_headings == 0 and title_token is None:
@@ -352,9 +363,19 @@ def parse_markdown(
             "section headings ('## …', setext) to have a gold structure; add headings, or set "
             "skip_bad_files: true to leave the file out")
     topic = str(meta["topic"]) if meta.get("topic") is not None else None
-    return builder.build(topic=topic, source=where)
+    return builder.build(topic=topic, source=where, code_paragraphs=tuple(code))
+
+
+def render_snippet(text: str) -> str:
+    """An evidence snippet copied from Markdown source, as the rendered page shows it: its
+    blocks' text (inline markup, list markers and indentation gone) joined by spaces."""
+    tokens = _parser().parse(snippet_source(text))
+    parts = [block_text(t.children) if t.type == "inline" else t.content
+             for t in tokens if t.type in ("inline", "fence", "code_block")]
+    return " ".join(" ".join(parts).split())
 
 
 def iter_units(corpus: UserCorpus, name: str) -> Iterator[InputUnit]:
-    """One unit per Markdown file of ``corpus.path``."""
+    """One unit per Markdown file of ``corpus.path`` (a corpus in MyST goes through
+    :func:`structablate.corpus.myst.iter_units` instead)."""
     return file_units(corpus, EXTENSIONS, parse_markdown)

@@ -191,7 +191,11 @@ def write_corpus(build: CorpusBuild, corpus: str, output: Mapping[str, str]) -> 
     if t.queries is not None:
         write_parquet(t.queries, output["queries"])
         write_parquet(t.qrels, output["qrels"])
-    write_json(build.report, output["funnel"] if "funnel" in output.keys() else output["report"])
+    report = build.report
+    if "markup_residue" not in report:  # QASPER, Wikipedia: reported, never refused
+        from structablate.corpus.residue import scan_documents
+        report = dict(report, markup_residue=scan_documents(build.documents))
+    write_json(report, output["funnel"] if "funnel" in output.keys() else output["report"])
 
 
 def check_generated_questions(n_questions: int, funnel: Mapping, corpus: str) -> None:

@@ -26,7 +26,7 @@ import csv
 import io
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,7 +59,13 @@ class UserQueryFunnel:
     skipped_document: int = 0
     no_evidence: int = 0
     unmapped: int = 0
+    partial: int = 0
     kept: int = 0
+    rendered: int = 0
+    """Snippets that mapped only in their rendered form (inline markup of the source gone)."""
+    partial_kept: list[dict] = field(default_factory=list)
+    """Questions kept under ``partial_evidence: keep`` although some snippets map nowhere:
+    ``{"qid", "doc_id", "where", "unmapped"}`` (the snippets and why)."""
     evidence_by_step: Counter = field(default_factory=Counter)
     spans_per_query: list[int] = field(default_factory=list)
     documents_with_queries: int = 0
@@ -81,12 +87,17 @@ class UserQueryFunnel:
             "dropped_skipped_document": self.skipped_document,
             "dropped_no_evidence": self.no_evidence,
             "dropped_unmapped": self.unmapped,
+            "dropped_partial_evidence": self.partial,
             "kept": self.kept,
+            "kept_with_partial_evidence": list(self.partial_kept),
+            "evidence_rendered": self.rendered,
             "documents_with_kept_queries": self.documents_with_queries,
             "funnel": [
                 ["all queries", self.queries],
                 ["on a document of the corpus", known],
                 ["with evidence", known - self.no_evidence],
+            ] + ([["with some evidence mapped", known - self.no_evidence - self.unmapped]]
+                 if self.partial else []) + [
                 ["with mapped evidence (kept)", self.kept],
             ],
             "evidence_by_step": dict(sorted(self.evidence_by_step.items())),
@@ -230,8 +241,17 @@ def map_user_queries(
     fuzzy_min_ratio: float,
     skip_unknown: bool = False,
     skipped_doc_ids: Iterable[str] = (),
+    partial_evidence: str = "drop",
+    render: Callable[[str], str] | None = None,
 ) -> tuple[list[MappedQuestion], UserQueryFunnel]:
     """Map every query's evidence to gold spans; return the kept questions and the funnel.
+
+    A snippet that maps nowhere (or only fuzzily) as written is tried again as ``render``
+    shows it (the corpus format's inline rules: a snippet copied from the source with its
+    markup). A query some of whose snippets still map nowhere is dropped with
+    ``partial_evidence="drop"`` (its reason names each such snippet), or kept and listed with
+    ``"keep"``. Every reason for a snippet that maps nowhere quotes the closest paragraph and
+    its similarity, or names the ambiguous heading and the paths that resolve it.
 
     A query on a document the corpus lacks raises :class:`ByoInputError` naming its line,
     unless ``skip_unknown`` (then it is counted; a document in ``skipped_doc_ids``, left out
@@ -269,10 +289,20 @@ def map_user_queries(
             mapper = mappers[doc.doc_id] = EvidenceMapper(doc, fuzzy_min_ratio)
         spans: list[tuple[int, int]] = []
         steps: list[str] = []
+        failed: list[str] = []  # why each snippet that maps nowhere does not
         for e in q.evidence:
             span, step = mapper.map(e)
+            if (span is None or step == "fuzzy") and render is not None:
+                shown = render(e)
+                if fold(shown) and fold(shown) != fold(e):
+                    span2, step2 = mapper.map(shown)
+                    if span2 is not None and (span is None or step2 != "fuzzy"):
+                        span, step = span2, step2
+                        funnel.rendered += 1
             funnel.evidence_by_step[step] += 1
-            if span is not None and span not in spans:
+            if span is None:
+                failed.append(_why_unmapped(mapper, e, step, render))
+            elif span not in spans:
                 spans.append(span)
                 steps.append(step)
         for s, e in q.spans:
@@ -291,10 +321,19 @@ def map_user_queries(
                 steps.append("span")
         if not spans:
             funnel.unmapped += 1
-            shown = "; ".join(repr(e if len(e) <= 60 else e[:57] + "...") for e in q.evidence)
-            funnel.drop(q, f"no evidence found in {q.doc_id!r}" + (f": {shown}" if shown else
-                                                                     " (every span invalid)"))
+            funnel.drop(q, f"no evidence found in {q.doc_id!r}" + (
+                ": " + "; ".join(failed) if failed else " (every span invalid)"))
             continue
+        if failed:
+            n = len(q.evidence) + len(q.spans)
+            if partial_evidence == "drop":
+                funnel.partial += 1
+                funnel.drop(q, f"{len(failed)} of its {n} evidence items map nowhere in "
+                            f"{q.doc_id!r} (partial_evidence: drop; a question scored against "
+                            "part of its gold would be scored wrongly): " + "; ".join(failed))
+                continue
+            funnel.partial_kept.append({"qid": q.qid, "doc_id": q.doc_id, "where": q.where,
+                                        "unmapped": failed})
         order = sorted(range(len(spans)), key=lambda i: spans[i])
         out.append(MappedQuestion(
             qid=q.qid, doc_id=doc.doc_id, text=fold(q.query), qtype=q.qtype,
@@ -304,6 +343,23 @@ def map_user_queries(
         with_queries.add(doc.doc_id)
     funnel.documents_with_queries = len(with_queries)
     return out, funnel
+
+
+def _why_unmapped(mapper: EvidenceMapper, evidence: str, step: str,
+                  render: Callable[[str], str] | None) -> str:
+    """Why one snippet maps nowhere: the ambiguity of the heading it names, or the closest
+    paragraph (cut to 100 characters) with its similarity."""
+    shown = repr(evidence if len(evidence) <= 60 else evidence[:57] + "...")
+    if step == "ambiguous":
+        return f"{shown}: {mapper.ambiguity(evidence)}"
+    near = mapper.closest(render(evidence) if render is not None else evidence)
+    if near is None:
+        return f"{shown}: not found"
+    idx, ratio = near
+    text = " ".join(mapper.doc.paragraph_text(idx).split())
+    text = text if len(text) <= 100 else text[:97] + "..."
+    return (f"{shown}: not found; closest passage (paragraph {idx}, similarity {ratio:.2f}, "
+            f"fuzzy_min_ratio {mapper.fuzzy_min_ratio}): {text!r}")
 
 
 def _trim_span(text: str, start: int, end: int) -> tuple[int, int] | None:

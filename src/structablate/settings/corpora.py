@@ -184,9 +184,10 @@ class WikipediaCorpus:
 
 @frozen
 class UserCorpus:
-    """Your own documents: Markdown, HTML or JSONL files (docs/byo.md)."""
+    """Your own documents: Markdown (MyST included), reStructuredText, HTML or JSONL files
+    (docs/byo.md)."""
 
-    type: Literal["markdown", "html", "jsonl"] = setting(doc="input format")
+    type: Literal["markdown", "rst", "html", "jsonl"] = setting(doc="input format")
     path: str | tuple[str, ...] = setting(doc="folder (recursive), file, glob, or a list")
     queries: str | UserQueriesFile | QueryGenSettings | None = setting(
         None, doc="your questions file (or {path: file}); a mapping without path: generation "
@@ -200,6 +201,18 @@ class UserCorpus:
                                                            "(null: the format's)")
     fuzzy_min_ratio: float = setting(0.85, minimum=0.5, maximum=1.0,
                                      doc="least similarity of a fuzzily mapped snippet")
+    dialect: Literal["auto", "commonmark", "myst"] = setting(
+        "auto", doc="markdown only: auto (MyST when any file uses MyST directives, targets or "
+                    "roles), commonmark, or myst")
+    max_markup_share: float = setting(
+        0.05, minimum=0.0, maximum=1.0,
+        doc="largest share of a file's paragraphs (code left out) that may carry markup no "
+            "reader rendered; above it (and 2 paragraphs or more) the file is refused, or "
+            "skipped with skip_bad_files")
+    partial_evidence: Literal["drop", "keep"] = setting(
+        "drop", doc="a question some of whose evidence snippets map nowhere: drop it (naming "
+                    "the snippet), or keep it scored against the part that maps (listed in "
+                    "the funnel)")
 
 
 @dataclass(frozen=True)
@@ -224,7 +237,8 @@ CORPUS_SOURCES: dict[str, SourceFacts] = {
     "wikipedia": SourceFacts(WikipediaCorpus, lambda corpus: False,
                              doc="Wikipedia Featured Articles, questions generated"),
     "user": SourceFacts(UserCorpus, lambda corpus: questions_file(corpus) is not None,
-                        doc="your own Markdown, HTML or JSONL files (docs/byo.md)"),
+                        doc="your own Markdown/MyST, reStructuredText, HTML or JSONL files "
+                            "(docs/byo.md)"),
 }
 """Corpus kind -> facts (order: the schema's)."""
 
