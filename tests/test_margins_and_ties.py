@@ -20,7 +20,7 @@ from structablate.report.testable import NOT_TESTABLE, mark_contrasts
 from structablate.report.verdict import needed_sentence
 from structablate.settings import StatisticsSettings, parse
 from structablate.stats.bootstrap import tost, tost_bound
-from structablate.stats.contrasts import contrast_table, resolve_margins
+from structablate.stats.contrasts import contrast_difference, contrast_table, resolve_margins
 from structablate.stats.decision import decide
 
 DECLARED = {"C1": ("A3", "A1"), "C2": ("A3", "P"), "C3": ("G3", "A3"), "C4": ("A4", "A3")}
@@ -190,3 +190,28 @@ def test_score_ties_do_not_flag_when_the_rankings_were_measured():
     assert len(flags) == 1 and "score the same covNDCG@10" in flags[0] \
         and "no ranking identity was measured" in flags[0]
     assert comparison_flags("A4", "A3", row={**row, "p_holm": 0.001}) == []
+
+
+def test_contrast_difference_is_the_paired_difference_of_two_contrasts():
+    """(a − b) − (c − d) per question over the questions all four conditions scored, with its
+    own clustered bootstrap; fewer than ten documents: no interval."""
+    rng = np.random.default_rng(3)
+    qids = [f"q{i}" for i in range(120)]
+    docs = [f"d{i // 4}" for i in range(120)]
+    base = rng.uniform(0.2, 0.6, 120)
+    lifts = {"A3": 0.03, "A2": 0.0, "G3": 0.01, "G2": 0.0}
+    scores = {c: pl.DataFrame({"qid": qids, "doc_id": docs,
+                               "m": base + lift + rng.normal(0, 0.01, 120)})
+              for c, lift in lifts.items()}
+    scores["G2"] = scores["G2"].filter(pl.col("qid") != "q0")  # one question fewer
+    res = contrast_difference(scores, ("A3", "A2"), ("G3", "G2"), "m", n_boot=500, seed=1)
+    j = {c: dict(zip(t["qid"], t["m"], strict=True)) for c, t in scores.items()}
+    want = np.mean([(j["A3"][q] - j["A2"][q]) - (j["G3"][q] - j["G2"][q]) for q in qids[1:]])
+    assert res["n_queries"] == 119 and res["n_docs"] == 30
+    assert res["delta"] == pytest.approx(want, rel=1e-12)
+    assert res["ci_low"] < 0.02 < res["ci_high"] and res["p"] < 0.05
+    few = {c: t.filter(pl.col("doc_id").is_in(["d0", "d1"])) for c, t in scores.items()}
+    small = contrast_difference(few, ("A3", "A2"), ("G3", "G2"), "m", n_boot=100)
+    assert math.isnan(small["ci_low"]) and math.isfinite(small["delta"])
+    with pytest.raises(ValueError, match="no scores for GP"):
+        contrast_difference(scores, ("A3", "A2"), ("G3", "GP"), "m")
