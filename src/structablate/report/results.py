@@ -883,6 +883,7 @@ def block_paper(run: Run, led: Ledger, kind: str = "qasper", control_embedder: s
     pairs = [(r["cond_a"], r["cond_b"]) for r in df.iter_rows(named=True)
              if paper_contrast(kind, r["cond_a"], r["cond_b"]) is not None]
     pairs += [p for p in PAPER_CONTRASTS.get(kind, {}) if p not in pairs]
+    pairs = list(dict.fromkeys(pairs))  # a pair declared in both families: one row
     rows, ran = [], {}
     for a, b in pairs:
         pd = paper_contrast(kind, a, b)
