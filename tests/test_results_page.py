@@ -37,13 +37,13 @@ CELL = ("qasper", "strong", "none")
 CONDS = ["A3", "P", "A1", "A4", "G3"]
 
 
-def write_cell(root: Path, cell: tuple[str, str, str], seed: int) -> None:
+def write_cell(root: Path, cell: tuple[str, str, str], seed: int, conds=CONDS) -> None:
     """One cell's tables as a real run writes them, from per-query scores of five conditions
     over 40 documents, computed by the package's own statistics."""
     p = Paths(str(root))
     long = make_scores(n_docs=40, seed=seed).filter(pl.col("embedder") == "strong")
     scores = {c: long.filter(pl.col("condition") == c)
-              .select("qid", "doc_id", "qtype", "covNDCG@10", "R@50") for c in CONDS}
+              .select("qid", "doc_id", "qtype", "covNDCG@10", "R@50") for c in conds}
     stats = parse(StatisticsSettings, {"bootstrap_iters": 300,
                                        "extra_contrasts": {"G3-A3": ["G3", "A3"],
                                                            "G3-A2": ["G3", "A2"]},
@@ -286,3 +286,17 @@ def test_committed_results_pages_check_against_their_shipped_tables(page, monkey
     assert not Path(folder).is_absolute() and (REPO / folder).is_dir(), folder
     monkeypatch.chdir(REPO)
     assert main([folder, "--page", str(page.relative_to(REPO)), *args, "--check"]) == 0
+
+
+def test_the_dose_block_prints_each_rung_and_the_slope(tmp_path):
+    root = tmp_path / "results"
+    write_cell(root, CELL, seed=5, conds=["A2", "A3-d1", "A3-d2", "A3", "P", "A1", "A4", "G3"])
+    led = Ledger()
+    page = render_page("<!-- results: dose -->\n<!-- /results -->\n", Run.find(root), led)
+    assert verify_ledger(led, root) == []
+    assert "| measure | A2 (depth 0) | A3-d1 (depth 1) | A3-d2 (depth 2) | A3 (depth 3) |" \
+        in page
+    assert "| measure | slope per level | 95% CI | p | role |" in page
+    assert page.count("exploratory") == 2  # covNDCG@10 and R@50
+    printed = {n.lstrip("±") for n in page_numbers(page)}
+    assert printed <= {e.text.lstrip("±") for e in led.entries}

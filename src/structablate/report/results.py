@@ -676,16 +676,32 @@ def block_qtype(run: Run, led: Ledger, metric: str = PAPER_METRIC, **_) -> list[
 
 
 def block_dose(run: Run, led: Ledger, **_) -> list[str]:
+    """The breadcrumb-depth dose-response: each rung's mean per measure (the ladder
+    :data:`structablate.study.DOSE_LADDER`, depth in levels), then the slope per level with
+    its interval (exploratory: the paper reports it as such)."""
     df, src = run.table("dose"), run.source("dose")
     if not df.height:
         return [f"The depth ladder ({', '.join(DOSE_LADDER)}) did not run in this cell."]
+    s, ssrc = run.table("summary"), run.source("summary")
+    rungs = list(DOSE_LADDER)
+    rows = []
+    for m in df["metric"].to_list():
+        row = [m]
+        for c in rungs:
+            v = s.filter((pl.col("condition") == c) & (pl.col("measure") == m))
+            row.append(led.num(v["mean"][0], "4", ssrc, {"condition": c, "measure": m}, "mean")
+                       if v.height else "—")
+        rows.append(row)
+    out = _table(["measure", *(f"{c} (depth {_derived(led, d, 'int')})"
+                               for c, d in DOSE_LADDER.items())], rows, "l" + "r" * len(rungs))
     rows = []
     for r in df.iter_rows(named=True):
         key = {"metric": r["metric"]}
         rows.append([r["metric"], led.num(r["slope"], "+4", src, key, "slope"),
                      led.ci(r, "+4", src, key),
-                     led.num(r["p"], "p", src, key, "p")])
-    return _table(["measure", "slope per level", "95% CI", "p"], rows, "lrrr")
+                     led.num(r["p"], "p", src, key, "p"), "exploratory"])
+    return [*out, "", *_table(["measure", "slope per level", "95% CI", "p", "role"], rows,
+                              "lrrrl")]
 
 
 def block_section_recall(run: Run, led: Ledger, kind: str = "qasper", **_) -> list[str]:
