@@ -546,6 +546,24 @@ def block_describe(run: Run, led: Ledger, **_) -> list[str]:
     return out
 
 
+def role_line(run: Run) -> str:
+    """Which measure of this cell is confirmatory: the pre-registered family's rows marked
+    ``primary`` name it (covNDCG@10 in the primary cell); nothing else is."""
+    try:
+        df = run.table("contrasts")
+    except ResultsError:
+        return "Role: no contrasts table, so nothing here is marked confirmatory."
+    prim = df.filter(pl.col("primary")) if "primary" in df.columns else df.clear()
+    cell = f"`{run.corpus}/{run.embedder}/{run.reranker}`"
+    if not prim.height:
+        return (f"Role: the cell {cell} is not the pre-registered primary cell, so every number "
+                "of this table is exploratory.")
+    m = prim["metric"][0]
+    return (f"Role: {m} in this cell ({cell}, the primary cell) is the confirmatory measure, "
+            "for the pre-registered contrasts only; every other measure, contrast and cut is "
+            "exploratory.")
+
+
 def block_means(run: Run, led: Ledger, **_) -> list[str]:
     s, src = run.table("summary"), run.source("summary")
     measures = list(dict.fromkeys(s["measure"].to_list()))
@@ -572,7 +590,7 @@ def block_means(run: Run, led: Ledger, **_) -> list[str]:
             continue
         ci_row.append(led.ci(r.row(0, named=True), "4", csrc, {"condition": c, "measure": m0}))
     out.append("| " + " | ".join(ci_row) + " |")
-    return out
+    return [*out, "", role_line(run)]
 
 
 def _role(r: Mapping) -> str:
@@ -671,8 +689,9 @@ def block_qtype(run: Run, led: Ledger, metric: str = PAPER_METRIC, **_) -> list[
                      led.num(r["n_zero_delta"], "int", src, key, "n_zero_delta"),
                      led.num(r["delta"], "+4", src, key, "delta"), ci,
                      led.num(r.get("p_holm"), "p", src, key, "p_holm")])
-    return _table(["contrast", "question type", "questions", "Δ exactly zero", "Δ", "95% CI",
-                   "Holm p (per type)"], rows, "llrrrrr")
+    return [*_table(["contrast", "question type", "questions", "Δ exactly zero", "Δ", "95% CI",
+                     "Holm p (per type)"], rows, "llrrrrr"), "",
+            "Role: every row is exploratory (cut by question type, Holm within each type)."]
 
 
 def block_dose(run: Run, led: Ledger, **_) -> list[str]:
@@ -1025,7 +1044,7 @@ def block_sensitivity(run: Run, led: Ledger, embedder: str, metric: str = PAPER_
     out += ["", *_table(["contrast", f"Δ `{run.embedder}`", "95% CI", "answer",
                          f"Δ `{embedder}`", "95% CI", "answer", "answers"], rows,
                         "lrrlrrll")]
-    return out
+    return [*out, "", role_line(run) + " The second cell is a sensitivity check: exploratory."]
 
 
 def block_claims(run: Run, led: Ledger, metric: str = PAPER_METRIC, **_) -> list[str]:
