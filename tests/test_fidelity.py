@@ -72,7 +72,7 @@ def test_negligible_becoming_a_difference_is_a_changed_verdict():
     fails (a rule on the sign and p alone would call both "higher")."""
     ref = _scores()  # lift 0.05
     report = fidelity_gate(ref, _scores(shift_g3=0.05), contrasts=CONTRASTS, n_boot=300,
-                           equivalence_margin=0.1)
+                           equivalence_margin={"ndcg": 0.1})
     assert report.verdicts["verdict_ref"].to_list() == [
         "a real but negligible difference (smaller than ±0.1)"]
     assert report.verdicts["verdict_low"].to_list() == ["yes"]

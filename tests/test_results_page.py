@@ -18,9 +18,12 @@ from structablate.report.results import (
     ResultsError,
     Run,
     against_paper,
+    export_tables,
     main,
     page_numbers,
+    page_source,
     prose_numbers,
+    relative_row,
     render_page,
     verify_ledger,
 )
@@ -34,19 +37,21 @@ CELL = ("qasper", "strong", "none")
 CONDS = ["A3", "P", "A1", "A4", "G3"]
 
 
-def write_cell(root: Path, cell: tuple[str, str, str], seed: int) -> None:
+def write_cell(root: Path, cell: tuple[str, str, str], seed: int, conds=CONDS) -> None:
     """One cell's tables as a real run writes them, from per-query scores of five conditions
     over 40 documents, computed by the package's own statistics."""
     p = Paths(str(root))
     long = make_scores(n_docs=40, seed=seed).filter(pl.col("embedder") == "strong")
     scores = {c: long.filter(pl.col("condition") == c)
-              .select("qid", "doc_id", "qtype", "covNDCG@10", "R@50") for c in CONDS}
+              .select("qid", "doc_id", "qtype", "covNDCG@10", "R@50") for c in conds}
     stats = parse(StatisticsSettings, {"bootstrap_iters": 300,
                                        "extra_contrasts": {"G3-A3": ["G3", "A3"],
                                                            "G3-A2": ["G3", "A2"]},
                                        "primary": {"embedder": cell[1]}})
     tables = analyze_cell(scores, *cell, stats, seed=3)
     write_parquet(condition_means(scores), p.cell_table(*cell, "summary"))
+    for c, df in scores.items():
+        write_parquet(df, p.scores(*cell, c))
     for name, df in tables.items():
         write_parquet(df, p.cell_table(*cell, name))
     write_parquet(mark_contrasts(tables["contrasts"]),
@@ -109,7 +114,7 @@ def test_every_printed_number_is_its_sources_value(results):
     assert "stale text" not in page and prose_numbers(page) == []
     assert verify_ledger(led, results) == []
     printed = set(page_numbers(page))
-    recorded = {e.text.lstrip("±") for e in led.entries}
+    recorded = {e.text.lstrip("±").removesuffix(" %") for e in led.entries}
     assert printed and {n.lstrip("±") for n in printed} <= recorded, printed - recorded
     # the declared exploratory family holds G3-A2, which did not run: said on the page
     assert "also holds G3-A2, which did not run: Holm counts them with p set to one" in page
@@ -159,17 +164,19 @@ def test_committed_results_pages_state_no_number_in_their_prose(page):
     assert prose_numbers(page.read_text(encoding="utf-8")) == []
 
 
-def test_against_paper_follows_one_rule():
+def test_against_paper_reads_only_the_contrasts_own_interval():
     here = {"ci_low": -0.01, "ci_high": 0.01}
-    control = {"ci_low": 0.005, "ci_high": 0.03}
-    # inside this run's own interval (bounds included): consistent, whatever the controls say
-    assert against_paper(0.01, here, [("GX", control)]).startswith("consistent")
-    # outside it, inside the first control holding it: explained by that control
-    assert against_paper(0.02, here, [("G0", {"ci_low": 0.1, "ci_high": 0.2}),
-                                      ("GX", control)]).startswith("explained by GX")
-    # no interval holds it, or the contrast did not run and no control did: unexplained
-    assert against_paper(0.05, here, [("GX", control)]).startswith("unexplained")
-    assert against_paper(0.02, None, [("GX", None)]).startswith("unexplained")
+    # inside this run's own interval (bounds included): consistent; outside: differs
+    assert against_paper(0.01, here) == "consistent"
+    assert against_paper(-0.01, here) == "consistent"
+    assert against_paper(0.02, here) == "differs"
+    # a contrast that never ran is "not run", never "unexplained"
+    assert against_paper(0.02, None) == "not run"
+    assert against_paper(0.02, {"ci_low": None, "ci_high": None}) == "no interval"
+    # the share of the control: the interval divided by the control's mean
+    rel = relative_row({"delta": 0.005, "ci_low": 0.001, "ci_high": 0.009}, 0.1)
+    assert rel == pytest.approx({"delta": 0.05, "ci_low": 0.01, "ci_high": 0.09})
+    assert against_paper(0.08, rel) == "consistent" and against_paper(0.1, rel) == "differs"
 
 
 def test_sensitivity_and_paper_blocks_read_a_second_cell(tmp_path):
@@ -183,7 +190,7 @@ def test_sensitivity_and_paper_blocks_read_a_second_cell(tmp_path):
                        "<!-- /results -->\n", run, led)
     assert verify_ledger(led, root) == []
     printed = {n.lstrip("±") for n in page_numbers(page)}
-    assert printed <= {e.text.lstrip("±") for e in led.entries}, printed
+    assert printed <= {e.text.lstrip("±").removesuffix(" %") for e in led.entries}, printed
     # both cells' numbers are on the page, each read from its own file
     sources = {e.source for e in led.entries}
     assert any("/strong256/" in s for s in sources) and any("/strong/" in s for s in sources)
@@ -195,8 +202,15 @@ def test_sensitivity_and_paper_blocks_read_a_second_cell(tmp_path):
     paper_part = page[page.index("<!-- results: paper"):]
     lines = [ln for ln in paper_part.splitlines() if ln.startswith("| C")]
     assert {ln.split(":")[0] for ln in lines} == {"| C1", "| C2", "| C3", "| C4"}
-    assert all(any(w in ln for w in ("consistent", "explained by", "unexplained"))
-               for ln in lines)
+    assert all(ln.count("consistent") + ln.count("differs") + ln.count("not run") == 2
+               for ln in lines), lines
+    assert "explained" not in page
+    # each contrast with a control, and each under the second embedder, as a paired difference
+    assert "| (A3 − A1) in `strong` − the same in `strong256` |" in page
+    diffs = [ln for ln in paper_part.splitlines() if "− the same in" in ln]
+    # (the two synthetic cells share only a few questions: too few documents to bootstrap)
+    assert len(diffs) == 4 and all("from its control" in ln or "withheld (too few documents)"
+                                   in ln for ln in diffs)
     # a control cell the page names but the run lacks is said, not silently dropped
     alone = render_page("<!-- results: paper kind=qasper control_embedder=nosuch -->\n"
                         "<!-- /results -->\n", run, Ledger())
@@ -206,3 +220,83 @@ def test_sensitivity_and_paper_blocks_read_a_second_cell(tmp_path):
     with pytest.raises(ResultsError, match="nosuch"):
         render_page("<!-- results: sensitivity embedder=nosuch -->\n<!-- /results -->\n",
                     run, Ledger())
+
+
+@pytest.mark.parametrize("text", ["it was 4x faster", "p <0.05 here", "80% of them",
+                                  "a margin of .005", "four of the five answers",
+                                  "twice as large", "12 % fewer", "≈ 0.3", "tenfold"])
+def test_prose_loopholes_are_closed(text):
+    assert prose_numbers(f"Prose: {text}.\n") != []
+
+
+def test_names_and_comments_are_not_numbers():
+    ok = ("covNDCG@10, A3-d1, C2, v0.3, all-MiniLM-L6-v2, G3 − G2, one rule, `0.05`.\n"
+          "<!-- results-tables: not shipped: a reason with 4 words -->\n<!-- a note 5 -->\n")
+    assert prose_numbers(ok) == []
+
+
+def test_exported_tables_check_the_page_alone(results, tmp_path):
+    """The tables a page reads, exported beside it, are enough for --check: the page names them
+    in its results-tables line, and a changed number or a changed table fails the check."""
+    page = tmp_path / "page.md"
+    tables = tmp_path / "page" / "tables"
+    page.write_text(f"<!-- results-tables: {tables} --embedder strong -->\n\n" + TEMPLATE
+                    + "\n<!-- results: describe -->\n<!-- /results -->\n")
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("seed: 1\n")
+    assert main([str(results), "--page", str(page), "--export-tables", str(tables),
+                 "--config", str(cfg), "--command", "snakemake --configfile cfg.yaml",
+                 "--code-version", "abc123"]) == 0
+    shipped = {p.relative_to(tables).as_posix() for p in tables.rglob("*") if p.is_file()}
+    assert "run.json" in shipped and "config.yaml" in shipped
+    assert "qasper/strong/none/summary.parquet" in shipped
+    assert "qasper/strong/none/scores/G3.parquet" in shipped
+    text = page.read_text()
+    assert "command: `snakemake --configfile cfg.yaml`" in text and "`abc123`" in text
+    assert "conditions" in text and "A3, P, A1, A4, G3" in text
+    # the folder alone checks the page (no results folder given)
+    assert page_source(text) == (str(tables), ["--embedder", "strong"], None)
+    assert main(["--page", str(page), "--check"]) == 0
+    page.write_text(text.replace("| covNDCG@10 |", "| covNDCG@10 | 9 |", 1))
+    assert main(["--page", str(page), "--check"]) == 1
+    page.write_text(text)
+    summary = tables / "qasper/strong/none/summary.parquet"
+    df = pl.read_parquet(summary)
+    df.with_columns(pl.col("mean") + 0.01).write_parquet(summary)
+    assert main(["--page", str(page), "--check"]) == 1
+    df.write_parquet(summary)
+    assert main(["--page", str(page), "--check"]) == 0
+    # a page without tables says why; without either it cannot be checked alone
+    page.write_text("<!-- results-tables: not shipped: the run folder is elsewhere -->\n")
+    assert page_source(page.read_text()) == (None, [], "the run folder is elsewhere")
+    assert main(["--page", str(page), "--check"]) == 2
+    assert export_tables(results, tmp_path / "again")[-1] == "run.json"
+
+
+@pytest.mark.parametrize("page", sorted((REPO / "docs" / "results").glob("*.md")),
+                         ids=lambda p: p.name)
+def test_committed_results_pages_check_against_their_shipped_tables(page, monkeypatch):
+    """Every committed results page either ships its run's tables (under the repository) and
+    passes --check against them, or says why not."""
+    text = page.read_text(encoding="utf-8")
+    folder, args, reason = page_source(text, str(page))
+    assert folder or reason, f"{page.name}: no results-tables line"
+    if folder is None:
+        pytest.skip(f"{page.name}: tables not shipped: {reason}")
+    assert not Path(folder).is_absolute() and (REPO / folder).is_dir(), folder
+    monkeypatch.chdir(REPO)
+    assert main([folder, "--page", str(page.relative_to(REPO)), *args, "--check"]) == 0
+
+
+def test_the_dose_block_prints_each_rung_and_the_slope(tmp_path):
+    root = tmp_path / "results"
+    write_cell(root, CELL, seed=5, conds=["A2", "A3-d1", "A3-d2", "A3", "P", "A1", "A4", "G3"])
+    led = Ledger()
+    page = render_page("<!-- results: dose -->\n<!-- /results -->\n", Run.find(root), led)
+    assert verify_ledger(led, root) == []
+    assert "| measure | A2 (depth 0) | A3-d1 (depth 1) | A3-d2 (depth 2) | A3 (depth 3) |" \
+        in page
+    assert "| measure | slope per level | 95% CI | p | role |" in page
+    assert page.count("exploratory") == 2  # covNDCG@10 and R@50
+    printed = {n.lstrip("±") for n in page_numbers(page)}
+    assert printed <= {e.text.lstrip("±") for e in led.entries}

@@ -26,7 +26,7 @@ import polars as pl
 
 from structablate import study
 from structablate.paper import PAPER_BM25_GOLD_TOP1
-from structablate.stats.decision import decide, decision_words
+from structablate.stats.decision import decide, decision_words, margin_text
 from structablate.stats.sizes import size_gap
 
 from .render import Note, TableBlock
@@ -70,9 +70,10 @@ def cell_label(corpus: str, embedder: str, reranker: str) -> str:
 
 # ---------------------------------------------------------------- contrasts (Table 1)
 
-CONTRAST_COLUMNS = ["contrast", "family", "metric", "queries / docs", "Δ", "95% CI", "p",
+CONTRAST_COLUMNS = ["contrast", "family", "metric", "queries / docs", "tied (Δ = 0)", "Δ",
+                    "95% CI", "p",
                     "p (Holm)", "dz", "MDE (80%, family)", "margin", "p TOST (adj.)",
-                    "p (MixedLM slope)", "answer", "primary"]
+                    "p (MixedLM slope)", "answer", "role"]
 
 
 def _family_order(df: pl.DataFrame) -> pl.DataFrame:
@@ -90,7 +91,8 @@ def row_answer(r: Mapping) -> str:
     if r.get("answer"):
         return r["answer"]
     return decision_words(decide(r.get("p_holm"), r.get("p_tost_adj")), r.get("delta"),
-                          r.get("margin"))
+                          r.get("margin"), bound=r.get("equivalence_bound"),
+                          relative=r.get("margin_relative"))
 
 
 def family_notes(contrasts: pl.DataFrame) -> list[str]:
@@ -141,36 +143,41 @@ def contrasts_block(
             r["family"],
             r["metric"],
             f"{r['n_queries']} / {r['n_docs']}",
+            "—" if r.get("n_zero_delta") is None else str(r["n_zero_delta"]),
             fmt(r["delta"], 4, True),
             fmt_ci(r.get("ci_low"), r.get("ci_high")),
             fmt_p(r.get("p")),
             fmt_p(r.get("p_holm")),
             fmt(r["dz"], 2, True),
             "±" + fmt(r["mde80_family"], 4) if not _nan(r.get("mde80_family")) else "—",
-            "±" + f"{r['margin']:g}" if not _nan(r.get("margin")) else "—",
+            margin_text(r["margin"], r.get("margin_relative"))
+            if not _nan(r.get("margin")) else "—",
             fmt_p(r.get("p_tost_adj")),
             fmt_p(r.get("p_mixedlm_slope")),
             row_answer(r),
-            "yes" if r.get("primary") else "",
+            "confirmatory" if r.get("primary") else "exploratory",
         ]
         if with_cell:
             row.insert(0, cell_label(r["corpus"], r["embedder"], r["reranker"]))
         rows.append(row)
     cols = (["cell"] if with_cell else []) + CONTRAST_COLUMNS
     note = ("Δ = mean paired per-query difference (a − b); 95% CI and p from the "
-            "document-clustered bootstrap; Holm over the family the config declares (per cell "
-            "and metric; a declared contrast that did not run counts with p = 1); dz = Cohen's "
-            "dz; MDE (80%, family) = the smallest |Δ| this design detects with 80% power at the "
+            "document-clustered bootstrap; tied = questions scored the same under both "
+            "conditions (shown, never a reason to withhold a significant answer); Holm over the "
+            "family the config declares (per cell and metric; a declared contrast that did not "
+            "run counts with p = 1); dz = Cohen's dz; MDE (80%, family) = the smallest |Δ| "
+            "this design detects with 80% power at the "
             "family's level (α = 0.05 / family size); margin = the equivalence margin "
             "(structablate's choice, docs/statistics.md) and p TOST its two one-sided tests, "
             "adjusted over the family; MixedLM slope p = the mixed model with a per-document "
             "slope, only where fitted; answer = the one decision rule, or 'not testable here' "
-            "where the structure-quality guard rejects the comparison. Only rows marked "
-            "primary are confirmatory; everything else is exploratory.")
+            "where the structure-quality guard rejects the comparison; role = confirmatory for "
+            "the pre-registered family on the primary measure in the primary cell, exploratory "
+            "for everything else.")
     extra = family_notes(contrasts)
     if extra:
         note += " " + " ".join(extra)
-    align = ["l"] * (4 if with_cell else 3) + ["r"] * 10 + ["l", "l"]
+    align = ["l"] * (4 if with_cell else 3) + ["r"] * 11 + ["l", "l"]
     return TableBlock(key, title, cols, rows, note=note, align=align)
 
 

@@ -27,9 +27,18 @@ Reasons, per pair of conditions ``(a, b)`` (either order):
   skipped when gold has one section per document (nothing to agree with). Raw F1 is not used:
   with a paragraph of tolerance and a section every few paragraphs, random boundaries of the
   same density already reach most of it;
-* **unchanged** — whatever the cause, for at least ``max_unchanged_share`` of the queries the
-  two runs return identical rankings (all ranks), or the two conditions score the same on the
-  contrast's metric (per-query delta exactly 0, the contrast row's ``n_zero_delta``).
+* **unchanged** — for at least ``max_unchanged_share`` of the queries the two runs return
+  identical rankings (all ranks; the cell's ranking identity table, what the conditions did).
+  Only where no ranking identity was measured does the row's own count of questions scored
+  the same (per-query delta exactly 0, ``n_zero_delta``) stand in for it.
+
+The reasons of identity — *same text* and *unchanged* — qualify only a claim of no
+difference: they dilute a contrast toward 0, so an answer of "no difference" or "too small to
+tell" would restate that the conditions coincide; they never touch a row whose Holm p is
+below α (a difference found on the questions that do differ is a difference), so a
+significant row is never made "not testable here" by ties. The structural reasons (routing,
+one top-level section, induced structure near chance) say what the contrast measures and
+apply to every row.
 """
 
 from __future__ import annotations
@@ -42,6 +51,7 @@ import polars as pl
 
 from structablate import study
 from structablate.settings import GuardSettings
+from structablate.stats.decision import ALPHA
 from structablate.study import Structure
 
 
@@ -136,8 +146,9 @@ def comparison_flags(
     ``ranking``: the cell's ranking identity (:func:`structablate.stats.ranking_identity`);
     ``gold_agreement=False`` leaves out the induced-far-from-gold reason (for asking only
     whether two conditions differ at all); ``row``: the contrast row (its ``metric``,
-    ``n_queries`` and ``n_zero_delta``). Each reason is a clause in plain words, ready to
-    follow "not testable here: ".
+    ``n_queries``, ``n_zero_delta`` and ``p_holm``): a row whose Holm p is below
+    :data:`~structablate.stats.decision.ALPHA` gets no reason of identity (module
+    docstring). Each reason is a clause in plain words, ready to follow "not testable here: ".
     """
     s = settings or GuardSettings()
     a, b = study.condition(cond_a), study.condition(cond_b)
@@ -156,8 +167,9 @@ def comparison_flags(
         out.append(f"{single['count']} of {single['total']} documents have a single top-level "
                    f"section ({two.structure} structure), so routing picks documents, not "
                    "sections")
+    significant = row is not None and _finite(row.get("p_holm")) and row["p_holm"] < ALPHA
     same = by_check.get("same_text")
-    if same and _finite(same["value"]):
+    if same and _finite(same["value"]) and not significant:
         placebo = study.uses_placebo(a) or study.uses_placebo(b)
         limit = s.max_placebo_same_text_share if placebo else s.max_same_text_share
         if same["value"] >= limit:
@@ -187,17 +199,19 @@ def comparison_flags(
                        f"{agree.describe()} (guard: at least {s.min_boundary_kappa:.2f}), so "
                        "the answer would describe this inducer's segmentation, not the "
                        "documents' structure")
-    unchanged = False
-    for r in _pair_rows(ranking, cond_a, cond_b):
+    if significant:
+        return out
+    ranked = _pair_rows(ranking, cond_a, cond_b)
+    for r in ranked:
         if _finite(r["identical_share"]) and r["identical_share"] >= s.max_unchanged_share:
-            unchanged = True
             out.append(f"{cond_a} and {cond_b} returned identical rankings for "
                        f"{r['identical']} of {r['n_queries']} queries")
-    if not unchanged and row is not None and row.get("n_zero_delta") is not None \
+    if not ranked and row is not None and row.get("n_zero_delta") is not None \
             and row.get("n_queries"):
         share = row["n_zero_delta"] / row["n_queries"]
         if share >= s.max_unchanged_share:
             out.append(f"{cond_a} and {cond_b} score the same {row.get('metric', '')} "
                        f"(per-query Δ exactly 0) on {row['n_zero_delta']} of "
-                       f"{row['n_queries']} queries")
+                       f"{row['n_queries']} queries (no ranking identity was measured to say "
+                       "whether they returned the same results)")
     return out

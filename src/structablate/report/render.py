@@ -236,8 +236,8 @@ def sources_html(t: TableBlock) -> str:
 
 def block_html(b) -> str:
     if isinstance(b, TableBlock):
-        hl = [i for i, r in enumerate(b.rows) if r and r[-1] == "yes"] \
-            if b.columns and b.columns[-1] == "primary" else []
+        hl = [i for i, r in enumerate(b.rows) if r and r[-1] == "confirmatory"] \
+            if b.columns and b.columns[-1] == "role" else []
         return table_html(b, hl)
     if isinstance(b, FigureBlock):
         links = " · ".join(f'<a href="{_esc(v)}" download>{_esc(k)}</a>'

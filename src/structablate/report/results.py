@@ -11,20 +11,37 @@ blocks between markers::
 --reranker R]`` reads the run's own tables under ``RESULTS`` and rewrites every block of
 ``PAGE`` in place (``--out`` writes elsewhere; ``--check`` fails when the page is stale). The
 prose between blocks is written by hand and must hold no number of its own
-(:func:`prose_numbers`); a claim names the table row it rests on, which the ``claims`` block
-prints. The paper's numbers come from :mod:`structablate.paper`.
+(:func:`prose_numbers`: digits with their qualifiers, ``4x``, ``<0.05``, ``80%``, ``.005``,
+and number words); a claim names the table row it rests on, which the ``claims`` block
+prints. The paper's numbers come from :mod:`structablate.paper`. A results folder with several
+cells (e.g. two embedders) needs ``--embedder`` (and ``--corpus``/``--reranker``) to name the
+page's cell.
+
+**Pages anyone can re-check.** ``--export-tables DIR [--config FILE --command CMD
+--code-version V]`` copies the small tables a page reads (:func:`table_files`: per-question
+scores, contrasts, summaries, funnel, BM25, structure quality, embedding counts, timing; no
+vectors or runs) into ``DIR`` with a ``run.json`` describing the run, and renders the page
+from that copy. The page names the folder in a line ``<!-- results-tables: DIR [--embedder
+E …] -->`` (or ``<!-- results-tables: not shipped: REASON -->``), and ``--check`` without a
+results folder reads it from there: the test suite checks every committed page so.
 
 Every number a block prints is recorded in a :class:`Ledger` with the file, row and column it
 came from; :func:`verify_ledger` reads each source again and checks the printed text is that
 value formatted, which is how the tests hold the generator to the rule.
 
-Blocks (``NAME key=value …``): ``run``, ``means``, ``contrasts`` (``metric``, ``family``),
-``contrast`` (``name``: one contrast over every measure), ``qtype`` (``metric``), ``dose``,
-``section_recall``, ``funnel``, ``bm25``, ``structure``, ``paper`` (``kind``: the paper's
-corpus, ``qasper`` or ``wikipedia``; ``control_embedder``: a second embedder cell whose
-interval may explain a difference, :func:`against_paper`), ``sensitivity`` (``embedder``: the
-same conditions and contrasts in a second embedder cell), ``claims`` (``metric``),
-``timing``, ``embedding``, ``hashes``.
+Blocks (``NAME key=value …``): ``run``, ``describe`` (every cell with its conditions, and the
+run's config, command and code version from ``run.json``), ``means``, ``contrasts``
+(``metric``, ``family``; with the tied count, the margin the row was tested with, the
+smallest margin at which equivalence holds and each row's role, confirmatory or
+exploratory), ``contrast`` (``name``: one contrast over every measure), ``qtype``
+(``metric``), ``dose`` (the breadcrumb-depth slope), ``section_recall``, ``funnel`` (like for
+like with the paper's QASPER funnel, then every field), ``bm25``, ``structure``, ``paper``
+(``kind``: the paper's corpus, ``qasper`` or ``wikipedia``; each contrast against the
+paper's on its own interval, in units and as a share of the control's mean, and against its
+controls as a paired difference, :func:`against_paper`; ``control_embedder``: a second
+embedder cell as one more control), ``sensitivity`` (``embedder``: the same conditions and
+contrasts in a second embedder cell), ``claims`` (``metric``), ``timing``, ``embedding``,
+``hashes``.
 """
 
 from __future__ import annotations
@@ -54,17 +71,46 @@ from structablate.paper import (
     paper_contrast,
 )
 from structablate.plan.paths import Paths
+from structablate.stats.bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED
+from structablate.stats.contrasts import contrast_difference
 from structablate.study import CONTROLS, DOSE_LADDER
 
 from .blocks import row_answer
 
 MARK = re.compile(r"^<!-- results: (?P<spec>[^>]*?) -->\s*$")
 END = "<!-- /results -->"
+SOURCE = re.compile(r"^<!-- results-tables: (?P<spec>.*?) -->\s*$")
+"""The page's statement of where its tables are: ``<!-- results-tables: PATH [--corpus C]
+[--embedder E] [--reranker R] -->`` (a folder in the repository, relative to its root, that
+``--check`` reads) or ``<!-- results-tables: not shipped: REASON -->``."""
 
 _NUMBER = re.compile(r"(?<![\w@.\-−/<])[+\-−±]?\d[\d,]*(?:\.\d+)?(?![\w@%])")
-"""A number in running text: digits not glued to a name (``covNDCG@10``, ``A3-d1``, ``C2``,
-``v0.3`` and ``all-MiniLM-L6-v2`` are names, not numbers), nor a method's level written
-``95%`` (a data share is printed with a space, ``12.3 %``), nor the p-value floor ``<0.001``."""
+"""A number in a generated block's text: digits not glued to a name (``covNDCG@10``,
+``A3-d1``, ``C2``, ``v0.3`` and ``all-MiniLM-L6-v2`` are names, not numbers), nor a
+method's level written ``95%`` (a data share is printed with a space, ``12.3 %``), nor the
+p-value floor ``<0.001``."""
+
+_PROSE_NUMBER = re.compile(
+    r"(?<![A-Za-z0-9@/_.])(?<![A-Za-z0-9]-)(?:[<>≤≥~≈]\s*)?[+\-−±]?(?:\d[\d,]*(?:\.\d+)?|\.\d+)"
+    r"(?:\s*%|x\b|×)?")
+"""A number in hand-written prose: any digits not glued to a name on their left
+(``covNDCG@10``, ``A3-d1``, ``C2``, ``v0.3``), with whatever qualifies them — a comparison
+(``<0.05``), a leading point (``.005``), a share (``80%``, ``80 %``), a factor (``4x``,
+``4×``, ``tenfold`` is a word below). Method constants belong in generated blocks or code."""
+
+NUMBER_WORDS = ("two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+                "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
+                "eighteen", "nineteen", "twenty", "thirty", "forty", "fifty", "sixty",
+                "seventy", "eighty", "ninety", "hundred", "hundreds", "thousand", "thousands",
+                "million", "millions", "dozen", "dozens", "twice", "thrice", "half", "halves",
+                "double", "doubled", "triple", "tripled", "quarter", "quarters", "percent",
+                "twofold", "threefold", "fourfold", "fivefold", "tenfold", "hundredfold")
+"""Number words the prose may not use either ("four of the five answers", "twice as
+large"): a count is a result and belongs in a generated block. "one" is allowed (the one
+rule, one run)."""
+
+_WORD = re.compile(r"(?<!-)\b(" + "|".join(NUMBER_WORDS) + r")\b(?!-)", re.IGNORECASE)
+"""A number word standing alone (``two-stage`` is a method's name, not a count)."""
 
 
 class ResultsError(ValueError):
@@ -102,7 +148,9 @@ class Ledger:
         if kind == "int":
             return f"{int(round(value)):,}"
         if kind == "pct":
-            return f"{100 * value:.1f} %"
+            return f"{100 * value:.1f} %".replace("-", "−")
+        if kind == "+pct":
+            return f"{100 * value:+.1f} %".replace("-", "−")
         if kind == "s":
             return f"{value:.0f}"
         if kind.startswith("+"):
@@ -175,14 +223,16 @@ def verify_ledger(ledger: Ledger, results: str | Path) -> list[str]:
 
 
 def prose_numbers(page: str) -> list[str]:
-    """The numbers a page's hand-written prose states (outside generated blocks and code)."""
-    out, inside, fence = [], False, False
+    """The numbers a page's hand-written prose states (outside generated blocks, HTML
+    comments and code): digits with their qualifiers (:data:`_PROSE_NUMBER`) and number
+    words (:data:`NUMBER_WORDS`)."""
+    out, inside, fence, comment = [], False, False, False
     for line in page.splitlines():
         if line.startswith("```"):
             fence = not fence
             continue
-        if MARK.match(line):
-            inside = True
+        if MARK.match(line) or SOURCE.match(line):
+            inside = inside or bool(MARK.match(line))
             continue
         if line.strip() == END:
             inside = False
@@ -190,7 +240,13 @@ def prose_numbers(page: str) -> list[str]:
         if inside or fence:
             continue
         text = re.sub(r"`[^`]*`", "", line)
-        out += _NUMBER.findall(text)
+        if comment or "<!--" in text:
+            start = text.find("<!--") if not comment else 0
+            end = text.find("-->", start)
+            comment = end < 0
+            text = text[:max(start, 0)] + ("" if comment else text[end + 3:])
+        out += [m.strip() for m in _PROSE_NUMBER.findall(text)]
+        out += _WORD.findall(text)
     return out
 
 
@@ -319,11 +375,28 @@ class Run:
             return self.file("contrasts_raw")
         return name
 
+    def scores(self) -> dict[str, pl.DataFrame]:
+        """condition -> the cell's per-query score table (``scores/<condition>.parquet``)."""
+        out = {}
+        for c in _conds(self):
+            path = Path(self.paths.scores(self.corpus, self.embedder, self.reranker, c))
+            if not path.exists():
+                raise ResultsError(f"{path}: missing (the run has not written it)")
+            out[c] = pl.read_parquet(path)
+        return out
+
     def json(self, which: str) -> dict:
         path = self.results / self.file(which)
         if not path.exists():
             raise ResultsError(f"{path}: missing (the run has not written it)")
         return json.loads(path.read_text())
+
+    @staticmethod
+    def cells(results: str | Path) -> list[tuple[str, str, str]]:
+        """Every (corpus, embedder, reranker) of ``results`` with a summary table."""
+        results = Path(results)
+        return sorted({tuple(p.relative_to(results).parts[:3])
+                       for p in results.glob("*/*/*/summary.parquet")})
 
     @classmethod
     def find(cls, results: str | Path, corpus: str | None = None, embedder: str | None = None,
@@ -331,8 +404,7 @@ class Run:
         """The one cell of ``results`` matching the given names (each may be left out when
         only one value exists)."""
         results = Path(results)
-        cells = sorted({tuple(p.relative_to(results).parts[:3])
-                        for p in results.glob("*/*/*/summary.parquet")})
+        cells = cls.cells(results)
         want = (corpus, embedder, reranker)
         match = [c for c in cells if all(w is None or w == x for w, x in zip(want, c,
                                                                             strict=True))]
@@ -341,6 +413,81 @@ class Run:
                                f"embedder={embedder} reranker={reranker} (cells: "
                                f"{', '.join('/'.join(c) for c in cells) or 'none'}); name one")
         return cls(results, *match[0])
+
+
+# ---------------------------------------------------------------- shipping a page's tables
+
+CELL_TABLES = ("summary", "contrasts", "contrasts_raw", "qtype", "dose", "cis",
+               "section_recall")
+"""The per-cell tables a page reads (:meth:`Run.file`), shipped beside it."""
+
+
+def table_files(results: str | Path) -> list[str]:
+    """Every file of ``results`` a results page can read, relative to it: per cell its
+    :data:`CELL_TABLES`, ranking identity and per-query score tables; per corpus its funnel,
+    BM25 report and structure-quality table; every embedding job's counts and every
+    benchmark. These are what ``--check`` re-reads (a few MB for the full QASPER: no vectors,
+    runs or chunk tables)."""
+    results = Path(results)
+    files: set[str] = set()
+    for corpus, embedder, reranker in Run.cells(results):
+        run = Run(results, corpus, embedder, reranker)
+        for which in (*CELL_TABLES, "structure", "funnel", "bm25"):
+            files.add(run.file(which))
+        files.add(run.rel(run.paths.ranking_identity(corpus, embedder, reranker)))
+        for path in (results / run.rel(run.paths.cell(corpus, embedder, reranker))
+                     / "scores").glob("*.parquet"):
+            files.add(path.relative_to(results).as_posix())
+    for pattern in ("*/*/embeddings/*.json", "benchmarks/**/*.tsv"):
+        files |= {p.relative_to(results).as_posix() for p in results.glob(pattern)}
+    return sorted(f for f in files if (results / f).is_file())
+
+
+RUN_DESCRIPTION = "run.json"
+"""The run's description shipped with its tables (:func:`export_tables`)."""
+
+
+def code_version(repo: str | Path = ".") -> str:
+    """``git describe --always --dirty`` of ``repo`` ("unknown" outside a git checkout)."""
+    import subprocess
+    try:
+        out = subprocess.run(["git", "-C", str(repo), "describe", "--always", "--dirty",
+                              "--abbrev=12"], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
+def export_tables(results: str | Path, dest: str | Path, *, config: str | None = None,
+                  command: str | None = None, code: str | None = None) -> list[str]:
+    """Copy :func:`table_files` of ``results`` into ``dest`` (same layout, so ``dest`` reads
+    as a results folder) and write ``dest/run.json``: the config file (its path as given, its
+    sha256, and a copy as ``dest/config.yaml``), the command that made the run, and the code
+    version (``code``, else :func:`code_version` of the current checkout at export, said so).
+    Files of ``dest`` no longer in ``results`` are removed, so the folder is exactly the
+    run's. Returns the files written."""
+    import shutil
+    results, dest = Path(results), Path(dest)
+    files = table_files(results)
+    if not files:
+        raise ResultsError(f"{results}: no cell tables to export (is it a results folder?)")
+    if dest.exists():
+        for old in sorted(dest.rglob("*"), reverse=True):
+            if old.is_file():
+                old.unlink()
+            elif old.is_dir() and not any(old.iterdir()):
+                old.rmdir()
+    for f in files:
+        (dest / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(results / f, dest / f)
+    desc: dict = {"command": command, "code_version": code or f"{code_version()} (at export)"}
+    if config:
+        text = Path(config).read_bytes()
+        desc |= {"config": config, "config_sha256": hashlib.sha256(text).hexdigest()}
+        (dest / "config.yaml").write_bytes(text)
+        files.append("config.yaml")
+    (dest / RUN_DESCRIPTION).write_text(json.dumps(desc, indent=1, sort_keys=True) + "\n")
+    return [*files, RUN_DESCRIPTION]
 
 
 # ---------------------------------------------------------------- blocks
@@ -371,6 +518,52 @@ def block_run(run: Run, led: Ledger, **_) -> list[str]:
             f"{n_d} documents; conditions {', '.join(_conds(run))}."]
 
 
+def block_describe(run: Run, led: Ledger, **_) -> list[str]:
+    """What ran: every cell of the folder with its conditions, questions and documents, and
+    the run's description (config, command, code version) where the tables carry one
+    (:func:`export_tables`)."""
+    out = ["| cell | conditions | questions | documents |", "| --- | --- | ---: | ---: |"]
+    for cell in Run.cells(run.results):
+        other = Run(run.results, *cell)
+        s, src = other.table("summary"), other.source("summary")
+        first = s.row(0, named=True)
+        key = {"condition": first["condition"], "measure": first["measure"]}
+        mark = " (this page's cell)" if cell == (run.corpus, run.embedder, run.reranker) else ""
+        out.append(f"| `{'/'.join(cell)}`{mark} | {', '.join(_conds(other))} | "
+                   f"{led.num(s['n_queries'].max(), 'int', src, key, 'n_queries')} | "
+                   f"{led.num(s['n_docs'].max(), 'int', src, key, 'n_docs')} |")
+    path = run.results / RUN_DESCRIPTION
+    if not path.exists():
+        return [*out, "", "No run description is recorded with these tables (the config, the "
+                "command and the code version are written by `--export-tables DIR --config "
+                "FILE --command CMD`)."]
+    d = json.loads(path.read_text())
+    out += ["", f"- config: `{d.get('config') or 'not recorded'}`"
+            + (f" (sha256 `{d['config_sha256']}`, shipped as `config.yaml` beside the tables)"
+               if d.get("config_sha256") else "")]
+    out.append(f"- command: `{d.get('command') or 'not recorded'}`")
+    out.append(f"- code version: `{d.get('code_version') or 'not recorded'}`")
+    return out
+
+
+def role_line(run: Run) -> str:
+    """Which measure of this cell is confirmatory: the pre-registered family's rows marked
+    ``primary`` name it (covNDCG@10 in the primary cell); nothing else is."""
+    try:
+        df = run.table("contrasts")
+    except ResultsError:
+        return "Role: no contrasts table, so nothing here is marked confirmatory."
+    prim = df.filter(pl.col("primary")) if "primary" in df.columns else df.clear()
+    cell = f"`{run.corpus}/{run.embedder}/{run.reranker}`"
+    if not prim.height:
+        return (f"Role: the cell {cell} is not the pre-registered primary cell, so every number "
+                "of this table is exploratory.")
+    m = prim["metric"][0]
+    return (f"Role: {m} in this cell ({cell}, the primary cell) is the confirmatory measure, "
+            "for the pre-registered contrasts only; every other measure, contrast and cut is "
+            "exploratory.")
+
+
 def block_means(run: Run, led: Ledger, **_) -> list[str]:
     s, src = run.table("summary"), run.source("summary")
     measures = list(dict.fromkeys(s["measure"].to_list()))
@@ -397,7 +590,13 @@ def block_means(run: Run, led: Ledger, **_) -> list[str]:
             continue
         ci_row.append(led.ci(r.row(0, named=True), "4", csrc, {"condition": c, "measure": m0}))
     out.append("| " + " | ".join(ci_row) + " |")
-    return out
+    return [*out, "", role_line(run)]
+
+
+def _role(r: Mapping) -> str:
+    """confirmatory: the pre-registered family on the primary measure in the primary cell (the
+    row's ``primary``); exploratory: every other row."""
+    return "confirmatory" if r.get("primary") else "exploratory"
 
 
 def _contrast_cells(r: Mapping, led: Ledger, src: str, *, paper_kind: str | None = None
@@ -409,19 +608,35 @@ def _contrast_cells(r: Mapping, led: Ledger, src: str, *, paper_kind: str | None
         return led.num(r.get(col), kind, src, key, col)
 
     ci = led.ci(r, "+4", src, key)
-    return [n("delta", "+4"), ci, n("p", "p"),
-            f"{n('p_holm', 'p')} (of {n('family_size', 'int')})",
+    if r.get("margin") is not None and r.get("p_tost_adj") is not None:
+        margin = "±" + n("margin", "4")
+        if r.get("margin_relative") is not None:
+            margin += f" ({n('margin_relative', 'pct')} of {r['cond_b']})"
+        margin += ": " + n("p_tost_adj", "p")
+    else:
+        margin = "— (no margin for this measure)" if r.get("p_holm") is not None else "—"
+    bound = ("±" + n("equivalence_bound", "4")) if r.get("equivalence_bound") is not None \
+        and not math.isnan(r["equivalence_bound"]) else "—"
+    return [f"{n('n_zero_delta', 'int')} of {n('n_queries', 'int')}", n("delta", "+4"), ci,
+            n("p", "p"), f"{n('p_holm', 'p')} (of {n('family_size', 'int')})",
             n("dz", "+3"), "±" + n("mde80_family", "4") if r.get("mde80_family") is not None
-            else "—",
-            ("±" + n("margin", "3") + ": " + n("p_tost_adj", "p"))
-            if r.get("margin") is not None and r.get("p_tost_adj") is not None else "—",
+            else "—", margin, bound,
             n("p_mixedlm", "p"), n("p_mixedlm_query", "p"), n("p_mixedlm_slope", "p"),
-            row_answer(r)]
+            row_answer(r), _role(r)]
 
 
-CONTRAST_HEADER = ["Δ", "95% CI", "p", "Holm p (family size)", "dz",
-                   "MDE 80% (family level)", "margin: TOST p (adj.)", "p MixedLM (doc)",
-                   "p MixedLM (query in doc)", "p MixedLM (doc slope)", "answer"]
+CONTRAST_HEADER = ["tied (Δ = 0)", "Δ", "95% CI", "p", "Holm p (family size)", "dz",
+                   "MDE 80% (family level)", "margin: TOST p (adj.)",
+                   "equivalence holds above", "p MixedLM (doc)", "p MixedLM (query in doc)",
+                   "p MixedLM (doc slope)", "answer", "role"]
+CONTRAST_ALIGN = "r" * 12 + "ll"
+
+ROLE_NOTE = ("Role: confirmatory is the pre-registered family on the primary measure in the "
+             "primary cell (`statistics.primary`); every other row, measure and cell is "
+             "exploratory. Tied: questions scored the same under both conditions (shown, never "
+             "a reason to withhold a significant answer). Equivalence holds above: the smallest "
+             "margin at which the equivalence test passes at the family's level, for a reader "
+             "who prefers another margin.")
 
 
 def block_contrasts(run: Run, led: Ledger, metric: str = PAPER_METRIC,
@@ -434,8 +649,8 @@ def block_contrasts(run: Run, led: Ledger, metric: str = PAPER_METRIC,
     for r in df.iter_rows(named=True):
         rows.append([f"{r['contrast']}: {r['cond_a']} − {r['cond_b']}", r.get("family", ""),
                      *_contrast_cells(r, led, src)])
-    out = _table(["contrast", "family", *CONTRAST_HEADER], rows, "ll" + "r" * 10 + "l")
-    notes = []
+    out = _table(["contrast", "family", *CONTRAST_HEADER], rows, "ll" + CONTRAST_ALIGN)
+    notes = [ROLE_NOTE]
     for fam in dict.fromkeys(df["family"].to_list() if "family" in df.columns else []):
         sub = df.filter(pl.col("family") == fam)
         missing = sorted({m for v in sub["family_missing"].to_list() if v for m in v.split(",")})
@@ -445,7 +660,7 @@ def block_contrasts(run: Run, led: Ledger, metric: str = PAPER_METRIC,
     flagged = [r for r in df.iter_rows(named=True) if r.get("not_testable")]
     for r in flagged:
         notes.append(f"{r['contrast']} not testable here: {r['not_testable']}.")
-    return out + ([""] + notes if notes else [])
+    return out + [""] + notes
 
 
 def block_contrast(run: Run, led: Ledger, name: str, **_) -> list[str]:
@@ -455,7 +670,10 @@ def block_contrast(run: Run, led: Ledger, name: str, **_) -> list[str]:
         return [f"No row of `{src}` is named {name}: it did not run in this cell (a condition "
                 "of it is not in the run's conditions)."]
     rows = [[r["metric"], *_contrast_cells(r, led, src)] for r in df.iter_rows(named=True)]
-    return _table(["measure", *CONTRAST_HEADER], rows, "l" + "r" * 10 + "l")
+    out = _table(["measure", *CONTRAST_HEADER], rows, "l" + CONTRAST_ALIGN)
+    flagged = [f"{r['metric']} not testable here: {r['not_testable']}."
+               for r in df.iter_rows(named=True) if r.get("not_testable")]
+    return [*out, "", ROLE_NOTE, *flagged]
 
 
 def block_qtype(run: Run, led: Ledger, metric: str = PAPER_METRIC, **_) -> list[str]:
@@ -471,21 +689,38 @@ def block_qtype(run: Run, led: Ledger, metric: str = PAPER_METRIC, **_) -> list[
                      led.num(r["n_zero_delta"], "int", src, key, "n_zero_delta"),
                      led.num(r["delta"], "+4", src, key, "delta"), ci,
                      led.num(r.get("p_holm"), "p", src, key, "p_holm")])
-    return _table(["contrast", "question type", "questions", "Δ exactly zero", "Δ", "95% CI",
-                   "Holm p (per type)"], rows, "llrrrrr")
+    return [*_table(["contrast", "question type", "questions", "Δ exactly zero", "Δ", "95% CI",
+                     "Holm p (per type)"], rows, "llrrrrr"), "",
+            "Role: every row is exploratory (cut by question type, Holm within each type)."]
 
 
 def block_dose(run: Run, led: Ledger, **_) -> list[str]:
+    """The breadcrumb-depth dose-response: each rung's mean per measure (the ladder
+    :data:`structablate.study.DOSE_LADDER`, depth in levels), then the slope per level with
+    its interval (exploratory: the paper reports it as such)."""
     df, src = run.table("dose"), run.source("dose")
     if not df.height:
         return [f"The depth ladder ({', '.join(DOSE_LADDER)}) did not run in this cell."]
+    s, ssrc = run.table("summary"), run.source("summary")
+    rungs = list(DOSE_LADDER)
+    rows = []
+    for m in df["metric"].to_list():
+        row = [m]
+        for c in rungs:
+            v = s.filter((pl.col("condition") == c) & (pl.col("measure") == m))
+            row.append(led.num(v["mean"][0], "4", ssrc, {"condition": c, "measure": m}, "mean")
+                       if v.height else "—")
+        rows.append(row)
+    out = _table(["measure", *(f"{c} (depth {_derived(led, d, 'int')})"
+                               for c, d in DOSE_LADDER.items())], rows, "l" + "r" * len(rungs))
     rows = []
     for r in df.iter_rows(named=True):
         key = {"metric": r["metric"]}
         rows.append([r["metric"], led.num(r["slope"], "+4", src, key, "slope"),
                      led.ci(r, "+4", src, key),
-                     led.num(r["p"], "p", src, key, "p")])
-    return _table(["measure", "slope per level", "95% CI", "p"], rows, "lrrr")
+                     led.num(r["p"], "p", src, key, "p"), "exploratory"])
+    return [*out, "", *_table(["measure", "slope per level", "95% CI", "p", "role"], rows,
+                              "lrrrl")]
 
 
 def block_section_recall(run: Run, led: Ledger, kind: str = "qasper", **_) -> list[str]:
@@ -512,16 +747,55 @@ def block_section_recall(run: Run, led: Ledger, kind: str = "qasper", **_) -> li
                   "lrrrrrr")
 
 
+FUNNEL_LIKE = (
+    ("questions", "questions", "questions", "the same count"),
+    ("kept (evidence mapped)", "kept", "kept", "the same count"),
+    ("papers with a kept question", None, "papers", "the same count (this cell's documents)"),
+    ("evidence strings mapped exactly", "evidence_exact_share", "exact_share",
+     "the paper's denominator is not recoverable exactly (docs/qasper.md)"),
+)
+"""Funnel rows whose definition is the paper's: (label, funnel.json field or None for the
+cell's documents, the paper's key, how alike)."""
+
+
 def block_funnel(run: Run, led: Ledger, kind: str = "qasper", **_) -> list[str]:
     flat, src = _flat_json(run.json("funnel")), run.file("funnel")
+    out = []
+    if kind == "qasper":
+        s, ssrc = run.table("summary"), run.source("summary")
+        first = s.row(0, named=True)
+        rows = []
+        for label, field_, pkey, alike in FUNNEL_LIKE:
+            pv = PAPER_QASPER_FUNNEL[pkey]
+            pfmt = "int" if float(pv).is_integer() else "3"
+            ptxt = led.num(pv, pfmt, "paper:funnel", {"step": pkey}, "value")
+            if field_ is None:
+                here = led.num(s["n_docs"].max(), "int", ssrc,
+                               {"condition": first["condition"], "measure": first["measure"]},
+                               "n_docs")
+            elif field_ in flat:
+                v = flat[field_]
+                here = led.num(v, "int" if float(v).is_integer() else "3", src, {}, field_)
+            else:
+                here = "—"
+            rows.append([label, here, ptxt, alike])
+        for label, pkey in (("multi-span questions", "multi_span_share"),
+                            ("evidence per question", "spans_per_question")):
+            pv = PAPER_QASPER_FUNNEL[pkey]
+            rows.append([f"{label} (distinct evidence strings)", "— (not in funnel.json)",
+                         led.num(pv, "3", "paper:funnel", {"step": pkey}, "value"),
+                         "the paper's count; docs/qasper.md reproduces it by hand"])
+        for label, field_ in (("multi-span questions", "multi_span_share"),
+                              ("spans per question", "mean_spans_per_question")):
+            if field_ in flat:
+                rows.append([f"{label} (distinct gold spans)",
+                             led.num(flat[field_], "3", src, {}, field_), "—",
+                             "not the paper's count: two evidence strings can map to one span"])
+        out += _table(["QASPER funnel, like for like", "here", "paper", "definition"], rows,
+                      "lrrl") + [""]
     rows = [[k, led.num(v, "int" if float(v).is_integer() else "4", src, {}, k)]
             for k, v in flat.items() if not k.startswith("paper")]
-    out = _table(["funnel field (funnel.json)", "value"], rows, "lr")
-    if kind == "qasper":
-        prow = [[k, led.num(v, "int" if float(v).is_integer() else "3", "paper:funnel",
-                            {"step": k}, "value")] for k, v in PAPER_QASPER_FUNNEL.items()]
-        out += ["", *_table(["paper (QASPER)", "value"], prow, "lr")]
-    return out
+    return out + _table(["funnel field (funnel.json)", "value"], rows, "lr")
 
 
 def block_bm25(run: Run, led: Ledger, kind: str = "qasper", **_) -> list[str]:
@@ -563,23 +837,29 @@ def _inside(value: float, row: Mapping | None) -> bool:
             and row["ci_low"] <= value <= row["ci_high"])
 
 
-def against_paper(paper_value: float, here: Mapping | None,
-                  controls: Sequence[tuple[str, Mapping | None]]) -> str:
-    """The one rule the side-by-side applies to a paper value (a contrast's Δ or a mean):
+def against_paper(paper_value: float, here: Mapping | None) -> str:
+    """The paper's value against this run's estimate of the same quantity, on this run's own
+    95% interval: ``"not run"`` (no row), ``"no interval"`` (the bootstrap was withheld),
+    ``"consistent"`` (the paper's value lies inside it) or ``"differs"``. No other row's
+    interval is consulted: whether a control accounts for a gap is a test of its own
+    (:func:`structablate.stats.contrasts.contrast_difference`)."""
+    if here is None:
+        return "not run"
+    if here.get("ci_low") is None or here.get("ci_high") is None \
+            or math.isnan(here["ci_low"]):
+        return "no interval"
+    return "consistent" if _inside(paper_value, here) else "differs"
 
-    1. *consistent* when the paper's value lies in this run's 95% interval of the same
-       quantity;
-    2. else *explained by* the first measured control (in the order given) whose 95%
-       interval holds the paper's value: the control removes one known difference between
-       this run and the paper, and with it removed the run agrees with the paper;
-    3. else *unexplained*.
-    """
-    if _inside(paper_value, here):
-        return "consistent: the paper's value lies in this run's 95% CI"
-    for label, row in controls:
-        if _inside(paper_value, row):
-            return f"explained by {label}: the paper's value lies in its 95% CI"
-    return "unexplained: no measured control holds the paper's value in its 95% CI"
+
+def relative_row(row: Mapping | None, level: float | None) -> dict | None:
+    """``row``'s Δ and 95% interval as shares of ``level`` (the control's mean; treated as
+    fixed), for comparing with the paper across levels."""
+    if row is None or level is None or not level or math.isnan(level):
+        return None
+    out = {"delta": row["delta"] / level}
+    if row.get("ci_low") is not None and not math.isnan(row["ci_low"]):
+        out |= {"ci_low": row["ci_low"] / level, "ci_high": row["ci_high"] / level}
+    return out
 
 
 def _sensitivity_run(run: Run, embedder: str | None) -> Run | None:
@@ -595,78 +875,138 @@ def _contrast_row(df: pl.DataFrame, a: str, b: str, metric: str) -> dict | None:
     return sub.row(0, named=True) if sub.height else None
 
 
+def _derived(led: Ledger, value: float | None, kind: str) -> str:
+    """A value computed on the page (a share, a bootstrap of two contrasts), recorded for its
+    formatting only."""
+    text = Ledger.format(value, kind)
+    if text != "—":
+        led.entries.append(Entry(text, "derived", (), "=", float(value), kind))
+    return text
+
+
+def _control_mean(r: Mapping, summary: pl.DataFrame) -> float | None:
+    if r.get("mean_b") is not None:
+        return float(r["mean_b"])
+    v = summary.filter((pl.col("condition") == r["cond_b"])
+                       & (pl.col("measure") == r["metric"]))
+    return float(v["mean"][0]) if v.height else None
+
+
 def block_paper(run: Run, led: Ledger, kind: str = "qasper", control_embedder: str = "",
                 **_) -> list[str]:
+    """The paper's means and contrasts beside this cell's, each contrast compared with the
+    paper on its own 95% interval (:func:`against_paper`), in the measure's units and as a
+    share of the control's mean (levels differ between embedders); then each contrast against
+    its control (:data:`structablate.study.CONTROLS`, and the same contrast under
+    ``control_embedder``) as a paired difference with its own interval."""
     s, src = run.table("summary"), run.source("summary")
     other = _sensitivity_run(run, control_embedder)
-    other_label = f"the embedder {control_embedder}"
     paper = PAPER_MEANS[kind]
     conds = _conds(run)
-    try:
-        cis = run.table("cis")
-    except ResultsError:
-        cis = None
-    ocis = None
-    if other is not None:
-        try:
-            ocis = other.table("cis")
-        except ResultsError:
-            ocis = None
-
-    def ci_row(table, c):
-        if table is None:
-            return None
-        r = table.filter((pl.col("condition") == c) & (pl.col("measure") == PAPER_METRIC))
-        return r.row(0, named=True) if r.height else None
-
     row_p = [led.num(paper[c], "3", "paper:means", {"corpus": kind, "condition": c}, "mean")
              if c in paper else "— (beyond the paper)" for c in conds]
-    here, verdicts = [], []
+    here = []
     for c in conds:
         v = s.filter((pl.col("condition") == c) & (pl.col("measure") == PAPER_METRIC))
         here.append(led.num(v["mean"][0], "3", src, {"condition": c, "measure": PAPER_METRIC},
                             "mean") if v.height else "—")
-        verdicts.append(against_paper(paper[c], ci_row(cis, c),
-                                      [(other_label, ci_row(ocis, c))] if other else [])
-                        .split(":")[0] if c in paper else "—")
-    out = _table(["", *conds], [["paper", *row_p], ["here", *here],
-                                ["against the paper", *verdicts]], "l" + "r" * len(conds))
+    out = _table(["", *conds], [["paper", *row_p], ["here", *here]], "l" + "r" * len(conds))
+    out += ["", "Levels are not compared: they depend on the embedder. The contrasts below are "
+            "compared in the measure's units and as a share of their control's mean."]
     df, csrc = run.table("contrasts"), run.source("contrasts")
-    odf = other.table("contrasts") if other is not None else None
     df = df.filter(pl.col("metric") == PAPER_METRIC)
     pairs = [(r["cond_a"], r["cond_b"]) for r in df.iter_rows(named=True)
              if paper_contrast(kind, r["cond_a"], r["cond_b"]) is not None]
     pairs += [p for p in PAPER_CONTRASTS.get(kind, {}) if p not in pairs]
-    rows = []
+    pairs = list(dict.fromkeys(pairs))  # a pair declared in both families: one row
+    rows, ran = [], {}
     for a, b in pairs:
         pd = paper_contrast(kind, a, b)
         r = _contrast_row(df, a, b, PAPER_METRIC)
         published = (a, b) in PAPER_CONTRASTS.get(kind, {})
         ptxt = Ledger.format(pd, "+4")
         led.entries.append(Entry(ptxt, "paper:contrasts", (), "=", pd, "+4"))
-        controls = []
-        for ca, cb in CONTROLS.get((a, b), ()):
-            crow = _contrast_row(df, ca, cb, PAPER_METRIC)
-            if crow is not None:
-                controls.append((f"{crow['contrast']} ({ca} − {cb})", crow))
-        if odf is not None:
-            controls.append((other_label, _contrast_row(odf, a, b, PAPER_METRIC)))
+        pshare = pd / paper[b] if b in paper else None
+        pstxt = _derived(led, pshare, "+pct") if pshare is not None else "—"
         if r is None:
-            name, cells = f"{a} − {b}", ["not run here", "—", "—"]
-        else:
-            key = {"family": r.get("family"), "contrast": r["contrast"],
-                   "metric": PAPER_METRIC}
-            name = f"{r['contrast']}: {a} − {b}"
-            cells = [led.num(r["delta"], "+4", csrc, key, "delta"),
-                     led.ci(r, "+4", csrc, key), row_answer(r)]
-        rows.append([name, ptxt + ("" if published else " (from the means)"), *cells,
-                     against_paper(pd, r, controls)])
-    out += ["", *_table(["contrast", "paper Δ", "here Δ", "here 95% CI", "here: answer",
-                         "against the paper"], rows, "lrrrll")]
+            rows.append([f"{a} − {b}", ptxt + ("" if published else " (from the means)"),
+                         pstxt, "—", "—", "—", "—", "not run", "not run"])
+            continue
+        ran[(a, b)] = r
+        key = {"family": r.get("family"), "contrast": r["contrast"], "metric": PAPER_METRIC}
+        rel = relative_row(r, _control_mean(r, s))
+        share = "—" if rel is None else _derived(led, rel["delta"], "+pct")
+        if rel is not None and "ci_low" in rel:
+            share += (f" [{_derived(led, rel['ci_low'], '+pct')}, "
+                      f"{_derived(led, rel['ci_high'], '+pct')}]")
+        mark = " (not testable here)" if r.get("not_testable") else ""
+        rows.append([f"{r['contrast']}: {a} − {b}",
+                     ptxt + ("" if published else " (from the means)"), pstxt,
+                     led.num(r["delta"], "+4", csrc, key, "delta"), led.ci(r, "+4", csrc, key),
+                     share, row_answer(r), against_paper(pd, r) + mark,
+                     (against_paper(pshare, rel) if pshare is not None else "—") + mark])
+    out += ["", *_table(["contrast", "paper Δ", "paper Δ / control", "here Δ", "here 95% CI",
+                         "here Δ / control [95% CI]", "here: answer", "against the paper (Δ)",
+                         "against the paper (share of control)"], rows, "lrrrrrlll")]
+    out += ["", "Against the paper: consistent when the paper's value lies in this run's 95% "
+            "interval of the same contrast, differs when it does not, not run when the "
+            "contrast has no row here (no interval of another contrast is consulted). The "
+            "share of control treats the control's mean as fixed."]
+    out += _control_differences(run, led, ran, other, control_embedder)
     if control_embedder and other is None:
         out += ["", f"The control cell `{run.corpus}/{control_embedder}/{run.reranker}` is not "
-                "in this results folder, so no value above could be explained by it."]
+                "in this results folder, so no contrast is compared with it."]
     return out
+
+
+def _control_differences(run: Run, led: Ledger, ran: Mapping[tuple[str, str], Mapping],
+                         other: Run | None, control_embedder: str) -> list[str]:
+    """Each contrast of the paper minus its control (a contrast asking the same question with
+    one known difference removed, :data:`structablate.study.CONTROLS`; the same contrast under
+    a second embedder), paired per question with its own document-clustered bootstrap."""
+    tests, conds = [], set(_conds(run))
+    for a, b in ran:
+        for c, d in CONTROLS.get((a, b), ()):
+            if {c, d} <= conds:
+                tests.append(((a, b), (c, d), None))
+        if other is not None:
+            tests.append(((a, b), (a, b), other))
+    if not tests:
+        return []
+    try:
+        scores = run.scores()
+        oscores = other.scores() if other is not None else {}
+    except ResultsError as e:
+        return ["", f"Contrast against its control: not computed, the per-question score "
+                f"tables are missing ({e})."]
+    rows = []
+    for first, second, cell in tests:
+        if cell is None:
+            table, label = scores, f"({first[0]} − {first[1]}) − ({second[0]} − {second[1]})"
+        else:
+            table = {"x_a": scores[first[0]], "x_b": scores[first[1]],
+                     "y_a": oscores.get(second[0]), "y_b": oscores.get(second[1])}
+            if table["y_a"] is None or table["y_b"] is None:
+                continue
+            label = (f"({first[0]} − {first[1]}) in `{run.embedder}` − the same in "
+                     f"`{cell.embedder}`")
+            first, second = ("x_a", "x_b"), ("y_a", "y_b")
+        res = contrast_difference(table, first, second, PAPER_METRIC,
+                                  n_boot=DEFAULT_N_BOOT, seed=DEFAULT_SEED)
+        ci = ("—" if math.isnan(res["ci_low"]) else
+              f"[{_derived(led, res['ci_low'], '+4')}, {_derived(led, res['ci_high'], '+4')}]")
+        word = ("withheld (too few documents)" if math.isnan(res["ci_low"]) else
+                "differs from its control" if res["ci_low"] > 0 or res["ci_high"] < 0 else
+                "no difference from its control shown")
+        rows.append([label, _derived(led, res["n_queries"], "int"),
+                     _derived(led, res["delta"], "+4"), ci, _derived(led, res["p"], "p"), word])
+    return ["", *_table(["contrast − control (paired per question)", "questions", "Δ − Δ",
+                         "95% CI", "p", "reading"], rows, "lrrrrl"),
+            "", f"Document-clustered bootstrap of the per-question difference of the two "
+            f"contrasts ({_derived(led, DEFAULT_N_BOOT, 'int')} replicates, seed "
+            f"{_derived(led, DEFAULT_SEED, 's')}), unadjusted; a "
+            "contrast that differs from its control differs because of what the control "
+            "removes (induced against gold structure, the embedder)."]
 
 
 def block_sensitivity(run: Run, led: Ledger, embedder: str, metric: str = PAPER_METRIC,
@@ -704,7 +1044,7 @@ def block_sensitivity(run: Run, led: Ledger, embedder: str, metric: str = PAPER_
     out += ["", *_table(["contrast", f"Δ `{run.embedder}`", "95% CI", "answer",
                          f"Δ `{embedder}`", "95% CI", "answer", "answers"], rows,
                         "lrrlrrll")]
-    return out
+    return [*out, "", role_line(run) + " The second cell is a sensitivity check: exploratory."]
 
 
 def block_claims(run: Run, led: Ledger, metric: str = PAPER_METRIC, **_) -> list[str]:
@@ -763,7 +1103,8 @@ def block_hashes(run: Run, led: Ledger, **_) -> list[str]:
 
 
 BLOCKS: dict[str, Callable[..., list[str]]] = {
-    "run": block_run, "means": block_means, "contrasts": block_contrasts,
+    "run": block_run, "describe": block_describe, "means": block_means,
+    "contrasts": block_contrasts,
     "contrast": block_contrast, "qtype": block_qtype, "dose": block_dose,
     "section_recall": block_section_recall, "funnel": block_funnel, "bm25": block_bm25,
     "structure": block_structure, "paper": block_paper, "claims": block_claims,
@@ -810,10 +1151,31 @@ def render_page(page: str, run: Run, ledger: Ledger | None = None, where: str = 
     return "\n".join(out) + "\n"
 
 
+def page_source(page: str, where: str = "page") -> tuple[str | None, list[str], str | None]:
+    """The page's ``<!-- results-tables: … -->`` line (:data:`SOURCE`): ``(folder, cell
+    arguments, None)`` for shipped tables (the folder relative to the repository root),
+    ``(None, [], reason)`` for ``not shipped: REASON``, ``(None, [], None)`` without one."""
+    for line in page.splitlines():
+        m = SOURCE.match(line)
+        if not m:
+            continue
+        spec = m["spec"].strip()
+        if spec.startswith("not shipped:"):
+            reason = spec.removeprefix("not shipped:").strip()
+            if not reason:
+                raise ResultsError(f"{where}: 'not shipped' needs a reason")
+            return None, [], reason
+        folder, *args = spec.split()
+        return folder, args, None
+    return None, [], None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m structablate.report.results",
                                  description=__doc__.split("\n\n")[0])
-    ap.add_argument("results", help="the results folder of a run")
+    ap.add_argument("results", nargs="?",
+                    help="the results folder of a run, or a page's shipped tables (default: "
+                         "the folder the page's results-tables line names)")
     ap.add_argument("--page", required=True, help="the Markdown page whose blocks to rewrite")
     ap.add_argument("--out", help="write here instead of rewriting --page")
     ap.add_argument("--corpus")
@@ -821,15 +1183,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--reranker")
     ap.add_argument("--check", action="store_true",
                     help="exit 1 when the page differs from what the run gives")
+    ap.add_argument("--export-tables", metavar="DIR",
+                    help="also copy the run's small tables (what --check reads) into DIR")
+    ap.add_argument("--config", help="with --export-tables: the config file of the run")
+    ap.add_argument("--command", help="with --export-tables: the command that made the run")
+    ap.add_argument("--code-version",
+                    help="with --export-tables: the code version that made the run (default: "
+                         "this checkout's, marked 'at export')")
     a = ap.parse_args(argv)
     try:
-        run = Run.find(a.results, a.corpus, a.embedder, a.reranker)
         page_path = Path(a.page)
+        if not page_path.exists():
+            raise ResultsError(f"{page_path}: no such page")
         text = page_path.read_text(encoding="utf-8")
+        results, cell = a.results, {"corpus": a.corpus, "embedder": a.embedder,
+                                    "reranker": a.reranker}
+        if results is None:
+            folder, args, reason = page_source(text, str(page_path))
+            if folder is None:
+                raise ResultsError(f"{page_path}: no results folder given and the page ships "
+                                   f"no tables ({reason or 'no results-tables line'})")
+            results = Path(folder)
+            sub = argparse.ArgumentParser(add_help=False)
+            for k in cell:
+                sub.add_argument(f"--{k}")
+            named = vars(sub.parse_args(args))
+            cell = {k: v if v is not None else named[k] for k, v in cell.items()}
+        run = Run.find(results, cell["corpus"], cell["embedder"], cell["reranker"])
         stated = prose_numbers(text)
         if stated:
             raise ResultsError(f"{page_path}: the prose states numbers of its own "
                                f"({', '.join(stated[:10])}); put them in generated blocks")
+        if a.export_tables:
+            export_tables(run.results, a.export_tables, config=a.config, command=a.command,
+                          code=a.code_version)
+            run = Run(Path(a.export_tables), run.corpus, run.embedder, run.reranker)
         led = Ledger()
         new = render_page(text, run, led, str(page_path))
         problems = verify_ledger(led, run.results)

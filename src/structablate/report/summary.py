@@ -15,6 +15,7 @@ import polars as pl
 
 from structablate.report.blocks import fmt, fmt_ci, fmt_p, row_answer
 from structablate.stats.means import condition_means
+from structablate.stats.power import MIN_DOCS, MIN_QUERIES, sample_warnings
 
 
 def summarize_cell(scores: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
@@ -30,14 +31,32 @@ def summary_markdown(
     *,
     contrasts: Mapping[tuple[str, str, str], pl.DataFrame] | None = None,
     metric: str | None = None,
+    primary: Mapping[str, str | None] | None = None,
 ) -> str:
     """A Markdown page: one table (conditions x measures) per cell, with model provenance,
     and, given ``contrasts`` (the marked contrasts of :func:`structablate.report.testable.
     mark_contrasts`) and ``metric``, the cell's contrasts of ``metric`` with their answers by
-    the one decision rule, "not testable here" where the guard rejects a comparison."""
+    the one decision rule, "not testable here" where the guard rejects a comparison.
+
+    The page opens with a banner when a cell is small (:func:`structablate.stats.power.
+    sample_warnings`) and names the primary cell by what ran: ``primary`` (``metric``,
+    ``embedder``, ``reranker`` of ``statistics.primary``), else the cell whose contrast rows
+    are marked ``primary``."""
     lines = ["# structablate summary", ""]
-    lines.append("Per-condition means of per-query scores. Every cell outside the pre-registered "
-                 "primary cell (cov-nDCG@10, strong embedder, no reranker) is exploratory.")
+    small = []
+    for key, df in sorted(cells.items()):
+        n = int(df["n_queries"].max()) if df.height else 0
+        nd = int(df["n_docs"].max()) if df.height else 0
+        if sample_warnings(n, nd):
+            small.append(f"{' / '.join(key)} ({n} questions over {nd} documents)")
+    if small:
+        lines += [f"> **SMALL SAMPLE.** {'; '.join(small)}: below {MIN_QUERIES} questions or "
+                  f"{MIN_DOCS} documents the paper's effects cannot be detected with 80% power "
+                  "and the clustered bootstrap's intervals are optimistic. A run this small is "
+                  "a demonstration of the instrument — the bundled default (`config.yaml`, the "
+                  "bundled samples) is one — and its answers are not findings.", ""]
+    lines.append("Per-condition means of per-query scores. " + _primary_sentence(
+        cells, contrasts, metric, primary))
     lines.append("")
     for (corpus, embedder, reranker), df in sorted(cells.items()):
         model = embedders.get(embedder, {}).get("model", "?")
@@ -86,3 +105,24 @@ def _contrast_lines(df: pl.DataFrame, metric: str) -> list[str]:
                    f"| {fmt_p(r.get('p_holm'))} | {answer} |")
     out.append("")
     return out
+
+
+def _primary_sentence(cells, contrasts, metric, primary) -> str:
+    """Which cell is confirmatory, named by what ran."""
+    cell = None
+    if primary and primary.get("embedder"):
+        cell = next((k for k in sorted(cells) if k[1] == primary["embedder"]
+                     and k[2] == (primary.get("reranker") or "none")), None)
+        measure = primary.get("metric") or metric
+    else:
+        measure = metric
+        for key, df in sorted((contrasts or {}).items()):
+            if df.height and "primary" in df.columns and df["primary"].any():
+                cell = key
+                measure = df.filter(pl.col("primary"))["metric"][0]
+                break
+    if cell is None:
+        return ("No cell of this run holds a row of the pre-registered primary cell, so every "
+                "number below is exploratory.")
+    return (f"Only the pre-registered family on {measure} in the primary cell "
+            f"{' / '.join(cell)} is confirmatory; every other row and cell is exploratory.")

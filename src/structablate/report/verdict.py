@@ -33,7 +33,8 @@ from dataclasses import dataclass
 import polars as pl
 
 from structablate import study
-from structablate.stats.decision import ALPHA, decide, decision_words
+from structablate.paper import paper_relative_effects
+from structablate.stats.decision import ALPHA, decide, decision_words, margin_text
 from structablate.stats.power import (
     MIN_DOCS,
     MIN_QUERIES,
@@ -109,7 +110,9 @@ def answer(row: Mapping | None, flags: Sequence[str] = ()) -> str:
         return "not run"
     if flags:
         return "not testable here"
-    return decision_words(decision_of(row), row.get("delta"), row.get("margin"))
+    return decision_words(decision_of(row), row.get("delta"), row.get("margin"),
+                          bound=row.get("equivalence_bound"),
+                          relative=row.get("margin_relative"))
 
 
 def mixedlm_disagreement(row: Mapping) -> str | None:
@@ -151,7 +154,8 @@ def _numbers(row: Mapping, metric: str, equivalence: bool = True) -> str:
         text += f", resolves ±{mde_f:.4f} (80% power at the family's level)"
     margin = row.get("margin")
     if equivalence and _finite(margin) and _finite(row.get("p_tost_adj")):
-        text += (f"; equivalence margin ±{margin:g} (structablate's choice): TOST p "
+        text += (f"; equivalence margin {margin_text(margin, row.get('margin_relative'))} "
+                 f"(structablate's choice): TOST p "
                  f"{row['p_tost_adj']:.3g} adjusted over the family")
         if _finite(row.get("ci_tost_low")) and _finite(row.get("ci_tost_high")):
             text += (f", interval at the family's level [{row['ci_tost_low']:+.4f}, "
@@ -168,16 +172,30 @@ def _range(lo: int | None, hi: int | None) -> str:
 
 def needed_sentence(row: Mapping) -> str:
     """How many questions / documents like these the paper's effect sizes would need at 80%
-    power and the level of the decision (two-sided α / family size)."""
+    power and the level of the decision (two-sided α / family size). The paper's effects are
+    taken on this cell's own scale: its real contrasts' |Δ| as a share of their control's
+    mean (:func:`structablate.paper.paper_relative_effects`) times this row's control mean
+    (``mean_b``); a row without ``mean_b`` (a table from before it was recorded) falls back to
+    the paper's absolute |Δ|, saying so."""
     mde_f = row.get("mde80_family")
     if not _finite(mde_f):
         return ""
     nq, nd = row["n_queries"], row["n_docs"]
     size = int(row.get("family_size") or 1)
-    big = needed_for_delta(nq, nd, mde_f, max(PAPER_DELTAS))
-    small = needed_for_delta(nq, nd, mde_f, min(PAPER_DELTAS))
+    level = row.get("mean_b")
+    if _finite(level) and level > 0:
+        lo_s, hi_s = paper_relative_effects()
+        lo, hi = lo_s * level, hi_s * level
+        what = (f"|Δ| {100 * lo_s:.1f}–{100 * hi_s:.1f} % of the control's mean, here "
+                f"{lo:.4f}–{hi:.4f}")
+    else:
+        lo, hi = min(PAPER_DELTAS), max(PAPER_DELTAS)
+        what = (f"|Δ| {lo:.3f}–{hi:.3f} on the paper's scale; this table has no control mean "
+                "to put them on this cell's")
+    big = needed_for_delta(nq, nd, mde_f, hi)
+    small = needed_for_delta(nq, nd, mde_f, lo)
     text = (f"To detect the paper's effects at 80% power and the family's level (α = "
-            f"{ALPHA:g}/{size}) (|Δ| {min(PAPER_DELTAS):.3f}–{max(PAPER_DELTAS):.3f}) this "
+            f"{ALPHA:g}/{size}) ({what}) this "
             f"design needs about {_range(big[0], small[0])} questions over "
             f"{_range(big[1], small[1])} documents")
     deff = row.get("design_effect")
@@ -362,7 +380,7 @@ def verdict_blocks(
                      f"[{row['ci_low']:+.4f}, {row['ci_high']:+.4f}]" if has_p else "—",
                      f"{row['p_holm']:.3g}" if has_p else "—",
                      "—" if row is None or not _finite(row.get("margin"))
-                     else f"±{row['margin']:g}",
+                     else margin_text(row["margin"], row.get("margin_relative")),
                      f"±{resolves:.4f}" if _finite(resolves) else "—"])
         if row is None:
             reasons = "; ".join(f"{a} − {b}: {reason_of((a, b))}" for a, b in q.pairs)

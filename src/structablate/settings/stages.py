@@ -238,6 +238,17 @@ class PrimaryCell:
 
 
 @frozen
+class RelativeMargin:
+    """An equivalence margin as a share of the control condition's mean: for a contrast
+    ``a − b`` in a cell the margin is ``relative`` times the mean of ``b`` on the measure over
+    the contrast's paired questions. The share is fixed in the config before the run; the
+    absolute margin it gives is recorded on each row (docs/statistics.md)."""
+
+    relative: float = setting(doc="share of the control condition's mean (0.079: 7.9 %)",
+                              exclusiveMinimum=0, maximum=1)
+
+
+@frozen
 class StatisticsSettings:
     """Contrasts and their tests (paper §5.2, Appendix D)."""
 
@@ -251,13 +262,16 @@ class StatisticsSettings:
     mixedlm: Literal["all", "primary", "none"] = setting(
         "primary", doc="rows that get the MixedLM check: all, primary (the primary cell "
                        "and metric, both families), none")
-    equivalence_margin: float | dict[str, float] | None = setting(
+    equivalence_margin: float | dict[str, float | RelativeMargin] | None = setting(
         {"covNDCG@10": 0.01}, minimum=0,
-        additionalProperties={"type": "number", "minimum": 0},
-        doc="TOST margin in metric units, per measure (a mapping; measures left out get no "
-            "equivalence test) or one number for all; null: none. structablate's choice, not "
-            "the paper's: 0.01 covNDCG@10 is the smallest effect the paper reports as real "
-            "(docs/statistics.md)")
+        additionalProperties={"type": ["number", "object"], "allOf": [
+            {"if": {"type": "number"}, "then": {"minimum": 0}},
+            {"if": {"type": "object"}, "then": {"$ref": "#/$defs/RelativeMargin"}}]},
+        doc="TOST margin per measure: a mapping measure -> margin in the measure's units, or "
+            "-> {relative: share} (a share of the control condition's mean in the cell); "
+            "measures left out get no equivalence test. One number applies to the primary "
+            "measure (statistics.primary.metric) only; null: none. structablate's choice, not "
+            "the paper's; each shipped margin's reason is in docs/statistics.md")
 
 
 @frozen

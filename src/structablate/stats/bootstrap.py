@@ -160,3 +160,25 @@ def tost(reps: np.ndarray, margin: float) -> np.ndarray:
     interval lies inside ``(−m, m)`` (up to the interpolation between replicates)."""
     r = np.asarray(reps)
     return np.maximum((r <= -margin).mean(axis=0), (r >= margin).mean(axis=0))
+
+
+def tost_bound(reps: np.ndarray, family_size: int = 1, alpha: float = 0.05) -> float:
+    """The smallest equivalence margin the bootstrap TOST of ``reps`` (n,) passes at the
+    family's level: ``min(1, family_size · tost(reps, m)) < alpha`` holds exactly for every
+    margin ``m`` larger than the returned bound (same units as the replicates). With ``c``
+    the largest replicate count a tail may hold (``family_size · c / n < alpha``) and ``s``
+    the sorted replicates, the bound is ``max(s[n − 1 − c], −s[c])``: the ``(c + 1)``-th
+    largest replicate, or minus the ``(c + 1)``-th smallest. NaN when no margin passes (too
+    few replicates for the level)."""
+    s = np.sort(np.asarray(reps, dtype=np.float64).ravel())
+    n = s.shape[0]
+    if n == 0:
+        return float("nan")
+    c = int(np.floor(alpha * n / family_size))
+    while c >= 0 and family_size * (c / n) >= alpha:
+        c -= 1
+    while c + 1 < n and family_size * ((c + 1) / n) < alpha:
+        c += 1
+    if c < 0 or c >= n - 1 - c:
+        return float("nan")
+    return float(max(s[n - 1 - c], -s[c]))

@@ -31,7 +31,7 @@ import polars as pl
 from structablate.settings import StatisticsSettings, dump
 from structablate.study import DOSE_LADDER
 
-from .contrasts import contrast_table, table_schema
+from .contrasts import contrast_table, resolve_margins, table_schema
 from .dose import dose_response
 from .identity import ranking_identity
 from .means import condition_mean_cis, section_recall_cis
@@ -69,7 +69,8 @@ def analyze_cell(
     conds = set(scores)
     kw = dict(
         n_boot=stats.bootstrap_iters, seed=seed, primary=dump(stats.primary),
-        mixedlm=stats.mixedlm, equivalence_margin=stats.equivalence_margin,
+        mixedlm=stats.mixedlm,
+        equivalence_margin=resolve_margins(stats.equivalence_margin, stats.primary.metric),
     )
     families = [
         ("pre-registered", dict(stats.contrasts)),

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from structablate.study import PAPER_CONTRASTS
+from structablate.study import PAPER_CONTRASTS, PRIMARY_METRIC
 
 from .bootstrap import (
     DEFAULT_N_BOOT,
@@ -32,6 +32,7 @@ from .bootstrap import (
     per_doc,
     percentile_ci,
     tost,
+    tost_bound,
 )
 from .columns import CELL, metric_columns
 from .decision import ALPHA, MIN_BOOTSTRAP_DOCS, decide
@@ -41,10 +42,11 @@ from .power import design_effect, mde
 
 OUTPUT_COLUMNS = [
     "corpus", "embedder", "reranker", "metric", "contrast", "cond_a", "cond_b", "n_queries",
-    "n_docs", "delta", "ci_low", "ci_high", "p", "p_holm", "dz", "se", "mde80",
+    "n_docs", "delta", "mean_b", "ci_low", "ci_high", "p", "p_holm", "dz", "se", "mde80",
     "mde80_family", "design_effect", "n_zero_delta", "p_mixedlm", "p_mixedlm_query",
     "p_mixedlm_slope", "primary", "family_size", "family_missing", "withheld", "margin",
-    "p_tost", "p_tost_adj", "ci_tost_low", "ci_tost_high", "decision",
+    "margin_relative", "p_tost", "p_tost_adj", "ci_tost_low", "ci_tost_high",
+    "equivalence_bound", "decision",
 ]  # fmt: skip
 """``se``: the clustered bootstrap's standard error of ``delta``; ``mde80``: the minimum
 detectable effect at 80% power, two-sided α = 0.05 (``2.8016 · se``); ``mde80_family``: the
@@ -59,28 +61,70 @@ the family that did not run (comma-separated names, empty when the family is com
 ``withheld``: why the bootstrap's answers (p, CIs, Holm p, decision inputs) are null, e.g. too
 few documents (:data:`~structablate.stats.decision.MIN_BOOTSTRAP_DOCS`); null otherwise.
 
-``margin``: the equivalence margin of the row's metric (null: none configured); ``p_tost``: the
+``mean_b``: the mean of the control condition ``b`` over the contrast's paired questions (the
+level a relative margin, and Δ as a share of the control, refer to).
+
+``margin``: the equivalence margin the row was tested with, in the measure's units (null:
+none configured for the measure); ``margin_relative``: the share of ``mean_b`` it was set as
+(a relative margin, :class:`structablate.settings.RelativeMargin`; null for an absolute one);
+``equivalence_bound``: the smallest margin whose TOST passes at the family's level (every
+margin above it would; NaN when none can), printed beside each equivalence answer so a
+reader can apply their own margin; ``p_tost``: the
 bootstrap two one-sided tests p of ``|Δ| >= margin``; ``p_tost_adj``: Bonferroni over the
 declared family; ``ci_tost_low``/``ci_tost_high``: the ``(1 − 2α / family_size)`` percentile
 interval, inside ``±margin`` exactly when ``p_tost_adj < α``; ``decision``:
 :func:`structablate.stats.decision.decide` of ``p_holm`` and ``p_tost_adj``."""
 
-EQUIVALENCE_COLUMNS = ["margin", "p_tost", "p_tost_adj", "ci_tost_low", "ci_tost_high"]
+EQUIVALENCE_COLUMNS = ["margin", "margin_relative", "p_tost", "p_tost_adj", "ci_tost_low",
+                       "ci_tost_high", "equivalence_bound"]
 
 _STRING_COLUMNS = ("metric", "contrast", "cond_a", "cond_b", "family_missing", "withheld",
                    "decision")
 _INT_COLUMNS = ("n_queries", "n_docs", "n_zero_delta", "family_size")
 
 
-def margin_for(margins: float | Mapping[str, float] | None, metric: str) -> float | None:
-    """The equivalence margin of ``metric``: one number for every metric, a mapping from
-    measure name to margin (metrics not in it get none), or None (no equivalence test)."""
+MarginSpec = float | Mapping[str, float] | object
+"""One measure's margin as configured: a number (absolute, in the measure's units) or a
+relative margin (:class:`structablate.settings.RelativeMargin`, or a mapping
+``{"relative": share}``)."""
+
+
+def resolve_margins(margins: float | Mapping[str, MarginSpec] | None,
+                    primary_metric: str = PRIMARY_METRIC) -> dict[str, MarginSpec] | None:
+    """The per-measure margins of ``statistics.equivalence_margin``: a mapping as given; one
+    number applies to ``primary_metric`` only (a margin is defended on one measure's scale,
+    never on every measure's: docs/statistics.md); None stays None."""
     if margins is None:
         return None
     if isinstance(margins, Mapping):
-        m = margins.get(metric)
-        return None if m is None else float(m)
-    return float(margins)
+        return dict(margins)
+    return {primary_metric: float(margins)}
+
+
+def relative_share(spec: MarginSpec | None) -> float | None:
+    """The share of a relative margin (None for an absolute one or none)."""
+    if spec is None or isinstance(spec, int | float):
+        return None
+    share = spec.get("relative") if isinstance(spec, Mapping) else getattr(spec, "relative",
+                                                                            None)
+    if share is None:
+        raise ValueError(f"equivalence margin {spec!r}: neither a number nor {{relative: x}}")
+    return float(share)
+
+
+def margin_for(margins: float | Mapping[str, MarginSpec] | None, metric: str,
+               control_mean: float | None = None,
+               primary_metric: str = PRIMARY_METRIC) -> float | None:
+    """The absolute equivalence margin of ``metric`` (:func:`resolve_margins`): an absolute
+    margin as configured, a relative one times ``control_mean`` (the control condition's mean
+    in the cell); None when the measure has none (or a relative one lacks its mean)."""
+    spec = (resolve_margins(margins, primary_metric) or {}).get(metric)
+    if spec is None:
+        return None
+    share = relative_share(spec)
+    if share is None:
+        return float(spec)
+    return None if control_mean is None else share * float(control_mean)
 
 
 def paired(cell: pl.DataFrame, cond_a: str, cond_b: str, metrics: Sequence[str]) -> pl.DataFrame:
@@ -121,7 +165,7 @@ def contrast_table(
     primary: Mapping[str, str] | None = None,
     mixedlm: str = "primary",
     by: Sequence[str] = (),
-    equivalence_margin: float | Mapping[str, float] | None = None,
+    equivalence_margin: float | Mapping[str, MarginSpec] | None = None,
     primary_family: bool = True,
     alpha: float = ALPHA,
     min_docs: int = MIN_BOOTSTRAP_DOCS,
@@ -140,8 +184,11 @@ def contrast_table(
       in sorted order, so results do not depend on which other cells or contrasts are run.
     * A row over fewer than ``min_docs`` documents has its bootstrap answers withheld (null,
       with the reason in ``withheld``) and enters Holm with p = 1.
-    * ``equivalence_margin``: one margin for every metric, a mapping measure -> margin, or
-      None; the TOST columns are null for a metric without one.
+    * ``equivalence_margin``: a mapping measure -> margin (a number in the measure's units, or
+      a relative margin ``{"relative": share}`` of the control condition's mean over the
+      row's questions), one number (the primary measure's margin: ``primary["metric"]``,
+      else :data:`~structablate.study.PRIMARY_METRIC`; no other measure gets one), or None;
+      the TOST columns are null for a metric without one.
     * ``contrasts``: default the paper's C1–C4 (:data:`structablate.study.PAPER_CONTRASTS`).
     * ``primary``: the primary cell and metric: a row lies in it when its
       metric/embedder/reranker (and corpus, if given) equal these values and ``by`` is empty
@@ -165,8 +212,10 @@ def contrast_table(
     ]
     if missing:
         raise ValueError(f"contrast_table: scores lack column(s) {missing}")
-    opts = _Options(n_boot, seed, primary, mixedlm, bool(by), equivalence_margin,
-                    primary_family, alpha, min_docs)
+    primary_metric = (primary or {}).get("metric") or PRIMARY_METRIC
+    opts = _Options(n_boot, seed, primary, mixedlm, bool(by),
+                    resolve_margins(equivalence_margin, primary_metric), primary_family, alpha,
+                    min_docs)
     rows: list[dict] = []
     for cell_key, cell in sorted(scores.group_by(keys), key=lambda kv: tuple(map(str, kv[0]))):
         rows.extend(_cell_rows(dict(zip(keys, cell_key, strict=True)), cell, contrasts,
@@ -190,7 +239,7 @@ class _Options:
     primary: Mapping[str, str] | None
     mixedlm: str
     cut: bool
-    margins: float | Mapping[str, float] | None
+    margins: Mapping[str, MarginSpec] | None
     primary_family: bool
     alpha: float
     min_docs: int
@@ -250,10 +299,12 @@ def _cell_rows(cell, df, contrasts, metrics, o: _Options):
     stats = _bootstrap(tests, metrics, o)
     out = []
     for mi, metric in enumerate(metrics):
-        margin = margin_for(o.margins, metric)
+        spec = (o.margins or {}).get(metric)
         fam = []
         for name, a, b, j in tests:
             d = (j[metric] - j[f"{metric}__b"]).to_numpy()
+            mean_b = float(j[f"{metric}__b"].mean())
+            margin = margin_for(o.margins, metric, mean_b)
             st = stats[name]
             reps = None if st["reps"] is None else st["reps"][:, mi]
             in_primary_cell = _is_primary(cell, metric, o.primary, o.cut)
@@ -264,7 +315,8 @@ def _cell_rows(cell, df, contrasts, metrics, o: _Options):
                 "n_zero_delta": int((np.abs(d) <= ZERO_TOL).sum()),
                 "primary": in_primary_cell and o.primary_family,
                 "family_size": m_family, "family_missing": family_missing,
-                "margin": margin, "withheld": None,
+                "mean_b": mean_b, "margin": margin,
+                "margin_relative": relative_share(spec), "withheld": None,
                 "p_mixedlm": float("nan"), "p_mixedlm_query": float("nan"),
                 "p_mixedlm_slope": float("nan"),
             }
@@ -299,6 +351,7 @@ def _bootstrap_columns(reps: np.ndarray, d: np.ndarray, margin: float | None, m_
         "ci_low": float(lo), "ci_high": float(hi), "p": float(bootstrap_p(reps)),
         "se": se, "mde80": mde(se), "mde80_family": mde(se, alpha=alpha / m_family),
         "design_effect": design_effect(se, sd, len(d)),
+        "equivalence_bound": tost_bound(reps, m_family, alpha),
     }
     if margin is not None:
         tlo, thi = percentile_ci(reps, level)
@@ -313,7 +366,7 @@ def equivalence_table(
     contrasts: Mapping[str, tuple[str, str]] = PAPER_CONTRASTS,
     metrics: Sequence[str] | None = None,
     *,
-    margin: float | Mapping[str, float] = 0.01,
+    margin: float | Mapping[str, MarginSpec] = 0.01,
     **kwargs,
 ) -> pl.DataFrame:
     """Equivalence per contrast: the contrast table's key columns with delta, the 95% CI,
@@ -321,6 +374,49 @@ def equivalence_table(
     kwargs.setdefault("mixedlm", "none")
     t = contrast_table(scores, contrasts, metrics, equivalence_margin=margin, **kwargs)
     keep = [*CELL, "metric", "contrast", "cond_a", "cond_b", "n_queries", "n_docs",
-            "family_size", "delta", "ci_low", "ci_high", "p_holm", *EQUIVALENCE_COLUMNS,
+            "family_size", "delta", "mean_b", "ci_low", "ci_high", "p_holm", *EQUIVALENCE_COLUMNS,
             "decision"]
     return t.select([c for c in t.columns if c in keep])
+
+
+def contrast_difference(
+    scores: Mapping[str, pl.DataFrame],
+    first: tuple[str, str],
+    second: tuple[str, str],
+    metric: str,
+    *,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = DEFAULT_SEED,
+) -> dict:
+    """The paired difference of two contrasts of one cell, ``(a − b) − (c − d)`` for
+    ``first = (a, b)`` and ``second = (c, d)``, over the questions scored under all four
+    conditions, with its own document-clustered bootstrap (``n_boot`` replicates from a fresh
+    ``default_rng(seed)``, documents in sorted order): whether a contrast differs from its
+    control (e.g. A3 − A2 against G3 − G2: does the heading-path step on induced structure
+    differ from the same step on gold structure?).
+
+    ``scores``: condition -> per-query score table (``qid, doc_id`` and ``metric``). Returns
+    ``delta`` (mean per-query difference of differences), ``ci_low``/``ci_high`` (95%
+    percentile interval), ``p`` (two-sided bootstrap p of 0), ``n_queries``, ``n_docs``;
+    the bootstrap values are NaN below :data:`~structablate.stats.decision.MIN_BOOTSTRAP_DOCS`
+    documents. Raises ``ValueError`` naming a condition that is missing."""
+    conds = [*first, *second]
+    missing = [c for c in conds if c not in scores]
+    if missing:
+        raise ValueError(f"contrast_difference: no scores for {', '.join(missing)}")
+    joined = None
+    for i, c in enumerate(conds):
+        df = scores[c].select("qid", "doc_id", pl.col(metric).alias(f"s{i}"))
+        joined = df if joined is None else joined.join(df, on=["qid", "doc_id"], how="inner")
+    joined = joined.sort("qid")
+    d = ((joined["s0"] - joined["s1"]) - (joined["s2"] - joined["s3"])).to_numpy()
+    nan = float("nan")
+    out = {"delta": float(d.mean()) if len(d) else nan, "n_queries": len(d),
+           "n_docs": int(joined["doc_id"].n_unique()), "ci_low": nan, "ci_high": nan,
+           "p": nan}
+    if out["n_docs"] < MIN_BOOTSTRAP_DOCS:
+        return out
+    _, sums, counts = per_doc(d, joined["doc_id"].to_numpy())
+    reps = cluster_bootstrap(sums[:, 0], counts, n_boot, seed)
+    lo, hi = percentile_ci(reps, 0.95)
+    return out | {"ci_low": float(lo), "ci_high": float(hi), "p": float(bootstrap_p(reps))}

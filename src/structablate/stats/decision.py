@@ -72,17 +72,34 @@ def decide(p_holm: float | None, p_tost_adj: float | None = None, *,
     return "equivalent" if equivalent else "inconclusive"
 
 
-def decision_words(decision: str, delta: float | None, margin: float | None) -> str:
+def margin_text(margin: float | None, relative: float | None = None) -> str:
+    """``±m`` (two significant digits), with the share of the control's mean a relative
+    margin was set as: ``±0.0057 (7.9 % of the control's mean)``."""
+    if not _finite(margin):
+        return "the margin"
+    text = f"±{margin:.2g}"
+    if _finite(relative):
+        text += f" ({100 * relative:.3g} % of the control's mean)"
+    return text
+
+
+def decision_words(decision: str, delta: float | None, margin: float | None, *,
+                   bound: float | None = None, relative: float | None = None) -> str:
     """The decision in plain words, with the margin where it matters: "yes" / "no, it hurts" for a
     difference (by the sign of ``delta``), "a real but negligible difference (smaller than
-    ±m)", "no difference larger than ±m", "too small to tell", "withheld"."""
-    m = f"±{margin:g}" if _finite(margin) else "the margin"
+    ±m)", "no difference larger than ±m", "too small to tell", "withheld". An equivalence
+    answer also gives ``bound``, the smallest margin at which it holds (the row's
+    ``equivalence_bound``), so a reader can apply their own: "no difference larger than ±0.01;
+    holds for any margin above ±0.0096". ``relative``: the share of the control's mean the
+    margin was set as (:func:`margin_text`)."""
+    m = margin_text(margin, relative)
+    at = f"; holds for any margin above ±{bound:.2g}" if _finite(bound) else ""
     if decision == "difference":
         return "yes" if (delta or 0) > 0 else "no, it hurts"
     if decision == "negligible":
-        return f"a real but negligible difference (smaller than {m})"
+        return f"a real but negligible difference (smaller than {m}{at})"
     if decision == "equivalent":
-        return f"no difference larger than {m}"
+        return f"no difference larger than {m}{at}"
     if decision == "inconclusive":
         return "too small to tell"
     if decision == "withheld":
