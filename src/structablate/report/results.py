@@ -40,8 +40,9 @@ like with the paper's QASPER funnel, then every field), ``bm25``, ``structure``,
 paper's on its own interval, in units and as a share of the control's mean, and against its
 controls as a paired difference, :func:`against_paper`; ``control_embedder``: a second
 embedder cell as one more control), ``sensitivity`` (``embedder``: the same conditions and
-contrasts in a second embedder cell), ``claims`` (``metric``), ``timing``, ``embedding``,
-``hashes``.
+contrasts in a second embedder cell), ``embedders`` (``weak``: the embedder axis, levels
+and each contrast under both embedders with its interaction test), ``claims``
+(``metric``), ``timing``, ``embedding``, ``hashes``.
 """
 
 from __future__ import annotations
@@ -1047,6 +1048,84 @@ def block_sensitivity(run: Run, led: Ledger, embedder: str, metric: str = PAPER_
     return [*out, "", role_line(run) + " The second cell is a sensitivity check: exploratory."]
 
 
+def block_embedders(run: Run, led: Ledger, weak: str, kind: str = "qasper",
+                    metric: str = PAPER_METRIC, **_) -> list[str]:
+    """The embedder axis: the page's cell (the stronger embedder) beside cell ``weak`` of the
+    same folder. Levels: each condition's mean under both, the change, and the paper's
+    (bge-large) level. Contrasts: each contrast's Δ under both with its answer, and the
+    interaction (Δ under the page's embedder − Δ under ``weak``, per question) with its own
+    document-clustered bootstrap interval and Holm p over the contrasts
+    (:func:`structablate.stats.embedders.embedder_contrasts`)."""
+    from structablate.stats.embedders import embedder_contrasts
+
+    other = Run(run.results, run.corpus, weak, run.reranker)
+    sums = {c.embedder: c.table("summary") for c in (run, other)}
+    paper = PAPER_MEANS.get(kind, {})
+
+    def mean(cell: Run, cond: str) -> tuple[str, float | None]:
+        v = sums[cell.embedder].filter((pl.col("condition") == cond)
+                                       & (pl.col("measure") == metric))
+        if not v.height:
+            return "—", None
+        return (led.num(v["mean"][0], "4", cell.source("summary"),
+                        {"condition": cond, "measure": metric}, "mean"), float(v["mean"][0]))
+
+    rows = []
+    for c in _conds(run):
+        (tw, w), (ts, st) = mean(other, c), mean(run, c)
+        change = "—" if w is None or st is None else \
+            f"{_derived(led, st - w, '+4')} ({_derived(led, (st - w) / w, '+pct')})" if w \
+            else _derived(led, st - w, "+4")
+        pv = (led.num(paper[c], '3', 'paper:means', {'corpus': kind, 'condition': c}, 'mean')
+              if c in paper else "—")
+        rows.append([c, tw, ts, change, pv])
+    out = _table(["condition", f"`{weak}`", f"`{run.embedder}`",
+                  f"`{run.embedder}` − `{weak}`", "paper (bge-large)"], rows, "lrrrr")
+
+    dfs = {c.embedder: c.table("contrasts").filter(pl.col("metric") == metric)
+           for c in (run, other)}
+    pairs: dict[str, tuple[str, str]] = {}
+    for r in dfs[run.embedder].iter_rows(named=True):
+        if _contrast_row(dfs[weak], r["cond_a"], r["cond_b"], metric) is not None:
+            pairs.setdefault(r["contrast"], (r["cond_a"], r["cond_b"]))
+    try:
+        inter = embedder_contrasts({weak: other.scores(), run.embedder: run.scores()}, weak,
+                                   run.embedder, pairs, [metric], n_boot=DEFAULT_N_BOOT,
+                                   seed=DEFAULT_SEED)
+    except ResultsError as e:
+        return [*out, "", f"Contrasts across embedders: not computed, the per-question score "
+                f"tables are missing ({e})."]
+    rows = []
+    for r in inter.iter_rows(named=True):
+        a, b = r["cond_a"], r["cond_b"]
+        cells_ = [f"{r['contrast']}: {a} − {b}"]
+        answers = []
+        for cell in (other, run):
+            x = _contrast_row(dfs[cell.embedder], a, b, metric)
+            src = cell.source("contrasts")
+            key = {"family": x.get("family"), "contrast": x["contrast"], "metric": metric}
+            answers.append(row_answer(x))
+            cells_ += [led.num(x["delta"], "+4", src, key, "delta"),
+                       _derived(led, r["rel_weak" if cell is other else "rel_strong"], "+pct"),
+                       answers[-1]]
+        ci = f"[{_derived(led, r['ci_lo'], '+4')}, {_derived(led, r['ci_hi'], '+4')}]"
+        moved = ("moves" if r["p_holm"] < 0.05 else "no change shown")
+        cells_ += [_derived(led, r["interaction"], "+4"), ci, _derived(led, r["p_holm"], "p"),
+                   "same" if answers[0] == answers[1] else "differ", moved]
+        rows.append(cells_)
+    out += ["", *_table(["contrast", f"Δ `{weak}`", "share", "answer", f"Δ `{run.embedder}`",
+                         "share", "answer", "interaction Δ − Δ", "95% CI", "Holm p",
+                         "answers", "with capacity"], rows, "lrrlrrlrrrll")]
+    return [*out, "", f"Share: Δ as a share of the control condition's mean under the same "
+            f"embedder. Interaction: the per-question Δ under `{run.embedder}` minus the same "
+            f"under `{weak}`, document-clustered bootstrap "
+            f"({_derived(led, DEFAULT_N_BOOT, 'int')} replicates, seed "
+            f"{_derived(led, DEFAULT_SEED, 's')}) with both deltas on the same draws, Holm over "
+            "the contrasts of the table; \"moves\" where the Holm p is below the level. "
+            f"{role_line(run)} The embedder comparison is exploratory (the paper "
+            "pre-registers no interaction)."]
+
+
 def block_claims(run: Run, led: Ledger, metric: str = PAPER_METRIC, **_) -> list[str]:
     df, src = run.table("contrasts"), run.source("contrasts")
     out = []
@@ -1109,7 +1188,7 @@ BLOCKS: dict[str, Callable[..., list[str]]] = {
     "section_recall": block_section_recall, "funnel": block_funnel, "bm25": block_bm25,
     "structure": block_structure, "paper": block_paper, "claims": block_claims,
     "timing": block_timing, "embedding": block_embedding, "hashes": block_hashes,
-    "sensitivity": block_sensitivity,
+    "sensitivity": block_sensitivity, "embedders": block_embedders,
 }
 
 
