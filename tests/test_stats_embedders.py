@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from structablate.stats.embedders import COLUMNS, embedder_contrasts
+from structablate.stats.embedders import COLUMNS, embedder_contrasts, embedder_levels
 from structablate.stats.holm import holm
 
 N_DOCS, PER_DOC = 30, 3
@@ -94,3 +94,14 @@ def test_different_question_sets_are_refused(scores):
     with pytest.raises(ValueError, match="scored different questions"):
         embedder_contrasts(scores, "minilm", "mpnet", {"G3-G2": ("G3", "G2")},
                            ["covNDCG@10"], n_boot=50)
+
+
+def test_levels_are_paired_differences_per_condition(scores):
+    t = embedder_levels(scores, "minilm", "mpnet", ["G2", "G3", "G4"], ["covNDCG@10"],
+                        n_boot=300, seed=2)
+    assert t["condition"].to_list() == ["G2", "G3"]  # G4 was not scored: left out
+    g2, g3 = t.row(0, named=True), t.row(1, named=True)
+    assert g2["difference"] == pytest.approx(0.05) and g3["difference"] == pytest.approx(0.15)
+    assert g2["mean_strong"] - g2["mean_weak"] == pytest.approx(g2["difference"])
+    assert g2["ci_lo"] == pytest.approx(0.05) and g2["p"] == 0.0
+    assert np.allclose(t["p_holm"].to_numpy(), holm(t["p"].to_numpy()))

@@ -74,6 +74,7 @@ from structablate.paper import (
 from structablate.plan.paths import Paths
 from structablate.stats.bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED
 from structablate.stats.contrasts import contrast_difference
+from structablate.stats.embedders import embedder_contrasts, embedder_levels
 from structablate.study import CONTROLS, DOSE_LADDER
 
 from .blocks import row_answer
@@ -1056,7 +1057,6 @@ def block_embedders(run: Run, led: Ledger, weak: str, kind: str = "qasper",
     interaction (Δ under the page's embedder − Δ under ``weak``, per question) with its own
     document-clustered bootstrap interval and Holm p over the contrasts
     (:func:`structablate.stats.embedders.embedder_contrasts`)."""
-    from structablate.stats.embedders import embedder_contrasts
 
     other = Run(run.results, run.corpus, weak, run.reranker)
     sums = {c.embedder: c.table("summary") for c in (run, other)}
@@ -1070,17 +1070,32 @@ def block_embedders(run: Run, led: Ledger, weak: str, kind: str = "qasper",
         return (led.num(v["mean"][0], "4", cell.source("summary"),
                         {"condition": cond, "measure": metric}, "mean"), float(v["mean"][0]))
 
+    try:
+        scores = {weak: other.scores(), run.embedder: run.scores()}
+    except ResultsError as e:
+        return [f"The embedder axis: not computed, the per-question score tables are missing "
+                f"({e})."]
+    levels = {r["condition"]: r for r in embedder_levels(
+        scores, weak, run.embedder, _conds(run), [metric], n_boot=DEFAULT_N_BOOT,
+        seed=DEFAULT_SEED).iter_rows(named=True)}
     rows = []
     for c in _conds(run):
-        (tw, w), (ts, st) = mean(other, c), mean(run, c)
-        change = "—" if w is None or st is None else \
-            f"{_derived(led, st - w, '+4')} ({_derived(led, (st - w) / w, '+pct')})" if w \
-            else _derived(led, st - w, "+4")
-        pv = (led.num(paper[c], '3', 'paper:means', {'corpus': kind, 'condition': c}, 'mean')
+        (tw, w), (ts, _) = mean(other, c), mean(run, c)
+        lv = levels.get(c)
+        if lv is None:
+            change, ci, ph = "—", "—", "—"
+        else:
+            change = _derived(led, lv["difference"], "+4")
+            if w:
+                change += f" ({_derived(led, lv['difference'] / w, '+pct')})"
+            ci = f"[{_derived(led, lv['ci_lo'], '+4')}, {_derived(led, lv['ci_hi'], '+4')}]"
+            ph = _derived(led, lv["p_holm"], "p")
+        pv = (led.num(paper[c], "3", "paper:means", {"corpus": kind, "condition": c}, "mean")
               if c in paper else "—")
-        rows.append([c, tw, ts, change, pv])
+        rows.append([c, tw, ts, change, ci, ph, pv])
     out = _table(["condition", f"`{weak}`", f"`{run.embedder}`",
-                  f"`{run.embedder}` − `{weak}`", "paper (bge-large)"], rows, "lrrrr")
+                  f"`{run.embedder}` − `{weak}`", "95% CI", "Holm p", "paper (bge-large)"],
+                 rows, "lrrrrrr")
 
     dfs = {c.embedder: c.table("contrasts").filter(pl.col("metric") == metric)
            for c in (run, other)}
@@ -1088,13 +1103,8 @@ def block_embedders(run: Run, led: Ledger, weak: str, kind: str = "qasper",
     for r in dfs[run.embedder].iter_rows(named=True):
         if _contrast_row(dfs[weak], r["cond_a"], r["cond_b"], metric) is not None:
             pairs.setdefault(r["contrast"], (r["cond_a"], r["cond_b"]))
-    try:
-        inter = embedder_contrasts({weak: other.scores(), run.embedder: run.scores()}, weak,
-                                   run.embedder, pairs, [metric], n_boot=DEFAULT_N_BOOT,
-                                   seed=DEFAULT_SEED)
-    except ResultsError as e:
-        return [*out, "", f"Contrasts across embedders: not computed, the per-question score "
-                f"tables are missing ({e})."]
+    inter = embedder_contrasts(scores, weak, run.embedder, pairs, [metric],
+                               n_boot=DEFAULT_N_BOOT, seed=DEFAULT_SEED)
     rows = []
     for r in inter.iter_rows(named=True):
         a, b = r["cond_a"], r["cond_b"]
@@ -1116,7 +1126,9 @@ def block_embedders(run: Run, led: Ledger, weak: str, kind: str = "qasper",
     out += ["", *_table(["contrast", f"Δ `{weak}`", "share", "answer", f"Δ `{run.embedder}`",
                          "share", "answer", "interaction Δ − Δ", "95% CI", "Holm p",
                          "answers", "with capacity"], rows, "lrrlrrlrrrll")]
-    return [*out, "", f"Share: Δ as a share of the control condition's mean under the same "
+    return [*out, "", f"Levels: the paired per-question difference of each condition between "
+            f"the embedders, with its own bootstrap interval and Holm p over the conditions. "
+            f"Share: Δ as a share of the control condition's mean under the same "
             f"embedder. Interaction: the per-question Δ under `{run.embedder}` minus the same "
             f"under `{weak}`, document-clustered bootstrap "
             f"({_derived(led, DEFAULT_N_BOOT, 'int')} replicates, seed "

@@ -27,7 +27,7 @@ from .bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, bootstrap_p, cluster_bootst
 from .bootstrap import percentile_ci as _percentile_ci
 from .holm import holm
 
-__all__ = ["COLUMNS", "embedder_contrasts"]
+__all__ = ["COLUMNS", "LEVEL_COLUMNS", "embedder_contrasts", "embedder_levels"]
 
 COLUMNS: dict[str, pl.DataType] = {
     "contrast": pl.String, "cond_a": pl.String, "cond_b": pl.String, "metric": pl.String,
@@ -112,10 +112,69 @@ def embedder_contrasts(
                 "p": float(p[2]), "p_holm": float("nan"),
             })
     out = pl.DataFrame(rows, schema=COLUMNS) if rows else pl.DataFrame(schema=COLUMNS)
-    if out.height:
-        adjusted = np.empty(out.height)
-        for metric in out["metric"].unique(maintain_order=True).to_list():
-            idx = np.flatnonzero((out["metric"] == metric).to_numpy())
-            adjusted[idx] = holm(out["p"].to_numpy()[idx])
-        out = out.with_columns(pl.Series("p_holm", adjusted))
-    return out
+    return _holm_per_metric(out)
+
+
+LEVEL_COLUMNS: dict[str, pl.DataType] = {
+    "condition": pl.String, "metric": pl.String, "weak": pl.String, "strong": pl.String,
+    "n_queries": pl.Int64, "n_docs": pl.Int64, "mean_weak": pl.Float64,
+    "mean_strong": pl.Float64, "difference": pl.Float64, "ci_lo": pl.Float64,
+    "ci_hi": pl.Float64, "p": pl.Float64, "p_holm": pl.Float64,
+}
+"""The table :func:`embedder_levels` returns, one row per (condition, measure)."""
+
+
+def embedder_levels(
+    scores: Mapping[str, Mapping[str, pl.DataFrame]],
+    weak: str,
+    strong: str,
+    conditions: Sequence[str],
+    metrics: Sequence[str],
+    *,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = DEFAULT_SEED,
+    level: float = 0.95,
+) -> pl.DataFrame:
+    """Each condition's level under both embedders and the paired per-question difference
+    ``strong − weak`` with a document-clustered bootstrap interval and p, Holm-adjusted over
+    the conditions of each measure (:data:`LEVEL_COLUMNS`). Conditions not scored under both
+    are left out; different question sets raise, as in :func:`embedder_contrasts`."""
+    rows: list[dict] = []
+    for cond in conditions:
+        if cond not in scores[weak] or cond not in scores[strong]:
+            continue
+        for metric in metrics:
+            w = _cell(scores[weak], cond, metric, "w")
+            st = _cell(scores[strong], cond, metric, "s")
+            if set(w["qid"].to_list()) != set(st["qid"].to_list()):
+                raise ValueError(f"embedder levels {cond} on {metric}: {weak} and {strong} "
+                                 "scored different questions")
+            j = w.join(st, on=["qid", "doc_id"], how="inner").sort("qid")
+            if j.height != w.height:
+                raise ValueError(f"embedder levels {cond}: a question has a different "
+                                 "document under the other embedder")
+            d = j["s"].to_numpy() - j["w"].to_numpy()
+            docs, sums, counts = per_doc(d, j["doc_id"].to_list())
+            reps = cluster_bootstrap(sums, counts, n_boot, seed)
+            lo, hi = _percentile_ci(reps, level)
+            rows.append({
+                "condition": cond, "metric": metric, "weak": weak, "strong": strong,
+                "n_queries": j.height, "n_docs": len(docs),
+                "mean_weak": float(j["w"].mean()), "mean_strong": float(j["s"].mean()),
+                "difference": float(d.mean()), "ci_lo": float(lo[0]), "ci_hi": float(hi[0]),
+                "p": float(bootstrap_p(reps)[0]), "p_holm": float("nan"),
+            })
+    out = pl.DataFrame(rows, schema=LEVEL_COLUMNS) if rows else pl.DataFrame(
+        schema=LEVEL_COLUMNS)
+    return _holm_per_metric(out)
+
+
+def _holm_per_metric(out: pl.DataFrame) -> pl.DataFrame:
+    """``p_holm``: Holm over the rows of each measure."""
+    if not out.height:
+        return out
+    adjusted = np.empty(out.height)
+    for metric in out["metric"].unique(maintain_order=True).to_list():
+        idx = np.flatnonzero((out["metric"] == metric).to_numpy())
+        adjusted[idx] = holm(out["p"].to_numpy()[idx])
+    return out.with_columns(pl.Series("p_holm", adjusted))
