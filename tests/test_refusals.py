@@ -167,6 +167,66 @@ def test_a_value_out_of_range_is_refused_with_its_path(over, message):
     assert message in refused(config(**over))
 
 
+def _number_keys(cls, prefix=""):
+    """Dotted paths of every float setting reachable through nested settings blocks (blocks
+    keyed by user names, such as corpora and embedders, are left to explicit cases)."""
+    import dataclasses
+    import typing
+
+    from structablate.settings._core import fields_of
+
+    out = []
+    for f, tp in fields_of(cls):
+        args = typing.get_args(tp) or (tp,)
+        if float in args:
+            out.append(prefix + f.name)
+        for a in args:
+            if isinstance(a, type) and dataclasses.is_dataclass(a):
+                out += _number_keys(a, f"{prefix}{f.name}.")
+    return out
+
+
+def _set_key(cfg: dict, dotted: str, value) -> dict:
+    node = cfg
+    *parents, last = dotted.split(".")
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[last] = value
+    return cfg
+
+
+NUMBER_KEYS = _number_keys(__import__("structablate.settings", fromlist=["Settings"]).Settings)
+
+
+def test_every_number_setting_is_found():
+    # the walk reaches the keys the battery named (so a NaN test over NUMBER_KEYS covers them)
+    for key in ("statistics.equivalence_margin", "retrieval.hnsw.target_recall",
+                "llm.temperature", "llm.top_p", "induction.texttiling.c_coarse",
+                "report.guard.min_boundary_kappa"):
+        assert key in NUMBER_KEYS, key
+
+
+@pytest.mark.parametrize("key", NUMBER_KEYS)
+@pytest.mark.parametrize("value, said", [(float("nan"), "NaN"), (float("inf"), "inf"),
+                                         (float("-inf"), "-inf")])
+def test_nan_and_infinity_are_refused_in_every_number_setting(key, value, said):
+    # NaN compares false with every minimum and maximum, so the schema alone let it through
+    msg = refused(_set_key(config(), key, value))
+    assert f"{key}: {said}" in msg and "give a finite number" in msg
+
+
+@pytest.mark.parametrize("where", ["corpora.qasper.fuzzy_min_ratio",
+                                   "statistics.equivalence_margin.covNDCG@10",
+                                   "statistics.bootstrap_iters", "seed"])
+def test_nan_is_refused_in_numbers_keyed_by_user_names_and_in_integers(where):
+    cfg = config()
+    if where.startswith("statistics.equivalence_margin."):
+        cfg["statistics"] = {"equivalence_margin": {"covNDCG@10": float("nan")}}
+    else:
+        _set_key(cfg, where, float("nan"))
+    assert f"{where}: NaN is not a number a setting can take" in refused(cfg)
+
+
 def test_a_corpus_name_with_spaces_is_refused():
     cfg = config()
     cfg["corpora"] = {"my corpus": cfg["corpora"]["qasper"]}
