@@ -359,6 +359,31 @@ def test_an_llm_stage_whose_context_length_is_unknown_is_refused(stage, conditio
                             induction={"inducer": "llm"}), source="my.yaml")
 
 
+@pytest.mark.parametrize("measure, top_k, raise_to", [
+    ("R@50", 1, 50), ("covNDCG@10", 9, 10), ("nDCG@10", 5, 10), ("RR@20", 19, 20),
+    ("R@1000000", 100, 1000000)])
+def test_a_rank_cutoff_beyond_top_k_is_refused(measure, top_k, raise_to):
+    # R@50 of a top-1 run was reported as R@50 (0.157 against 0.968 at top_k 100)
+    msg = refused(config(metrics={"measures": [measure]}, retrieval={"top_k": top_k},
+                         statistics={"primary": {"metric": measure}}))
+    assert f"metrics.measures: {measure} looks at the first" in msg
+    assert f"retrieval.top_k keeps {top_k} per question" in msg
+    assert f"Raise retrieval.top_k to at least {raise_to}" in msg
+
+
+def test_a_token_budget_beyond_what_top_k_chunks_hold_is_refused():
+    msg = refused(config(metrics={"measures": ["covNDCG@10", "TokCov@2048"]},
+                         retrieval={"top_k": 10}, chunking={"t_max": 200}))
+    assert ("metrics.measures: TokCov@2048 spends a budget of 2048 tokens down the ranking, but "
+            "retrieval.top_k 10 chunks of chunking.t_max 200 content tokens hold about 2000") in msg
+    assert "Raise retrieval.top_k to at least 11" in msg
+
+
+def test_cutoffs_within_top_k_are_accepted():
+    Plan.from_config(config(metrics={"measures": ["covNDCG@10", "R@10", "RR", "TokCov@2100"]},
+                            retrieval={"top_k": 10}, chunking={"t_max": 210}), source="my.yaml")
+
+
 def test_an_unknown_primary_reranker_is_refused():
     msg = refused(config(statistics={"primary": {"reranker": "bge"}}))
     assert "statistics.primary.reranker: unknown reranker 'bge' (one of none)" in msg
