@@ -157,6 +157,9 @@ def test_an_unknown_key_is_refused_with_its_path(where, key, message):
     ({"llm": {"llamacpp": {"n_ctx": -5}}}, "llm.llamacpp.n_ctx: -5 is less than the minimum"),
     ({"statistics": {"bootstrap_iters": 0}},
      "statistics.bootstrap_iters: 0 is less than the minimum of 100"),
+    # 1e12 was accepted and failed 155 s later allocating 14.6 TiB, naming no key
+    ({"statistics": {"bootstrap_iters": 1e12}},
+     "statistics.bootstrap_iters: 1000000000000.0 is greater than the maximum of 1000000"),
     ({"seed": -1}, "seed: -1 is less than the minimum of 0"),
     ({"seed": 2**40}, "seed: 1099511627776 is greater than the maximum of 4294967295"),
     ({"llm": {"seed": 2**32 - 1}}, "llm.seed: 4294967295 is greater than the maximum"),
