@@ -509,6 +509,34 @@ def test_jobs_are_offline_unless_the_environment_says_otherwise():
 # ============================================================================ corpus inputs
 
 
+FUTURE = 1924992000  # 2031-01-01 00:00:00 UTC
+
+
+def test_a_corpus_file_dated_in_the_future_is_refused_with_its_date_and_the_fix(tmp_path):
+    # Snakemake refused every job reading it ("clock skew") and deleted its outputs each run
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nSome text.\n")
+    (docs / "b b.md").write_text("# B\n\nMore text.\n")
+    os.utime(docs / "b b.md", (FUTURE, FUTURE))
+    cfg = config(corpora={"mine": {"type": "markdown", "path": str(docs),
+                                   "queries": str(BYO / "python-markdown-queries.jsonl")}})
+    msg = refused(cfg)
+    assert f"corpora.mine.path: {docs / 'b b.md'} is dated 2031-01-01 00:00:00 UTC, in the " \
+           "future (now " in msg
+    assert f"`touch '{docs / 'b b.md'}'`" in msg and "a.md" not in msg
+
+
+def test_a_qasper_file_dated_in_the_future_is_refused_and_accepted_once_touched(tmp_path):
+    papers = tmp_path / "papers.json"
+    shutil.copy(SAMPLE, papers)
+    os.utime(papers, (FUTURE, FUTURE))
+    cfg = config(corpora={"qasper": {"type": "qasper", "sources": [{"path": str(papers)}]}})
+    assert f"corpora.qasper.sources: {papers} is dated 2031-01-01" in refused(cfg)
+    papers.touch()
+    Plan.from_config(cfg, source="my.yaml")
+
+
 def test_an_empty_corpus_folder_is_refused(tmp_path):
     (tmp_path / "docs").mkdir()
     with pytest.raises(ByoInputError, match=r"docs: no input files found \(extensions .md"):

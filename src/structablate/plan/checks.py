@@ -116,6 +116,7 @@ def check_plan(plan: Plan, check_files: bool, check_models: bool = True) -> None
         if results.exists() and not results.is_dir():
             fail("results", f"{s.results} is a file; results must name a folder (it is "
                             "created when missing)")
+        _check_dates(plan, fail)
         problem = container_problem(s.container)
         if problem:
             fail("container", problem)
@@ -154,6 +155,53 @@ def _check_cutoffs(plan: Plan, fail: Callable[[str, str], None]) -> None:
                  f"retrieval.top_k keeps {top_k} per question: the score would be that of "
                  f"{kind}@{top_k} under another name. Raise retrieval.top_k to at least "
                  f"{cutoff}, or lower the cutoff")
+
+
+FUTURE_TOLERANCE_S = 2.0
+"""Seconds a source file may be dated ahead of this machine's clock (a file server's clock
+a moment ahead) before it is refused."""
+
+
+def future_dated(paths: list[str], now: float | None = None) -> list[tuple[str, float]]:
+    """``(path, mtime)`` of every existing file in ``paths`` dated more than
+    :data:`FUTURE_TOLERANCE_S` seconds after ``now`` (default: this machine's clock)."""
+    import os
+    import time
+
+    now = time.time() if now is None else now
+    out = []
+    for p in paths:
+        try:
+            mtime = os.stat(p).st_mtime
+        except OSError:
+            continue
+        if mtime > now + FUTURE_TOLERANCE_S:
+            out.append((p, mtime))
+    return out
+
+
+def _check_dates(plan: Plan, fail: Callable[[str, str], None]) -> None:
+    """No source file is dated in the future. Snakemake checks after every job that its
+    outputs are newer than its newest input; an input dated ahead of the clock fails every
+    job that reads it (and Snakemake deletes the job's outputs), on every run, with a
+    message about clock skew that names no fix."""
+    import datetime
+    import shlex
+
+    def stamp(t: float) -> str:
+        return datetime.datetime.fromtimestamp(t, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+    now = __import__("time").time()
+    for key, paths in plan.source_files().items():
+        future = future_dated(paths, now)
+        if future:
+            lines = "; ".join(f"{p} is dated {stamp(t)}" for p, t in future[:5])
+            more = f" (and {len(future) - 5} more)" if len(future) > 5 else ""
+            fail(key, f"{lines}{more}, in the future (now {stamp(now)}): every job that reads "
+                 "it would end older than its input, which Snakemake refuses (and deletes the "
+                 "job's outputs) on every run. Date it now with `touch "
+                 + " ".join(shlex.quote(p) for p, _ in future[:5])
+                 + ("" if not more else " …") + "` (or correct the clock that wrote it)")
 
 
 def _check_prompt_budgets(plan: Plan, fail: Callable[[str, str], None]) -> None:
