@@ -195,3 +195,21 @@ def test_a_rerun_beside_the_orphan_of_a_killed_snakemake_generates_nothing_twice
     assert chunks.height > 0 and (chunks["prefix"] == "A situating context. ").all()
     stats = json.loads((tmp_path / "results" / "qasper" / "chunks" / "A1.json").read_text())
     assert stats["llm"]["generated"] == 0  # the rerun generated nothing itself
+
+
+def test_a_read_only_home_without_xdg_cache_home_plans_the_run(tmp_path):
+    # Snakemake created ~/.cache/snakemake at start and died there with a raw traceback when
+    # the home was read-only; profiles/default keeps its source cache in a temporary folder.
+    # A home under a plain file is unwritable for every user, root included.
+    write_project(tmp_path, ["G2"], n_papers=2)
+    (tmp_path / "a-file").write_text("")
+    env = {k: v for k, v in os.environ.items() if k != "XDG_CACHE_HOME"}
+    env.update(HOME=str(tmp_path / "a-file" / "home"), PYTHONPATH=str(REPO / "src"))
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+           "--directory", str(tmp_path), "--configfile", str(tmp_path / "config.yaml"),
+           "--cores", "1", "-n"]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, env=env,
+                          timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert "Traceback" not in out and "This was a dry-run" in out
