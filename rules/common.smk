@@ -16,6 +16,7 @@ from structablate.plan import Plan
 from structablate.plan.checks import container_warning
 from structablate.plan.resources import scaled, sized
 from structablate.slurm import gpu_group, on_gpu, slurm_extra_problems
+from structablate.workflow import guard_results, guard_working_folder
 
 _SOURCE = ", ".join(map(str, workflow.configfiles)) or "config"
 if workflow.config_settings.config:
@@ -52,9 +53,17 @@ if _CONTAINER_NOTE:
 container: PLAN.settings.container
 
 
+# Two Snakemakes in one working folder race on Snakemake's own locks: one writing another
+# results folder is refused here, before Snakemake locks (structablate.workflow).
+_GUARDS = [] if workflow.remote_exec or workflow.subprocess_exec else [
+    guard_working_folder(PLAN.settings.results)]
+
+
 onstart:
     if MODEL_PROBLEMS:
         raise ConfigError(PLAN.models_message(MODEL_PROBLEMS))
+    # one run at a time writes a results folder, from whichever working folder
+    _GUARDS.append(guard_results(PLAN.settings.results))
 
 
 P = PLAN.paths

@@ -213,3 +213,64 @@ def test_a_read_only_home_without_xdg_cache_home_plans_the_run(tmp_path):
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     assert "Traceback" not in out and "This was a dry-run" in out
+
+
+HOLD = """
+import sys, time
+from structablate.workflow import {fn}
+lock = {fn}(sys.argv[1])
+print("held", flush=True)
+time.sleep(300)
+"""
+
+
+def _holder(root: Path, fn: str, results: str) -> subprocess.Popen:
+    """A process in ``root`` that holds ``fn``'s lock for ``results`` (as a running Snakemake
+    does) until killed."""
+    proc = subprocess.Popen([sys.executable, "-c", HOLD.format(fn=fn), results], cwd=root,
+                            stdout=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_second_snakemake_in_one_working_folder_with_other_results_is_refused(tmp_path):
+    # Snakemake's own locks (.snakemake/locks) race between two runs in one folder: one died
+    # with a raw FileNotFoundError. The second is refused before Snakemake locks, naming the
+    # first and --directory; one on the same results folder is Snakemake's to lock.
+    write_project(tmp_path, ["G2"], n_papers=2)
+    holder = _holder(tmp_path, "guard_working_folder", str(tmp_path / "other-results"))
+    try:
+        proc = snakemake(tmp_path, "-n")
+        out = proc.stdout + proc.stderr
+        assert proc.returncode != 0
+        assert f"another Snakemake runs in this working folder ({tmp_path}): pid {holder.pid}" \
+            in out and f"writing the results folder {tmp_path / 'other-results'}" in out
+        assert "snakemake --directory <folder>" in out and "FileNotFoundError" not in out
+    finally:
+        holder.kill()
+        holder.wait()
+    # the holder is gone (killed: its lock is stale): the same dry run plans
+    proc = snakemake(tmp_path, "-n")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+
+
+def test_a_results_folder_written_from_another_working_folder_is_refused(tmp_path):
+    # two working folders (clones, --directory) writing one results folder took one run's
+    # corpus for the other's configuration; the second run stops before its first job
+    shared = tmp_path / "shared-results"
+    write_project(tmp_path / "a", ["G2"], n_papers=2,
+                  tweak=lambda c: c.update(results=str(shared)))
+    (tmp_path / "b").mkdir()
+    holder = _holder(tmp_path / "b", "guard_results", str(shared))
+    try:
+        proc = snakemake(tmp_path / "a")
+        out = proc.stdout + proc.stderr
+        assert proc.returncode != 0
+        assert (f"results: {shared} is being written by another Snakemake: pid {holder.pid}"
+                in out), out[-3000:]
+        assert f"started in the working folder {tmp_path / 'b'}" in out
+        assert not (shared / "qasper").exists()  # no job ran
+    finally:
+        holder.kill()
+        holder.wait()

@@ -25,13 +25,17 @@ seconds, to the terminal Snakemake runs in (or the SLURM job's output), at most 
 from __future__ import annotations
 
 import atexit
+import hashlib
 import logging
 import os
 import re
 import signal
 import sys
 import time
+from pathlib import Path
 from typing import Any, TextIO
+
+from structablate.errors import StructablateError
 
 PROGRESS_INTERVAL_S = 15.0
 """Seconds between two progress lines of one bar (the first and the last always print)."""
@@ -208,6 +212,88 @@ def job_settings(smk: Any) -> dict[str, Any]:
     plan = Plan.from_config(smk.config, check_files=False)
     return plan.rule_settings(smk.rule, dict(smk.wildcards.items()))
 
+
+
+class ConcurrentRunError(StructablateError, RuntimeError):
+    """Another Snakemake runs where this one would collide with it (the same working folder
+    with another results folder, or the same results folder from another working folder);
+    the message names it and what to do."""
+
+
+RUNS_FOLDER = "structablate-runs"
+"""The folder under a working folder's ``.snakemake/`` that holds one lock per results folder
+a Snakemake started there is planning or running."""
+
+RESULTS_LOCK = ".structablate-run.lock"
+"""The lock file a running workflow holds in its results folder."""
+
+
+def _no_wait() -> Any:
+    from structablate.store.lock import LockSettings
+
+    return LockSettings(wait_s=0.0)
+
+
+def guard_working_folder(results: str, folder: str | os.PathLike[str] = ".snakemake") -> Any:
+    """Refuse a second Snakemake in this working folder that writes another results folder.
+
+    Snakemake keeps its locks in the working folder's ``.snakemake/locks`` and the first run to
+    end deletes the whole folder, so two runs there race (one died with a raw
+    ``FileNotFoundError: .snakemake/locks/0.input.lock``). Each planning Snakemake holds a
+    lock named after its results folder under ``folder/structablate-runs/`` (a
+    :class:`~structablate.store.lock.StageLock`: NFS-safe, heartbeat, broken when its holder is
+    gone), then looks at the others: a live one for another results folder stops this run
+    with :class:`ConcurrentRunError`. A second Snakemake on the *same* results folder (a dry
+    run to see progress) is left to Snakemake's own lock. Returns the lock held (``None`` when
+    another process holds this results folder's); it is released when the process exits."""
+    from structablate.store.lock import StageLock, StageLocked
+
+    real = Path(results).expanduser().resolve()
+    runs = Path(folder) / RUNS_FOLDER
+    mine = runs / (hashlib.sha1(str(real).encode()).hexdigest()[:16] + ".lock")
+    lock: Any = StageLock(mine, settings=_no_wait(), label=str(real))
+    try:
+        lock.acquire()
+    except StageLocked:
+        lock = None
+    for other in sorted(runs.glob("*.lock")):
+        if other == mine:
+            continue
+        probe = StageLock(other, settings=_no_wait())
+        holder = probe.read_holder()
+        if not holder or probe._stale_reason(holder) is not None:
+            continue
+        if lock is not None:
+            lock.release()
+        raise ConcurrentRunError(
+            f"another Snakemake runs in this working folder ({Path.cwd()}): "
+            f"{probe.describe(holder)}, writing the results folder {holder.get('label', '?')} "
+            f"(this one would write {real}). Two Snakemakes in one working folder share its "
+            ".snakemake/ folder and race on Snakemake's own locks. Run each configuration "
+            "from a working folder of its own: snakemake --directory <folder> --configfile "
+            "<absolute path of the config> (relative paths in the config are read from that "
+            "folder; docs/refusals.md, \"Two runs at once\"), or wait for the other to finish")
+    return lock
+
+
+def guard_results(results: str) -> Any:
+    """Hold the lock of the results folder for as long as this process runs, or refuse with
+    :class:`ConcurrentRunError` when a live Snakemake from another working folder (another
+    clone, another ``--directory``) holds it: two runs writing one results folder take each
+    other's outputs for their own. Called when the workflow starts its jobs (``onstart``), so
+    a dry run never takes it."""
+    from structablate.store.lock import StageLock, StageLocked
+
+    lock = StageLock(Path(results) / RESULTS_LOCK, settings=_no_wait(), label=str(Path.cwd()))
+    try:
+        return lock.acquire()
+    except StageLocked as exc:
+        raise ConcurrentRunError(
+            f"results: {results} is being written by another Snakemake: "
+            f"{lock.describe(exc.holder)}, started in the working folder "
+            f"{exc.holder.get('label', '?')}. Two runs writing one results folder would each "
+            "take the other's outputs for its own. Wait for it to finish, or set results: to "
+            f"another folder (if no such process exists, delete {lock.path})") from None
 
 
 def _terminate(signum: int, frame: Any) -> None:
