@@ -48,6 +48,10 @@ include: "rules/evaluation.smk"
 include: "rules/report.smk"
 
 
+# outputs made with other settings that this working folder's .snakemake/ has no record of
+check_records()
+
+
 rule all:
     default_target: True
     input:

@@ -16,6 +16,14 @@ from structablate.plan import Plan
 from structablate.plan.checks import container_warning
 from structablate.plan.resources import scaled, sized
 from structablate.slurm import gpu_group, on_gpu, slurm_extra_problems
+from structablate.workflow import (
+    forced_rules,
+    guard_results,
+    guard_working_folder,
+    stale_message,
+    stale_outputs,
+    workdir_id,
+)
 
 _SOURCE = ", ".join(map(str, workflow.configfiles)) or "config"
 if workflow.config_settings.config:
@@ -52,9 +60,17 @@ if _CONTAINER_NOTE:
 container: PLAN.settings.container
 
 
+# Two Snakemakes in one working folder race on Snakemake's own locks: one writing another
+# results folder is refused here, before Snakemake locks (structablate.workflow).
+_GUARDS = [] if workflow.remote_exec or workflow.subprocess_exec else [
+    guard_working_folder(PLAN.settings.results)]
+
+
 onstart:
     if MODEL_PROBLEMS:
         raise ConfigError(PLAN.models_message(MODEL_PROBLEMS))
+    # one run at a time writes a results folder, from whichever working folder
+    _GUARDS.append(guard_results(PLAN.settings.results))
 
 
 P = PLAN.paths
@@ -96,9 +112,32 @@ def glue(name):
     return f"../workflow_scripts/{name}.py"
 
 
+TRIGGERS = {}
+
+
 def trigger(rule, script=None):
     """The rule's params: its settings that can change outputs, and its code fingerprint."""
-    return PLAN.trigger(rule, SCRIPTS / f"{script or rule}.py")
+    TRIGGERS[rule] = PLAN.trigger(rule, SCRIPTS / f"{script or rule}.py")
+    return TRIGGERS[rule]
+
+
+def check_records():
+    """Refuse outputs made with other settings that Snakemake cannot see (no record of them in
+    this working folder's .snakemake/): structablate.workflow.stale_outputs. Jobs of rules
+    named in --forcerun (or all, with --forceall) are rerun anyway and not checked."""
+    forceall, forced = forced_rules(sys.argv)
+    if workflow.remote_exec or workflow.subprocess_exec or forceall:
+        return
+
+    def current(name, wildcards):
+        if name not in TRIGGERS or name in forced:
+            return None
+        return TRIGGERS[name](wildcards)
+
+    stale = stale_outputs(PLAN.settings.results, set(all_targets()), current,
+                          workdir_id(create=True))
+    if stale:
+        raise ConfigError(stale_message(_SOURCE, PLAN.settings.results, stale))
 
 
 def log(name):
@@ -106,18 +145,46 @@ def log(name):
 
 
 def all_targets():
-    """Per-query scores and TREC files of every cell and condition, the per-cell summaries and
-    contrasts, the BM25 check of every corpus, the Markdown summary and the report page."""
+    """Every output the workflow documents for the grid (docs/contracts.md), the intermediate
+    ones included: the corpus tables, token table, sections, chunks, vectors and runs as well
+    as the scores, statistics, TREC files and report. Snakemake does not rebuild a missing
+    file whose consumers are up to date, so a vector or run file that a failed rerun deleted
+    stayed missing under "Nothing to be done"; as a target it is rebuilt."""
     targets = []
+    for corpus in PLAN.corpora:
+        targets += [*CORPUS_TABLES.values(), *QUESTIONS.values(), P.funnel(W["corpus"]),
+                    P.tokens(W["corpus"]), P.bm25(W["corpus"]), P.bm25_per_query(W["corpus"])]
+        if PLAN.generates_queries(corpus):
+            targets += [P.corpus_report(W["corpus"]), P.query_candidates(W["corpus"])]
+        if PLAN.needs_induced_structure:
+            targets += [P.sections(W["corpus"], "induced"), P.induction_report(W["corpus"])]
+        for cs in dict.fromkeys([*PLAN.chunksets, *PLAN.chunked]):
+            targets += [P.chunks(W["corpus"], cs), P.chunk_stats(W["corpus"], cs)]
+        for e in PLAN.embedders:
+            for cs in [*PLAN.chunksets, "queries"]:
+                targets += [P.vectors(W["corpus"], e, cs), P.vector_stats(W["corpus"], e, cs)]
+        targets += [P.report_corpus(W["corpus"], f) for f in (
+            "structure_quality.parquet", "comparison_checks.parquet", "size_matching.parquet",
+            "size_matching.html", "forest.png", "forest.svg", "funnel.png", "funnel.svg")]
+        targets = [t.replace(W["corpus"], corpus) for t in targets]
     for cell in PLAN.cells():
         c = (cell.corpus, cell.embedder, cell.reranker)
-        targets += [P.scores(*c, cond) for cond in PLAN.conditions]
-        targets += [P.trec_run(*c, cond) for cond in PLAN.conditions]
-        targets += [P.cell_table(*c, "summary"), P.cell_table(*c, "contrasts")]
+        for cond in PLAN.conditions:
+            targets += [P.run(*c, cond), P.scores(*c, cond), P.trec_run(*c, cond),
+                        P.trec_qrels(*c, cond),
+                        P.run_report(cell.corpus, cell.embedder, cond)
+                        if cell.reranker == "none" else P.rerank_report(*c, cond)]
+        targets += [P.cell_table(*c, name) for name in
+                    ("summary", "contrasts", "contrasts_qtype", "dose_response")]
+        targets += [P.condition_cis(*c), P.section_recall(*c), P.ranking_identity(*c)]
+        targets += [P.report_cell(*c, f) for f in (
+            "contrasts_marked.parquet", "cell.json", "contrasts.html", "condition_means.html",
+            "condition_bars.png", "dose_response.png", "section_recall.png",
+            "condition_bars.svg", "dose_response.svg", "section_recall.svg")]
     targets.append(P.summary_markdown())
-    targets += [P.bm25(corpus) for corpus in PLAN.corpora]
-    targets += [P.report_page("index.html"), P.report_page("index.md")]
-    return targets
+    targets += [P.report_page(f) for f in ("index.html", "index.md", "overview.html")]
+    targets += [P.report_page(f"{c}/verdict.html") for c in PLAN.corpora]
+    return list(dict.fromkeys(targets))
 
 
 def chunkset_of(wildcards):

@@ -184,3 +184,45 @@ def test_tsv_queries_and_query_errors(tmp_path):
     q = write_queries(tmp_path, [{"qid": "a", "query": "x"}])
     with pytest.raises(ByoInputError, match=r"q\.jsonl:1: missing field 'doc_id'"):
         build_byo({**cfg, "queries": str(q)}, "t")
+
+
+def test_tsv_cells_are_read_with_csv_quoting_as_tools_write_them(tmp_path):
+    # pandas' to_csv(sep="\t") and spreadsheets quote a cell holding a quote, a tab or a line
+    # break: the whole cell in "...", a quote inside it doubled. Before, both quote layers
+    # were kept as the question.
+    (tmp_path / "d.jsonl").write_text(json.dumps(rec()) + "\n")
+    tsv = tmp_path / "q.tsv"
+    tsv.write_text('qid\tdoc_id\tquery\tevidence\n'
+                   'a\td1\t"What is the ""X"" dataset?"\tBeta.\n'
+                   'b\td1\t"Two\nlines, a\ttab"\tGamma.\n'
+                   'c\td1\tsay "hi" plainly\tGamma.\n')
+    cfg = {"type": "jsonl", "path": str(tmp_path / "d.jsonl"), "queries": str(tsv)}
+    _, questions, _ = build_byo(cfg, "t")
+    # (a question's whitespace is folded to single spaces, as every question's is)
+    assert [q.text for q in questions] == ['What is the "X" dataset?', "Two lines, a tab",
+                                            'say "hi" plainly']
+    # what pandas writes reads back as the frame it was written from
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"qid": ["a", "b"], "doc_id": ["d1", "d1"],
+                          "query": ['What is the "X" dataset?', 'A "quoted"\tcell'],
+                          "evidence": ["Beta.", "Gamma."]})
+    frame.to_csv(tsv, sep="\t", index=False)
+    _, questions, _ = build_byo(cfg, "t")
+    assert [q.text for q in questions] == [" ".join(t.split()) for t in frame["query"]]
+
+
+def test_a_tsv_cell_with_a_quote_left_open_is_refused_with_its_line(tmp_path):
+    (tmp_path / "d.jsonl").write_text(json.dumps(rec()) + "\n")
+    tsv = tmp_path / "q.tsv"
+    cfg = {"type": "jsonl", "path": str(tmp_path / "d.jsonl"), "queries": str(tsv)}
+    # line 3 starts after a quoted cell over two lines: the error names the line the row opens
+    tsv.write_text('qid\tdoc_id\tquery\tevidence\n'
+                   'a\td1\t"Two\nlines"\tBeta.\n'
+                   'b\td1\t"Hello" world\tGamma.\n')
+    with pytest.raises(ByoInputError, match=r"q\.tsv:4: a cell that starts with a double quote "
+                       r"must be quoted as TSV writers quote it"):
+        build_byo(cfg, "t")
+    tsv.write_text('qid\tdoc_id\tquery\tevidence\n'
+                   'b\td1\t"never closed\tGamma.\n')
+    with pytest.raises(ByoInputError, match=r"q\.tsv:2: a cell that starts with a double"):
+        build_byo(cfg, "t")

@@ -157,6 +157,9 @@ def test_an_unknown_key_is_refused_with_its_path(where, key, message):
     ({"llm": {"llamacpp": {"n_ctx": -5}}}, "llm.llamacpp.n_ctx: -5 is less than the minimum"),
     ({"statistics": {"bootstrap_iters": 0}},
      "statistics.bootstrap_iters: 0 is less than the minimum of 100"),
+    # 1e12 was accepted and failed 155 s later allocating 14.6 TiB, naming no key
+    ({"statistics": {"bootstrap_iters": 1e12}},
+     "statistics.bootstrap_iters: 1000000000000.0 is greater than the maximum of 1000000"),
     ({"seed": -1}, "seed: -1 is less than the minimum of 0"),
     ({"seed": 2**40}, "seed: 1099511627776 is greater than the maximum of 4294967295"),
     ({"llm": {"seed": 2**32 - 1}}, "llm.seed: 4294967295 is greater than the maximum"),
@@ -165,6 +168,66 @@ def test_an_unknown_key_is_refused_with_its_path(where, key, message):
 ])
 def test_a_value_out_of_range_is_refused_with_its_path(over, message):
     assert message in refused(config(**over))
+
+
+def _number_keys(cls, prefix=""):
+    """Dotted paths of every float setting reachable through nested settings blocks (blocks
+    keyed by user names, such as corpora and embedders, are left to explicit cases)."""
+    import dataclasses
+    import typing
+
+    from structablate.settings._core import fields_of
+
+    out = []
+    for f, tp in fields_of(cls):
+        args = typing.get_args(tp) or (tp,)
+        if float in args:
+            out.append(prefix + f.name)
+        for a in args:
+            if isinstance(a, type) and dataclasses.is_dataclass(a):
+                out += _number_keys(a, f"{prefix}{f.name}.")
+    return out
+
+
+def _set_key(cfg: dict, dotted: str, value) -> dict:
+    node = cfg
+    *parents, last = dotted.split(".")
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[last] = value
+    return cfg
+
+
+NUMBER_KEYS = _number_keys(__import__("structablate.settings", fromlist=["Settings"]).Settings)
+
+
+def test_every_number_setting_is_found():
+    # the walk reaches the keys the battery named (so a NaN test over NUMBER_KEYS covers them)
+    for key in ("statistics.equivalence_margin", "retrieval.hnsw.target_recall",
+                "llm.temperature", "llm.top_p", "induction.texttiling.c_coarse",
+                "report.guard.min_boundary_kappa"):
+        assert key in NUMBER_KEYS, key
+
+
+@pytest.mark.parametrize("key", NUMBER_KEYS)
+@pytest.mark.parametrize("value, said", [(float("nan"), "NaN"), (float("inf"), "inf"),
+                                         (float("-inf"), "-inf")])
+def test_nan_and_infinity_are_refused_in_every_number_setting(key, value, said):
+    # NaN compares false with every minimum and maximum, so the schema alone let it through
+    msg = refused(_set_key(config(), key, value))
+    assert f"{key}: {said}" in msg and "give a finite number" in msg
+
+
+@pytest.mark.parametrize("where", ["corpora.qasper.fuzzy_min_ratio",
+                                   "statistics.equivalence_margin.covNDCG@10",
+                                   "statistics.bootstrap_iters", "seed"])
+def test_nan_is_refused_in_numbers_keyed_by_user_names_and_in_integers(where):
+    cfg = config()
+    if where.startswith("statistics.equivalence_margin."):
+        cfg["statistics"] = {"equivalence_margin": {"covNDCG@10": float("nan")}}
+    else:
+        _set_key(cfg, where, float("nan"))
+    assert f"{where}: NaN is not a number a setting can take" in refused(cfg)
 
 
 def test_a_corpus_name_with_spaces_is_refused():
@@ -299,6 +362,31 @@ def test_an_llm_stage_whose_context_length_is_unknown_is_refused(stage, conditio
                             induction={"inducer": "llm"}), source="my.yaml")
 
 
+@pytest.mark.parametrize("measure, top_k, raise_to", [
+    ("R@50", 1, 50), ("covNDCG@10", 9, 10), ("nDCG@10", 5, 10), ("RR@20", 19, 20),
+    ("R@1000000", 100, 1000000)])
+def test_a_rank_cutoff_beyond_top_k_is_refused(measure, top_k, raise_to):
+    # R@50 of a top-1 run was reported as R@50 (0.157 against 0.968 at top_k 100)
+    msg = refused(config(metrics={"measures": [measure]}, retrieval={"top_k": top_k},
+                         statistics={"primary": {"metric": measure}}))
+    assert f"metrics.measures: {measure} looks at the first" in msg
+    assert f"retrieval.top_k keeps {top_k} per question" in msg
+    assert f"Raise retrieval.top_k to at least {raise_to}" in msg
+
+
+def test_a_token_budget_beyond_what_top_k_chunks_hold_is_refused():
+    msg = refused(config(metrics={"measures": ["covNDCG@10", "TokCov@2048"]},
+                         retrieval={"top_k": 10}, chunking={"t_max": 200}))
+    assert ("metrics.measures: TokCov@2048 spends a budget of 2048 tokens down the ranking, but "
+            "retrieval.top_k 10 chunks of chunking.t_max 200 content tokens hold about 2000") in msg
+    assert "Raise retrieval.top_k to at least 11" in msg
+
+
+def test_cutoffs_within_top_k_are_accepted():
+    Plan.from_config(config(metrics={"measures": ["covNDCG@10", "R@10", "RR", "TokCov@2100"]},
+                            retrieval={"top_k": 10}, chunking={"t_max": 210}), source="my.yaml")
+
+
 def test_an_unknown_primary_reranker_is_refused():
     msg = refused(config(statistics={"primary": {"reranker": "bge"}}))
     assert "statistics.primary.reranker: unknown reranker 'bge' (one of none)" in msg
@@ -419,6 +507,34 @@ def test_jobs_are_offline_unless_the_environment_says_otherwise():
 
 
 # ============================================================================ corpus inputs
+
+
+FUTURE = 1924992000  # 2031-01-01 00:00:00 UTC
+
+
+def test_a_corpus_file_dated_in_the_future_is_refused_with_its_date_and_the_fix(tmp_path):
+    # Snakemake refused every job reading it ("clock skew") and deleted its outputs each run
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nSome text.\n")
+    (docs / "b b.md").write_text("# B\n\nMore text.\n")
+    os.utime(docs / "b b.md", (FUTURE, FUTURE))
+    cfg = config(corpora={"mine": {"type": "markdown", "path": str(docs),
+                                   "queries": str(BYO / "python-markdown-queries.jsonl")}})
+    msg = refused(cfg)
+    assert f"corpora.mine.path: {docs / 'b b.md'} is dated 2031-01-01 00:00:00 UTC, in the " \
+           "future (now " in msg
+    assert f"`touch '{docs / 'b b.md'}'`" in msg and "a.md" not in msg
+
+
+def test_a_qasper_file_dated_in_the_future_is_refused_and_accepted_once_touched(tmp_path):
+    papers = tmp_path / "papers.json"
+    shutil.copy(SAMPLE, papers)
+    os.utime(papers, (FUTURE, FUTURE))
+    cfg = config(corpora={"qasper": {"type": "qasper", "sources": [{"path": str(papers)}]}})
+    assert f"corpora.qasper.sources: {papers} is dated 2031-01-01" in refused(cfg)
+    papers.touch()
+    Plan.from_config(cfg, source="my.yaml")
 
 
 def test_an_empty_corpus_folder_is_refused(tmp_path):

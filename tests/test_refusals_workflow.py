@@ -195,3 +195,82 @@ def test_a_rerun_beside_the_orphan_of_a_killed_snakemake_generates_nothing_twice
     assert chunks.height > 0 and (chunks["prefix"] == "A situating context. ").all()
     stats = json.loads((tmp_path / "results" / "qasper" / "chunks" / "A1.json").read_text())
     assert stats["llm"]["generated"] == 0  # the rerun generated nothing itself
+
+
+def test_a_read_only_home_without_xdg_cache_home_plans_the_run(tmp_path):
+    # Snakemake created ~/.cache/snakemake at start and died there with a raw traceback when
+    # the home was read-only; profiles/default keeps its source cache in a temporary folder.
+    # A home under a plain file is unwritable for every user, root included.
+    write_project(tmp_path, ["G2"], n_papers=2)
+    (tmp_path / "a-file").write_text("")
+    env = {k: v for k, v in os.environ.items() if k != "XDG_CACHE_HOME"}
+    env.update(HOME=str(tmp_path / "a-file" / "home"), PYTHONPATH=str(REPO / "src"))
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+           "--directory", str(tmp_path), "--configfile", str(tmp_path / "config.yaml"),
+           "--cores", "1", "-n"]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, env=env,
+                          timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert "Traceback" not in out and "This was a dry-run" in out
+
+
+HOLD = """
+import sys, time
+from structablate.workflow import {fn}
+lock = {fn}(sys.argv[1])
+print("held", flush=True)
+time.sleep(300)
+"""
+
+
+def _holder(root: Path, fn: str, results: str) -> subprocess.Popen:
+    """A process in ``root`` that holds ``fn``'s lock for ``results`` (as a running Snakemake
+    does) until killed."""
+    proc = subprocess.Popen([sys.executable, "-c", HOLD.format(fn=fn), results], cwd=root,
+                            stdout=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_second_snakemake_in_one_working_folder_with_other_results_is_refused(tmp_path):
+    # Snakemake's own locks (.snakemake/locks) race between two runs in one folder: one died
+    # with a raw FileNotFoundError. The second is refused before Snakemake locks, naming the
+    # first and --directory; one on the same results folder is Snakemake's to lock.
+    write_project(tmp_path, ["G2"], n_papers=2)
+    holder = _holder(tmp_path, "guard_working_folder", str(tmp_path / "other-results"))
+    try:
+        proc = snakemake(tmp_path, "-n")
+        out = proc.stdout + proc.stderr
+        assert proc.returncode != 0
+        assert f"another Snakemake runs in this working folder ({tmp_path}): pid {holder.pid}" \
+            in out and f"writing the results folder {tmp_path / 'other-results'}" in out
+        assert "snakemake --directory <folder>" in out and "FileNotFoundError" not in out
+    finally:
+        holder.kill()
+        holder.wait()
+    # the holder is gone (killed: its lock is stale): the same dry run plans
+    proc = snakemake(tmp_path, "-n")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+
+
+def test_a_results_folder_written_from_another_working_folder_is_refused(tmp_path):
+    # two working folders (clones, --directory) writing one results folder took one run's
+    # corpus for the other's configuration; the second run stops before its first job
+    shared = tmp_path / "shared-results"
+    write_project(tmp_path / "a", ["G2"], n_papers=2,
+                  tweak=lambda c: c.update(results=str(shared)))
+    (tmp_path / "b").mkdir()
+    holder = _holder(tmp_path / "b", "guard_results", str(shared))
+    try:
+        proc = snakemake(tmp_path / "a")
+        out = proc.stdout + proc.stderr
+        assert proc.returncode != 0
+        assert (f"results: {shared} is being written by another Snakemake: pid {holder.pid}"
+                in out), out[-3000:]
+        assert f"started in the working folder {tmp_path / 'b'}" in out
+        assert not (shared / "qasper").exists()  # no job ran
+    finally:
+        holder.kill()
+        holder.wait()

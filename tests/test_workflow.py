@@ -210,6 +210,58 @@ def test_wikipedia_export_edit_reruns_only_the_wikipedia_branch(project, workflo
     assert counts["summarize_cell"] == 1 and counts["retrieve"] == 4
 
 
+def test_outputs_a_failed_rerun_deleted_are_rebuilt(project, workflow):
+    # A failed rerun makes Snakemake delete the job's previous, valid outputs; once the inputs
+    # were fine again, `snakemake -n` said "Nothing to be done" with vectors and runs missing.
+    # Every documented output is a target of `all`, so they are rebuilt, byte-identical.
+    gone = [project / "results" / "qasper" / "minilm" / "embeddings" / "G2.npy",
+            project / "results" / "qasper" / "minilm" / "none" / "runs" / "G3.parquet"]
+    before = {p: p.read_bytes() for p in gone}
+    for p in gone:
+        p.unlink()
+    counts, out = dry_run(project, workflow)
+    assert counts.get("embed_chunks") == 1 and counts.get("retrieve", 0) >= 1, out[-3000:]
+    proc = snakemake(project, workflow=workflow)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert all(p.read_bytes() == before[p] for p in gone)
+    counts, out = dry_run(project, workflow)
+    assert counts == {} and "Nothing to be done" in out, out[-3000:]
+
+
+def _copy_project(project: Path, dest: Path, edit=None) -> Path:
+    """The project folder copied without its .snakemake/ (as `cp -r results` to another
+    working folder, a clone's run, or a deleted .snakemake/ leave it), config edited."""
+    import shutil
+
+    shutil.copytree(project, dest, ignore=shutil.ignore_patterns(".snakemake"))
+    if edit:
+        _with_config(dest, edit)
+    return dest
+
+
+def test_copied_results_with_other_settings_are_refused_naming_file_and_key(project, workflow,
+                                                                            tmp_path):
+    # without the working folder's .snakemake/metadata, Snakemake kept the old numbers under
+    # a changed config ("Nothing to be done" for top_k 100 -> 1); the jobs' records in the
+    # results folder are compared with the config instead
+    same = _copy_project(project, tmp_path / "same")
+    counts, out = dry_run(same, workflow)
+    assert "were made with other settings" not in out
+    other = _copy_project(project, tmp_path / "other",
+                          lambda c: c["retrieval"].update(top_k=60))
+    proc = snakemake(other, "-n", workflow=workflow)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "output(s) in results were made with other settings or code than this run's" in out
+    assert ("results/qasper/minilm/none/runs/A0.parquet (rule retrieve): retrieval.top_k was "
+            "100, is 60") in out, out[-3000:]
+    assert "snakemake --forcerun retrieve" in out
+    # rerunning them as the message says is not refused, and plans the retrieval jobs
+    proc = snakemake(other, "-n", "--forcerun", "retrieve", workflow=workflow)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert job_counts(proc.stdout)["retrieve"] == 2 * len(CONDITIONS)
+
+
 def test_fresh_run_is_byte_identical(project, tmp_path):
     other = tmp_path / "b"
     _write_project(other)

@@ -1,9 +1,7 @@
 """Glue: question and chunk vectors -> the run (top-k chunks per question) of one condition,
 and what the search did (exact or HNSW, why, recall measured against exact search)."""
 
-import numpy as np
-
-from structablate.io import read_parquet, write_json, write_parquet
+from structablate.io import read_npy, read_parquet, write_json, write_parquet
 from structablate.retrieval.runs import retrieve_run
 from structablate.study import condition
 from structablate.workflow import setup
@@ -15,9 +13,9 @@ def main(smk):
     run = retrieve_run(
         condition(settings["condition"]),
         read_parquet(smk.input.queries),
-        np.load(smk.input.query_vectors),
+        read_npy(smk.input.query_vectors),
         read_parquet(smk.input.chunks),
-        np.load(smk.input.vectors),
+        read_npy(smk.input.vectors),
         settings["retrieval"],
         qrels=read_parquet(smk.input.qrels),
         report=report,

@@ -25,13 +25,18 @@ seconds, to the terminal Snakemake runs in (or the SLURM job's output), at most 
 from __future__ import annotations
 
 import atexit
+import hashlib
+import json
 import logging
 import os
 import re
 import signal
 import sys
 import time
+from pathlib import Path
 from typing import Any, TextIO
+
+from structablate.errors import StructablateError
 
 PROGRESS_INTERVAL_S = 15.0
 """Seconds between two progress lines of one bar (the first and the last always print)."""
@@ -198,7 +203,12 @@ def setup(smk: Any) -> tuple[logging.Logger, dict[str, Any]]:
             os.environ[var] = str(int(threads))
         if "torch" in sys.modules:
             sys.modules["torch"].set_num_threads(int(threads))
-    return logging.getLogger(f"structablate.{smk.rule}"), job_settings(smk)
+    from structablate.plan import Plan
+
+    plan = Plan.from_config(smk.config, check_files=False)
+    record_job(smk, plan.settings.results)
+    return (logging.getLogger(f"structablate.{smk.rule}"),
+            plan.rule_settings(smk.rule, dict(smk.wildcards.items())))
 
 
 def job_settings(smk: Any) -> dict[str, Any]:
@@ -208,6 +218,239 @@ def job_settings(smk: Any) -> dict[str, Any]:
     plan = Plan.from_config(smk.config, check_files=False)
     return plan.rule_settings(smk.rule, dict(smk.wildcards.items()))
 
+
+# ------------------------------------------------------------------------------- job records
+
+RECORDS = ".records"
+"""The folder under ``results:`` that holds one record per job (:func:`record_job`)."""
+
+WORKDIR_ID = ".snakemake/structablate-workdir-id"
+"""A random token naming a working folder's ``.snakemake/`` (and so its Snakemake metadata),
+relative to the working folder."""
+
+
+def workdir_id(create: bool = False) -> str:
+    """The token of this working folder's ``.snakemake/`` (:data:`WORKDIR_ID`), made when
+    ``create`` and missing (a new or deleted ``.snakemake/`` gets a new one); ``""`` when
+    there is none."""
+    import secrets
+
+    path = Path(WORKDIR_ID)
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        if not create:
+            return ""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    token = secrets.token_hex(8)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except FileExistsError:
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as fh:
+        fh.write(token + "\n")
+    return token
+
+
+def record_path(results: str, rule: str, wildcards: dict[str, str]) -> Path:
+    """Where the record of the job of ``rule`` with ``wildcards`` lives."""
+    key = ",".join(f"{k}={v}" for k, v in sorted(wildcards.items())) or "_"
+    return Path(results) / RECORDS / rule / f"{key}.json"
+
+
+def record_job(smk: Any, results: str) -> None:
+    """Write the job's record into the results folder before the job writes its outputs: its
+    rule, wildcards, outputs (relative to ``results:``), the results folder and working folder
+    (:func:`workdir_id`) it ran from, and its rerun trigger (the rule's ``settings`` param:
+    the settings that can change its outputs and the fingerprint of its code). Snakemake keeps
+    the same in the working folder's ``.snakemake/metadata``; this copy travels with the
+    results, so a plan from another working folder can tell outputs made with other settings
+    (:func:`stale_outputs`). ``results``: the run's results folder. Jobs without a
+    ``settings`` param (tests calling glue directly) write none."""
+    from structablate.io import write_json
+
+    params = getattr(getattr(smk, "params", None), "settings", None)
+    if not isinstance(params, dict):
+        return
+    root = os.path.abspath(results)
+    record = {
+        "rule": str(smk.rule), "wildcards": dict(smk.wildcards.items()),
+        "outputs": [os.path.relpath(os.path.abspath(str(o)), root) for o in smk.output],
+        "results": str(Path(results).resolve()), "workdir": workdir_id(),
+        "params": json.loads(json.dumps(params, default=str))}
+    write_json(record, record_path(results, record["rule"], record["wildcards"]))
+
+
+def _difference(old: Any, new: Any, path: str = "") -> tuple[str, Any, Any] | None:
+    """The first key path (dotted) where two JSON values differ, with both values."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for k in sorted(set(old) | set(new)):
+            sub = f"{path}.{k}" if path else str(k)
+            if k not in old or k not in new:
+                return sub, old.get(k, "(absent)"), new.get(k, "(absent)")
+            d = _difference(old[k], new[k], sub)
+            if d:
+                return d
+        return None
+    return None if old == new else (path, old, new)
+
+
+def stale_outputs(results: str, targets: set[str], current: Any, workdir: str
+                  ) -> list[dict[str, Any]]:
+    """Outputs under ``results`` that Snakemake cannot know to be stale: each job record
+    (:func:`record_job`) written from another working folder or results path than this one
+    (so this working folder's ``.snakemake/metadata`` has no record of the outputs) whose
+    trigger differs from ``current(rule, wildcards)`` (``None``: the job is not planned).
+    Only existing outputs among ``targets`` count. Returns ``{"file", "rule", "key", "was",
+    "now"}`` per stale job."""
+    real = str(Path(results).resolve())
+    out = []
+    for f in sorted((Path(results) / RECORDS).glob("*/*.json")):
+        try:
+            rec = json.loads(f.read_text(encoding="utf-8"))
+            rule, wildcards = rec["rule"], rec["wildcards"]
+            outputs = [f"{results}/{o}" for o in rec["outputs"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if workdir and rec.get("workdir") == workdir and rec.get("results") == real:
+            continue  # written from here: Snakemake's own record decides
+        present = [o for o in outputs if o in targets and os.path.exists(o)]
+        if not present:
+            continue
+        try:
+            now = current(rule, wildcards)
+        except (KeyError, ValueError):
+            continue
+        if now is None:
+            continue
+        diff = _difference(rec.get("params"), json.loads(json.dumps(now, default=str)))
+        if diff:
+            key, was, is_ = diff
+            if key == "code":
+                key = "code (the package code the job runs)"
+            out.append({"file": present[0], "rule": rule, "key": key, "was": was, "now": is_})
+    return out
+
+
+def forced_rules(argv: list[str]) -> tuple[bool, set[str]]:
+    """``(forceall, rules)`` from a Snakemake command line: ``-F``/``--forceall`` and the
+    rules or files after ``-R``/``--forcerun`` (Snakemake has not stored them yet while it
+    reads the workflow), whose jobs rerun anyway."""
+    forceall, rules, taking = False, set(), False
+    for arg in argv[1:]:
+        if arg in ("-F", "--forceall"):
+            forceall, taking = True, False
+        elif arg in ("-R", "--forcerun"):
+            taking = True
+        elif arg.startswith("--forcerun="):
+            rules.add(arg.split("=", 1)[1])
+            taking = True
+        elif arg.startswith("-"):
+            taking = False
+        elif taking:
+            rules.add(arg)
+    return forceall, rules
+
+
+def stale_message(source: str, results: str, stale: list[dict[str, Any]]) -> str:
+    """The refusal of :func:`stale_outputs`' findings, naming each file and key."""
+    def short(v: Any) -> str:
+        text = json.dumps(v, sort_keys=True, default=str)
+        return text if len(text) <= 80 else text[:77] + "..."
+
+    lines = "\n".join(f"  - {s['file']} (rule {s['rule']}): {s['key']} was {short(s['was'])}, "
+                      f"is {short(s['now'])}" for s in stale[:20])
+    more = f"\n  (and {len(stale) - 20} more)" if len(stale) > 20 else ""
+    rules = " ".join(sorted({s["rule"] for s in stale}))
+    return (f"{source}: {len(stale)} output(s) in {results} were made with other settings or "
+            "code than this run's, and this working folder holds no Snakemake record of them "
+            "(a copied results folder, one written from another working folder or clone, or a "
+            f"deleted .snakemake/), so Snakemake would keep them:\n{lines}{more}\n"
+            f"Rerun those jobs with `snakemake --forcerun {rules}` (and your other options), "
+            "or delete those files, or point results: at a new folder.")
+
+
+
+class ConcurrentRunError(StructablateError, RuntimeError):
+    """Another Snakemake runs where this one would collide with it (the same working folder
+    with another results folder, or the same results folder from another working folder);
+    the message names it and what to do."""
+
+
+RUNS_FOLDER = "structablate-runs"
+"""The folder under a working folder's ``.snakemake/`` that holds one lock per results folder
+a Snakemake started there is planning or running."""
+
+RESULTS_LOCK = ".structablate-run.lock"
+"""The lock file a running workflow holds in its results folder."""
+
+
+def _no_wait() -> Any:
+    from structablate.store.lock import LockSettings
+
+    return LockSettings(wait_s=0.0)
+
+
+def guard_working_folder(results: str, folder: str | os.PathLike[str] = ".snakemake") -> Any:
+    """Refuse a second Snakemake in this working folder that writes another results folder.
+
+    Snakemake keeps its locks in the working folder's ``.snakemake/locks`` and the first run to
+    end deletes the whole folder, so two runs there race (one died with a raw
+    ``FileNotFoundError: .snakemake/locks/0.input.lock``). Each planning Snakemake holds a
+    lock named after its results folder under ``folder/structablate-runs/`` (a
+    :class:`~structablate.store.lock.StageLock`: NFS-safe, heartbeat, broken when its holder is
+    gone), then looks at the others: a live one for another results folder stops this run
+    with :class:`ConcurrentRunError`. A second Snakemake on the *same* results folder (a dry
+    run to see progress) is left to Snakemake's own lock. Returns the lock held (``None`` when
+    another process holds this results folder's); it is released when the process exits."""
+    from structablate.store.lock import StageLock, StageLocked
+
+    real = Path(results).expanduser().resolve()
+    runs = Path(folder) / RUNS_FOLDER
+    mine = runs / (hashlib.sha1(str(real).encode()).hexdigest()[:16] + ".lock")
+    lock: Any = StageLock(mine, settings=_no_wait(), label=str(real))
+    try:
+        lock.acquire()
+    except StageLocked:
+        lock = None
+    for other in sorted(runs.glob("*.lock")):
+        if other == mine:
+            continue
+        probe = StageLock(other, settings=_no_wait())
+        holder = probe.read_holder()
+        if not holder or probe._stale_reason(holder) is not None:
+            continue
+        if lock is not None:
+            lock.release()
+        raise ConcurrentRunError(
+            f"another Snakemake runs in this working folder ({Path.cwd()}): "
+            f"{probe.describe(holder)}, writing the results folder {holder.get('label', '?')} "
+            f"(this one would write {real}). Two Snakemakes in one working folder share its "
+            ".snakemake/ folder and race on Snakemake's own locks. Run each configuration "
+            "from a working folder of its own: snakemake --directory <folder> --configfile "
+            "<absolute path of the config> (relative paths in the config are read from that "
+            "folder; docs/refusals.md, \"Two runs at once\"), or wait for the other to finish")
+    return lock
+
+
+def guard_results(results: str) -> Any:
+    """Hold the lock of the results folder for as long as this process runs, or refuse with
+    :class:`ConcurrentRunError` when a live Snakemake from another working folder (another
+    clone, another ``--directory``) holds it: two runs writing one results folder take each
+    other's outputs for their own. Called when the workflow starts its jobs (``onstart``), so
+    a dry run never takes it."""
+    from structablate.store.lock import StageLock, StageLocked
+
+    lock = StageLock(Path(results) / RESULTS_LOCK, settings=_no_wait(), label=str(Path.cwd()))
+    try:
+        return lock.acquire()
+    except StageLocked as exc:
+        raise ConcurrentRunError(
+            f"results: {results} is being written by another Snakemake: "
+            f"{lock.describe(exc.holder)}, started in the working folder "
+            f"{exc.holder.get('label', '?')}. Two runs writing one results folder would each "
+            "take the other's outputs for its own. Wait for it to finish, or set results: to "
+            f"another folder (if no such process exists, delete {lock.path})") from None
 
 
 def _terminate(signum: int, frame: Any) -> None:

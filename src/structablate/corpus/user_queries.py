@@ -8,6 +8,8 @@ A queries file is JSON lines (``.jsonl``/``.ndjson``) or tab-separated values (`
 * TSV — a header row naming the columns ``qid``, ``doc_id``, ``query`` and any of
   ``evidence``, ``start``, ``end``, ``qtype``; one evidence snippet or span per row, and rows
   that share a ``qid`` are one query (their ``doc_id``, ``query`` and ``qtype`` must agree).
+  Cells are read with CSV quoting, as pandas and spreadsheets write TSV
+  (``"What is the ""X"" dataset?"`` is ``What is the "X" dataset?``).
 
 Snippets go through the same exact → fuzzy → section cascade as QASPER's evidence
 (:class:`structablate.corpus.evidence.EvidenceMapper`; a snippet that equals a heading path
@@ -186,8 +188,35 @@ def _read_jsonl(path: Path) -> list[UserQuery]:
     return out
 
 
+def _tsv_rows(path: Path) -> list[tuple[int, list[str]]]:
+    """The rows of a TSV file with the line each starts on, read as spreadsheet programs and
+    pandas write TSV (CSV quoting with a tab): a cell that starts with a double quote is quoted
+    (``"What is the ""X"" dataset?"`` is ``What is the "X" dataset?``, and a quoted cell may
+    hold tabs and line breaks); a quote inside an unquoted cell (``say "hi"``) is kept as
+    written. A cell that opens a quote and does not close it where the cell ends is refused
+    with its line rather than read some other way."""
+    reader = csv.reader(io.StringIO(read_text(path), newline=""), delimiter="\t",
+                        quotechar='"', doublequote=True, strict=True)
+    rows: list[tuple[int, list[str]]] = []
+    start = 1
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return rows
+        except csv.Error as exc:
+            raise ByoInputError(
+                f"{path}:{start}",
+                f"a cell that starts with a double quote must be quoted as TSV writers quote "
+                f"it: the whole cell in \"…\", a quote inside it written twice (\"\") ({exc}); "
+                "quote the cell that way, or start it with another character") from None
+        rows.append((start, row))
+        start = reader.line_num + 1
+
+
 def _read_tsv(path: Path) -> list[UserQuery]:
-    rows = list(csv.reader(io.StringIO(read_text(path)), delimiter="\t", quoting=csv.QUOTE_NONE))
+    numbered = _tsv_rows(path)
+    rows = [row for _, row in numbered]
     if not rows:
         raise ByoInputError(str(path), "empty queries file (expected a header row)")
     header = [h.strip() for h in rows[0]]
@@ -198,7 +227,7 @@ def _read_tsv(path: Path) -> list[UserQuery]:
         raise ByoInputError(f"{path}:1", "columns 'start' and 'end' come together")
     col = {h: i for i, h in enumerate(header)}
     by_qid: dict[str, UserQuery] = {}
-    for lineno, row in enumerate(rows[1:], start=2):
+    for lineno, row in numbered[1:]:
         if not any(c.strip() for c in row):
             continue
         where = f"{path}:{lineno}"

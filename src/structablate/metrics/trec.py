@@ -13,7 +13,7 @@ import os
 
 import polars as pl
 
-from ..io import _atomic_target
+from ..io import atomic_path
 from .relevance import relevant_pairs
 
 
@@ -100,11 +100,5 @@ def _refuse_non_tokens(frame: pl.DataFrame, path: str | os.PathLike[str]) -> Non
 
 
 def _write_lines(lines: list[str], path: str | os.PathLike[str]) -> None:
-    target, tmp = _atomic_target(path)
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.writelines(lines)
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        fh.writelines(lines)

@@ -234,6 +234,34 @@ class Plan:
         """The query-generation funnel of a corpus whose questions are generated."""
         return self.paths.funnel(corpus) if self.generates_queries(corpus) else None
 
+    def source_files(self) -> dict[str, list[str]]:
+        """Every file a corpus build reads that no job writes, by the config key that names
+        it: QASPER v0.3 files, a Wikipedia XML export, a user corpus's documents and
+        questions file (files that do not exist are left to the checks and builds that name
+        them), and the recorded generations a replaying stage reads."""
+        out: dict[str, list[str]] = {}
+        for name, c in self.settings.corpora.items():
+            kind = self.corpus_kind(name)
+            if kind == "qasper":
+                out[f"corpora.{name}.sources"] = [s.path for s in self.qasper_sources(name)
+                                                  if s.format == "v0.3"]
+            elif kind == "wikipedia" and c.source.mode == "xml":
+                out[f"corpora.{name}.source.path"] = [c.source.path]
+            elif kind == "user":
+                from structablate.corpus.byo import input_files
+
+                try:
+                    out[f"corpora.{name}.path"] = input_files(c)
+                except Exception:  # noqa: BLE001 - no files: the build names why
+                    out[f"corpora.{name}.path"] = []
+            if self.generates_queries(name):
+                out[f"corpora.{name}.queries.llm.cache"] = self.recorded_generations(
+                    "queries", name)
+        for stage, needs in self.stage_conditions().items():
+            if needs:
+                out[f"{stage}.llm.cache"] = self.recorded_generations(stage)
+        return {k: v for k, v in out.items() if v}
+
     # ------------------------------------------------------------------ LLM stages
     def stage_conditions(self) -> dict[str, list[str]]:
         """For each grid-level LLM stage, the conditions that need it: ``induction`` (with

@@ -5,6 +5,7 @@ config) is refused when the workflow is parsed, with the config key that causes 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -99,6 +100,7 @@ def check_plan(plan: Plan, check_files: bool, check_models: bool = True) -> None
     if p.metric not in s.metrics.measures:
         fail("statistics.primary.metric", f"{p.metric!r} is not among metrics.measures "
              f"({', '.join(s.metrics.measures)})")
+    _check_cutoffs(plan, fail)
     for stage, needs in plan.stage_conditions().items():
         if needs and not plan.stage_llm(stage).model:
             fail("llm.model", f"conditions {', '.join(needs)} need an LLM for {stage} "
@@ -114,11 +116,92 @@ def check_plan(plan: Plan, check_files: bool, check_models: bool = True) -> None
         if results.exists() and not results.is_dir():
             fail("results", f"{s.results} is a file; results must name a folder (it is "
                             "created when missing)")
+        _check_dates(plan, fail)
         problem = container_problem(s.container)
         if problem:
             fail("container", problem)
         if check_models:
             _check_models(plan)
+
+
+_CUTOFF = re.compile(r"^([A-Za-z]+)@([0-9]+)$")
+
+
+def _check_cutoffs(plan: Plan, fail: Callable[[str, str], None]) -> None:
+    """No measure looks past what retrieval returned: a rank cutoff (``R@k``, ``nDCG@k``,
+    ``covNDCG@k``, ``RR@k``) may not exceed ``retrieval.top_k`` (R@50 of a top-1 run is R@1
+    under another name), and a token budget (``TokCov@B``) may not exceed what ``top_k``
+    chunks of ``chunking.t_max`` content tokens hold (``top_k · t_max``): a budget the
+    ranking cannot fill measures where the ranking ends, not the budget. Chunk sizes are
+    known only after chunking, so the budget rule is stated with ``t_max``, the size a
+    structural chunk is split at (docs/metrics.md, TokCov)."""
+    s = plan.settings
+    top_k, t_max = s.retrieval.top_k, s.chunking.t_max
+    for name in s.metrics.measures:
+        m = _CUTOFF.match(name)
+        if m is None:
+            continue
+        kind, cutoff = m.group(1), int(m.group(2))
+        if kind == "TokCov":
+            if cutoff > top_k * t_max:
+                need = -(-cutoff // t_max)
+                fail("metrics.measures", f"{name} spends a budget of {cutoff} tokens down the "
+                     f"ranking, but retrieval.top_k {top_k} chunks of chunking.t_max {t_max} "
+                     f"content tokens hold about {top_k * t_max}: the score would measure "
+                     f"where the ranking ends, not the budget. Raise retrieval.top_k to at "
+                     f"least {need}, or lower the budget")
+        elif cutoff > top_k:
+            fail("metrics.measures", f"{name} looks at the first {cutoff} results, but "
+                 f"retrieval.top_k keeps {top_k} per question: the score would be that of "
+                 f"{kind}@{top_k} under another name. Raise retrieval.top_k to at least "
+                 f"{cutoff}, or lower the cutoff")
+
+
+FUTURE_TOLERANCE_S = 2.0
+"""Seconds a source file may be dated ahead of this machine's clock (a file server's clock
+a moment ahead) before it is refused."""
+
+
+def future_dated(paths: list[str], now: float | None = None) -> list[tuple[str, float]]:
+    """``(path, mtime)`` of every existing file in ``paths`` dated more than
+    :data:`FUTURE_TOLERANCE_S` seconds after ``now`` (default: this machine's clock)."""
+    import os
+    import time
+
+    now = time.time() if now is None else now
+    out = []
+    for p in paths:
+        try:
+            mtime = os.stat(p).st_mtime
+        except OSError:
+            continue
+        if mtime > now + FUTURE_TOLERANCE_S:
+            out.append((p, mtime))
+    return out
+
+
+def _check_dates(plan: Plan, fail: Callable[[str, str], None]) -> None:
+    """No source file is dated in the future. Snakemake checks after every job that its
+    outputs are newer than its newest input; an input dated ahead of the clock fails every
+    job that reads it (and Snakemake deletes the job's outputs), on every run, with a
+    message about clock skew that names no fix."""
+    import datetime
+    import shlex
+
+    def stamp(t: float) -> str:
+        return datetime.datetime.fromtimestamp(t, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+    now = __import__("time").time()
+    for key, paths in plan.source_files().items():
+        future = future_dated(paths, now)
+        if future:
+            lines = "; ".join(f"{p} is dated {stamp(t)}" for p, t in future[:5])
+            more = f" (and {len(future) - 5} more)" if len(future) > 5 else ""
+            fail(key, f"{lines}{more}, in the future (now {stamp(now)}): every job that reads "
+                 "it would end older than its input, which Snakemake refuses (and deletes the "
+                 "job's outputs) on every run. Date it now with `touch "
+                 + " ".join(shlex.quote(p) for p, _ in future[:5])
+                 + ("" if not more else " …") + "` (or correct the clock that wrote it)")
 
 
 def _check_prompt_budgets(plan: Plan, fail: Callable[[str, str], None]) -> None:

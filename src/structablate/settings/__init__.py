@@ -17,6 +17,7 @@ default of its own.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -249,17 +250,46 @@ def _deepest(err: jsonschema.ValidationError) -> jsonschema.ValidationError:
     return best if len(best.absolute_path) > len(err.absolute_path) else err
 
 
+def _finite_number(checker: Any, instance: Any) -> bool:
+    """JSON schema's ``number`` without NaN and the infinities: NaN compares false with every
+    ``minimum`` and ``maximum`` (so ``.nan`` passed every range), and an infinity is never a
+    count, a ratio or a limit a job can use (no limit is written ``null`` where a key allows
+    it)."""
+    return jsonschema.Draft202012Validator.TYPE_CHECKER.is_type(instance, "number") and (
+        not isinstance(instance, float) or math.isfinite(instance))
+
+
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("number",
+                                                                       _finite_number))
+"""The validator of every settings block: draft 2020-12 whose numbers are finite."""
+
+
+def _message(err: jsonschema.ValidationError) -> str:
+    """The error's message; a number that is not finite is said to be one (jsonschema would
+    say ``nan is not of type 'number'``)."""
+    value = err.instance
+    if err.validator == "type" and isinstance(value, float) and not math.isfinite(value):
+        what = "NaN" if math.isnan(value) else f"{value} (infinity)"
+        return (f"{what} is not a number a setting can take (a number setting must be "
+                "finite: NaN passes every minimum and maximum); give a finite number")
+    return err.message
+
+
 _VALIDATOR: jsonschema.protocols.Validator | None = None
 
 
 def validate(config: Mapping[str, Any], source: str = "config") -> None:
-    """Raise :class:`ConfigError` naming every offending key path (up to ten) of ``config``."""
+    """Raise :class:`ConfigError` naming every offending key path (up to ten) of ``config``;
+    NaN and infinities are refused in every number setting (:func:`_finite_number`)."""
     global _VALIDATOR
     if _VALIDATOR is None:
-        _VALIDATOR = jsonschema.Draft202012Validator(schema())
+        _VALIDATOR = _Validator(schema())
     errors = sorted(_VALIDATOR.iter_errors(dict(config)), key=lambda e: list(e.absolute_path))
     if errors:
-        lines = [f"{_key_path(d)}: {d.message}" for d in map(_deepest, errors[:10])]
+        lines = list(dict.fromkeys(f"{_key_path(d)}: {_message(d)}"
+                                   for d in map(_deepest, errors[:10])))
         raise ConfigError(f"{source}: invalid configuration:\n  " + "\n  ".join(lines))
 
 
@@ -268,14 +298,15 @@ def parse(cls: type[T], data: Mapping[str, Any] | None, where: str = "") -> T:
     filled), e.g. ``parse(WikipediaSelection, {"n_docs": 5})`` in a notebook or a test;
     :class:`ConfigError` names the key under ``where``."""
     data = dict(data or {})
-    validator = jsonschema.Draft202012Validator(json_schema(cls))
+    validator = _Validator(json_schema(cls))
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
         def key(err: jsonschema.ValidationError) -> str:
             inner = ".".join(str(p) for p in err.absolute_path)
             return ".".join(k for k in (where, inner) if k) or "<top level>"
 
-        lines = [f"{key(d)}: {d.message}" for d in map(_deepest, errors[:10])]
+        lines = list(dict.fromkeys(f"{key(d)}: {_message(d)}"
+                                   for d in map(_deepest, errors[:10])))
         raise ConfigError(f"invalid {cls.__name__}:\n  " + "\n  ".join(lines))
     return build_settings(cls, data)
 

@@ -257,7 +257,11 @@ class StatisticsSettings:
         doc="the pre-registered family: name -> [a, b], delta = a - b")
     extra_contrasts: dict[str, tuple[Condition, Condition]] = setting(
         {}, doc="exploratory contrasts, Holm-corrected as their own family")
-    bootstrap_iters: int = setting(10000, minimum=100, doc="document-clustered replicates")
+    bootstrap_iters: int = setting(
+        10000, minimum=100, maximum=1_000_000,
+        doc="document-clustered replicates (at most 1,000,000: each statistic keeps 8 bytes "
+            "per replicate and measure, and a replicate draws one count per document, so "
+            "beyond that the memory and time grow past any use for a 95% interval)")
     primary: PrimaryCell = setting(PrimaryCell(), doc="the primary cell")
     mixedlm: Literal["all", "primary", "none"] = setting(
         "primary", doc="rows that get the MixedLM check: all, primary (the primary cell "

@@ -1,0 +1,88 @@
+"""Job records: every job writes its rerun trigger into the results folder
+(structablate.workflow.record_job), so a plan from a working folder without Snakemake's record
+of the outputs (a copied results folder, another working folder or clone, a deleted
+.snakemake/) compares them with its configuration (stale_outputs) instead of keeping old
+numbers under changed settings. tests/test_workflow.py shows it through Snakemake."""
+
+from __future__ import annotations
+
+import os
+from types import SimpleNamespace
+
+import pytest
+
+from structablate.workflow import (
+    forced_rules,
+    record_job,
+    record_path,
+    stale_message,
+    stale_outputs,
+    workdir_id,
+)
+
+
+def _job(tmp_path, params, *, rule="retrieve", condition="G2"):
+    run = f"{tmp_path}/results/c/e/none/runs/{condition}.parquet"
+    smk = SimpleNamespace(rule=rule, wildcards={"corpus": "c", "condition": condition},
+                          output=[run], params=SimpleNamespace(settings=params))
+    return smk, run
+
+
+@pytest.fixture
+def here(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return workdir_id(create=True)
+
+
+def test_a_job_record_holds_its_trigger_outputs_and_working_folder(tmp_path, here):
+    smk, run = _job(tmp_path, {"retrieval": {"top_k": 100}, "code": "abc"})
+    record_job(smk, f"{tmp_path}/results")
+    rec = record_path(f"{tmp_path}/results", "retrieve", smk.wildcards)
+    assert rec.is_file() and '"top_k": 100' in rec.read_text()
+    assert workdir_id() == here and len(here) == 16
+
+
+def test_records_from_this_working_folder_are_left_to_snakemake(tmp_path, here):
+    smk, run = _job(tmp_path, {"retrieval": {"top_k": 100}})
+    results = f"{tmp_path}/results"
+    record_job(smk, results)
+    os.makedirs(os.path.dirname(run), exist_ok=True)
+    open(run, "w").close()
+    now = {"retrieval": {"top_k": 1}}
+    assert stale_outputs(results, {run}, lambda r, w: now, here) == []
+    # another working folder (or a deleted .snakemake/: a new token) compares them
+    stale = stale_outputs(results, {run}, lambda r, w: now, "another")
+    assert stale == [{"file": run, "rule": "retrieve", "key": "retrieval.top_k", "was": 100,
+                      "now": 1}]
+    msg = stale_message("my.yaml", results, stale)
+    assert f"- {run} (rule retrieve): retrieval.top_k was 100, is 1" in msg
+    assert "snakemake --forcerun retrieve" in msg
+    # the same settings, an output not planned, an output gone, a job not planned: nothing
+    assert stale_outputs(results, {run}, lambda r, w: {"retrieval": {"top_k": 100}},
+                         "another") == []
+    assert stale_outputs(results, set(), lambda r, w: now, "another") == []
+    assert stale_outputs(results, {run}, lambda r, w: None, "another") == []
+    os.unlink(run)
+    assert stale_outputs(results, {run}, lambda r, w: now, "another") == []
+
+
+def test_a_code_change_is_named_as_such(tmp_path, here):
+    smk, run = _job(tmp_path, {"retrieval": {"top_k": 100}, "code": "abc"})
+    results = f"{tmp_path}/results"
+    record_job(smk, results)
+    os.makedirs(os.path.dirname(run), exist_ok=True)
+    open(run, "w").close()
+    stale = stale_outputs(results, {run}, lambda r, w: {"retrieval": {"top_k": 100},
+                                                        "code": "def"}, "another")
+    assert stale[0]["key"] == "code (the package code the job runs)"
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["snakemake", "-n"], (False, set())),
+    (["snakemake", "--forcerun", "retrieve", "score", "-n"], (False, {"retrieve", "score"})),
+    (["snakemake", "-R", "retrieve", "--cores", "2"], (False, {"retrieve"})),
+    (["snakemake", "--forcerun=retrieve"], (False, {"retrieve"})),
+    (["snakemake", "-F"], (True, set())),
+])
+def test_forced_rules_are_read_from_the_command_line(argv, expected):
+    assert forced_rules(argv) == expected
