@@ -14,8 +14,9 @@ from structablate.corpus.byo import input_files as user_input_files
 from structablate.errors import ConfigError
 from structablate.plan import Plan
 from structablate.plan.checks import container_warning
-from structablate.plan.resources import scaled, sized
-from structablate.slurm import gpu_group, on_gpu, slurm_extra_problems
+from structablate.plan.resources import Sizer
+from structablate.slurm import (check_status_command, cpu_group, embed_group, gpu_group,
+                                slurm_extra_problems)
 
 _SOURCE = ", ".join(map(str, workflow.configfiles)) or "config"
 if workflow.config_settings.config:
@@ -55,6 +56,15 @@ container: PLAN.settings.container
 onstart:
     if MODEL_PROBLEMS:
         raise ConfigError(PLAN.models_message(MODEL_PROBLEMS))
+    # a SLURM run: a status command that works here, said at the start; failing polls shown
+    from snakemake.logging import logger
+
+    check_status_command(workflow, logger)
+
+
+# Each job's threads, memory and runtime from the work it is given, fitted to the SLURM
+# profile's partitions (structablate.plan.resources; docs/cluster.md, "Sizes").
+SIZE = Sizer.for_workflow(workflow)
 
 
 P = PLAN.paths
