@@ -36,9 +36,14 @@ if slurm_extra_problems(_extras):
 # warning block and still shows the grid; a real run stops before its first job (onstart).
 MODEL_PROBLEMS = [] if workflow.remote_exec or workflow.subprocess_exec else PLAN.model_problems()
 if MODEL_PROBLEMS:
+    import atexit
     from snakemake.logging import logger
 
     logger.warning(PLAN.models_message(MODEL_PROBLEMS))
+    # a dry run lists thousands of lines of jobs below it: the block again at the very end
+    # (a real run stops in onstart with the same message, which ends its output anyway)
+    _REPEAT = lambda: print("\n" + PLAN.models_message(MODEL_PROBLEMS), file=sys.stderr)
+    atexit.register(_REPEAT)
 # The Apptainer image every rule runs in under --sdm apptainer (config key container, checked
 # by the plan; null: the environment Snakemake runs in). A disagreement is said once.
 _CONTAINER_NOTE = None if workflow.remote_exec or workflow.subprocess_exec else container_warning(
@@ -55,6 +60,7 @@ container: PLAN.settings.container
 
 onstart:
     if MODEL_PROBLEMS:
+        atexit.unregister(_REPEAT)
         raise ConfigError(PLAN.models_message(MODEL_PROBLEMS))
     # a SLURM run: a status command that works here, said at the start; failing polls shown
     from snakemake.logging import logger

@@ -334,7 +334,7 @@ def test_the_documented_qos_renders_through_the_plugin(tmp_path):
                                                         '  qos: "normal"\n'))
     plan = slurm_plan(tmp_path, "--configfile", str(PAPER), profile=str(folder))
     submitted = [u for u in plan["units"] if not u["local"]]
-    assert len(submitted) == 181
+    assert len(submitted) == 35  # 181 before the small CPU jobs were grouped
     for unit in submitted:
         assert " --qos=normal " in sbatch(unit) + " ", unit
 
@@ -364,15 +364,18 @@ def test_a_slurm_extra_the_plugin_refuses_is_refused_while_planning(tmp_path):
 def test_dry_run_lists_every_missing_model_once_and_shows_the_grid(tmp_path, monkeypatch):
     """A clone without any model: `snakemake --profile profiles/slurm -n` shows the 236-job
     grid and one warning block naming every model and the dataset, with the prefetch
-    command; a real run stops before its first job with the same block (a local run here:
-    the refusal comes before any executor submits)."""
+    command, repeated after the job list; a real run stops before its first job with the
+    same block (a local run here: the refusal comes before any executor submits)."""
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
     proc = snakemake("--profile", "profiles/slurm", "-n", "--configfile", str(PAPER))
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     assert job_counts(out) == PAPER_JOBS
-    assert out.count("model(s) or dataset(s) of this run cannot be loaded") == 1
+    # the block above the job list, and again at the very end, after thousands of lines of it
+    assert out.count("model(s) or dataset(s) of this run cannot be loaded") == 2
+    assert proc.stderr.rstrip().endswith("(add the same --config overrides as to snakemake)")
+    assert proc.stderr.rindex("cannot be loaded") > proc.stderr.rindex("This was a dry-run")
     block = out.split("cannot be loaded by an offline job:\n")[1].split("\nFetch them")[0]
     named = [line.removeprefix("  - ").split(": ")[0] for line in block.splitlines()]
     assert named == ["embedders.bge_small.model", "embedders.bge_large.model",

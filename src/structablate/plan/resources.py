@@ -219,9 +219,10 @@ def _file_mb(path: str, default: float) -> float:
 
 @dataclass(frozen=True)
 class Rate:
-    """A rule's measured footprint: peak RSS ``base_mb`` plus ``mb_per_mb`` per corpus MB
-    (per corpus MB and model MB where ``per_model``), wall seconds ``base_s`` plus
-    ``s_per_mb`` likewise."""
+    """A rule's footprint: peak RSS ``base_mb`` plus ``mb_per_mb`` per corpus MB, wall seconds
+    ``base_s`` (start-up: imports, reading) plus ``s_per_mb`` CPU seconds per corpus MB
+    spread over the job's threads; where ``per_model``, per corpus MB and per 100 MB of the
+    model's weights (a larger model is slower and holds more)."""
 
     base_mb: float
     mb_per_mb: float
@@ -231,34 +232,41 @@ class Rate:
 
 
 RATES: dict[str, Rate] = {
-    # Measured on the bundled default (benchmark files of `snakemake --cores 2`, max_rss and
-    # s; docs/cluster.md "Sizes"): the base is the largest of the two corpora, the per-MB
-    # rate from the full QASPER where measured (tokenize: 0.7 GB, 22 s; score: 1.2 GB, 2 s;
-    # ~60 corpus MB), else 20 MB and 5 s per corpus MB.
+    # Bases: the bundled default's benchmark files (`snakemake --cores 2`; max_rss, s and
+    # cpu_time of results/benchmarks/; docs/cluster.md "Sizes"): every CPU rule's process
+    # peaks at 80-400 MB and takes 1-30 s there, mostly start-up. Slopes: measured where
+    # two corpus sizes were run (tokenize_corpus: 0.39 GB on the sample, 0.7 GB and 22 s on
+    # the full QASPER of ~60 corpus MB; score: 1.2 GB and 2 s there; embedding: 99 CPU s for
+    # MiniLM over the QASPER sample's 0.57 MB, 48 over Wikipedia's 0.35 MB; TextTiling
+    # induction 71 and 41 CPU s), else taken as 20 MB and 5 CPU s per corpus MB.
     "build_qasper": Rate(450, 20, 20, 5),
     "build_wikipedia": Rate(450, 20, 20, 5),
     "build_user": Rate(450, 20, 20, 5),
     "build_user_documents": Rate(450, 20, 20, 5),
     "generate_queries": Rate(600, 20, 60, 30),
     "tokenize_corpus": Rate(450, 6, 20, 0.4),
-    "chunk": Rate(450, 20, 20, 5),
-    "bm25_check": Rate(500, 20, 20, 5),
-    "retrieve": Rate(500, 20, 20, 5),
-    "score": Rate(500, 12, 20, 1),
+    "chunk": Rate(450, 20, 30, 5),
+    "bm25_check": Rate(450, 20, 20, 5),
+    "retrieve": Rate(450, 20, 20, 5),
+    "score": Rate(450, 12, 20, 1),
     "trec_export": Rate(450, 20, 20, 5),
     "structure_quality": Rate(450, 20, 20, 5),
     "report_corpus": Rate(500, 20, 30, 5),
     "report_cell": Rate(500, 20, 40, 5),
     "contrasts": Rate(500, 20, 60, 30),
     "cell_statistics": Rate(500, 20, 60, 30),
-    "induce_structure": Rate(900, 20, 60, 30),
+    "induce_structure": Rate(900, 20, 30, 130),
     "contextualize": Rate(600, 20, 60, 30),
-    # per corpus MB and per model MB (a larger model is slower and holds more)
-    "embed_chunks": Rate(900, 0.2, 30, 1.0, per_model=True),
-    "embed_queries": Rate(900, 0.05, 30, 0.2, per_model=True),
-    "rerank": Rate(900, 0.2, 30, 5.0, per_model=True),
+    "embed_chunks": Rate(800, 0.2, 30, 200, per_model=True),
+    "embed_queries": Rate(800, 0.05, 30, 50, per_model=True),
+    "rerank": Rate(800, 0.2, 30, 1000, per_model=True),
 }
 """Measured footprints per rule (see :class:`Rate`)."""
+
+GPU_SPEEDUP = 1000.0
+"""How many CPU threads one GPU stands for in the per-MB work of an embedder or reranker (an
+assumption, stated: no GPU was lent to measure it; an H200 in half precision does some
+thousand times the matrix work of a CPU core)."""
 
 MEM_MARGIN = 1.5
 """Memory booked over the estimated peak (allocator and page-cache slack)."""
@@ -270,14 +278,15 @@ MIN_RUNTIME = 10
 
 def estimate(rule: str, corpus_size_mb: float, model_size_mb: float = 0.0, *,
              threads: int = 1, gpu: int = 0) -> Need:
-    """The :class:`Need` of one ``rule`` job over ``corpus_size_mb`` of corpus (and a model of
-    ``model_size_mb``): :data:`RATES` times the margins, at least :data:`MIN_MEM_MB` and
-    :data:`MIN_RUNTIME`. The model's weights count in its memory twice (loaded and
-    converted); on a GPU the per-MB time is a twentieth (``gpu``), never below the base."""
+    """The :class:`Need` of one ``rule`` job on ``threads`` threads over ``corpus_size_mb`` of
+    corpus (and a model of ``model_size_mb``): :data:`RATES` times the margins, at least
+    :data:`MIN_MEM_MB` and :data:`MIN_RUNTIME`. The model's weights count in its memory twice
+    (loaded and converted); the per-MB CPU seconds are spread over the threads, or over
+    :data:`GPU_SPEEDUP` on a GPU (``gpu``)."""
     r = RATES[rule]
     scale = corpus_size_mb * (model_size_mb / 100.0 if r.per_model else 1.0)
     mem = (r.base_mb + 2 * model_size_mb + r.mb_per_mb * scale) * MEM_MARGIN
-    secs = r.base_s + r.s_per_mb * scale / (20.0 if gpu else 1.0)
+    secs = r.base_s + r.s_per_mb * scale / (GPU_SPEEDUP if gpu else max(1, threads))
     return Need(threads=threads, mem_mb=_round_up(max(mem, MIN_MEM_MB), 100),
                 runtime=_round_up(max(secs * TIME_MARGIN / 60, MIN_RUNTIME), 5), gpu=gpu)
 
@@ -393,14 +402,14 @@ class Sizer:
         """A rule's ``threads``: :func:`job_need`'s threads capped by :meth:`threads`."""
 
         def threads(wildcards: Any) -> int:
-            n = job_need(plan, rule, wildcards)
+            n = job_need(plan, rule, wildcards, self.threads)
             return self.threads(n.threads, n.gpu)
 
         return threads
 
     def resources_of(self, plan: Any, rule: str) -> dict[str, Any]:
         """A rule's ``resources``: :meth:`resources` of :func:`job_need`."""
-        return self.resources(rule, lambda w: job_need(plan, rule, w))
+        return self.resources(rule, lambda w: job_need(plan, rule, w, self.threads))
 
     def resources(self, rule: str, need: Callable[[Any], Need]) -> dict[str, Any]:
         """A rule's ``resources`` keyword arguments: ``gpu``, ``mem_mb`` and ``runtime`` of
@@ -454,29 +463,31 @@ GPU_HOST_MB = 3000
 """Host memory a CUDA context and its libraries add to a job on a GPU."""
 
 
-def job_need(plan: Any, rule: str, w: Any) -> Need:
+def job_need(plan: Any, rule: str, w: Any,
+             cap: Callable[[int, int], int] = lambda want, gpu: want) -> Need:
     """The :class:`Need` of one job of ``rule`` with wildcards ``w``, from what it is given:
     its corpus's size (:func:`corpus_mb`), its model's size (:func:`model_mb`) and device,
     and for the LLM stages where they run. Threads: 8 for a model on a GPU (its CPUs per GPU)
     or TextTiling's paragraph embedding, 2 for a replayed or remote LLM stage, 1 for
-    everything else."""
+    everything else, each capped by ``cap(threads, gpu)`` (:meth:`Sizer.threads`) before the
+    runtime is reckoned over them."""
     size = corpus_mb(plan, w.corpus)
     s = plan.settings
     if rule in ("embed_chunks", "embed_queries", "rerank"):
         model = s.rerankers[w.reranker] if rule == "rerank" else s.embedders[w.embedder]
         gpu = int(str(model.device).startswith("cuda"))
-        need = estimate(rule, size, model_mb(model.model), threads=8, gpu=gpu)
+        need = estimate(rule, size, model_mb(model.model), threads=cap(8, gpu), gpu=gpu)
         if gpu:
             need = Need(need.threads, need.mem_mb + GPU_HOST_MB, need.runtime, gpu)
         return need
     if rule == "induce_structure":
         if plan.induction_on_gpu:
             return LLM_ON_GPU[rule]
-        return estimate(rule, size, threads=8 if plan.induction_embeds_paragraphs else 2)
+        return estimate(rule, size, threads=cap(8 if plan.induction_embeds_paragraphs else 2, 0))
     if rule == "contextualize":
-        return LLM_ON_GPU[rule] if plan.llm_on_gpu("contexts") else estimate(rule, size,
-                                                                             threads=2)
+        return (LLM_ON_GPU[rule] if plan.llm_on_gpu("contexts")
+                else estimate(rule, size, threads=cap(2, 0)))
     if rule == "generate_queries":
         return (LLM_ON_GPU[rule] if plan.llm_on_gpu("queries", w.corpus)
-                else estimate(rule, size, threads=2))
+                else estimate(rule, size, threads=cap(2, 0)))
     return estimate(rule, size)
