@@ -121,3 +121,50 @@ def test_no_working_status_command_is_a_refusal_that_says_why():
 def test_min_job_age_reads_scontrol_units():
     assert min_job_age(lambda cmd: (0, "MinJobAge = 1h\n", "")) == 3600
     assert min_job_age(lambda cmd: (1, "", "down")) is None
+
+
+def test_a_failing_status_poll_is_a_warning(monkeypatch):
+    """The plugin logs a failing poll at debug level only; loud_status_polls makes it a
+    warning (once a minute for the same message)."""
+    import asyncio
+
+    import snakemake_executor_plugin_slurm as plugin
+
+    from structablate.slurm import loud_status_polls
+
+    monkeypatch.setattr(plugin, "query_job_status", plugin.query_job_status)
+    warned = []
+    logger = type("L", (), {"warning": lambda self, m: warned.append(m),
+                            "debug": lambda self, m: None})()
+    loud_status_polls(logger)
+    for _ in range(2):
+        out = asyncio.run(plugin.query_job_status(
+            "sh -c 'echo accounting storage is disabled >&2; exit 1'", logger))
+        assert out == (None, None)
+    assert len(warned) == 1
+    assert warned[0].startswith("SLURM status poll failed (sh): SLURM query command failed")
+
+
+def test_slurm_failure_states_are_recorded_for_the_retry(monkeypatch):
+    """What the plugin reports (`SLURM status is: 'OUT_OF_MEMORY'`) is counted per job (every
+    member of a group job) before Snakemake retries it."""
+    import snakemake_executor_plugin_slurm as plugin
+
+    from structablate import slurm
+
+    monkeypatch.setattr(plugin.Executor, "report_job_error", plugin.Executor.report_job_error)
+    monkeypatch.setattr(slurm, "FAILURES", {})
+    slurm.record_failures()
+    job = type("J", (), {"rule": type("R", (), {"name": "chunk"})(),
+                         "wildcards_dict": {"corpus": "q", "chunkset": "G2"},
+                         "is_group": lambda self: False})()
+    calls = []
+    executor = type("E", (), {"print_job_error": lambda self, *a, **k: None,
+                              "workflow": type("W", (), {"scheduler": type("S", (), {
+                                  "error_callback": lambda self, j: calls.append(j)})()})()})()
+    info = type("I", (), {"job": job})()
+    plugin.Executor.report_job_error(executor, info, msg="SLURM-job '7' failed, SLURM status "
+                                     "is: 'OUT_OF_MEMORY'. Reason: x")
+    assert calls == [job]
+    assert slurm.FAILURES == {("chunk", ("chunkset", "G2"), ("corpus", "q")):
+                              {"OUT_OF_MEMORY": 1}}
