@@ -10,9 +10,8 @@ SLURM client commands find that cluster through ``SLURM_CONF`` in :attr:`Cluster
 after a failed start. :func:`unavailable` says why a cluster cannot start here (not root, a
 missing binary), or None.
 
-``python tests/slurm_cluster.py DIR`` starts one in DIR and waits (Ctrl-C stops it): for
-trying the documented commands by hand against a real controller (stop it with SIGTERM or
-Ctrl-C).
+``python tests/slurm_cluster.py DIR`` starts one in DIR and waits until SIGTERM or Ctrl-C
+stops it: for trying the documented commands by hand against a real controller.
 """
 
 from __future__ import annotations

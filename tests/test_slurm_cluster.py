@@ -153,7 +153,10 @@ def test_no_job_asks_for_more_than_the_node_has(slurm_run, cluster):
     for line in booked:
         cpus, mem, comment = line.split("|", 2)
         assert int(cpus) <= cluster.cpus, line
-        assert int(mem.rstrip("M")) <= cluster.mem_mb, line
+        m = re.fullmatch(r"(\d+(?:\.\d+)?)([MGT]?)", mem)
+        assert m, line
+        mb = float(m.group(1)) * {"": 1, "M": 1, "G": 1024, "T": 1024 ** 2}[m.group(2)]
+        assert mb <= cluster.mem_mb, line
 
 
 def test_a_requeued_job_reruns_without_a_retry_and_keeps_both_logs(slurm_run):
