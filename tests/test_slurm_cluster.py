@@ -28,8 +28,8 @@ CONDITIONS = ["A0", "G2"]  # induced structure (TextTiling, 8 threads wanted) an
 N_PAPERS = 2
 # the group jobs of the small CPU rules (structablate.slurm.cpu_group): the comment of a
 # group job is rule_<group id>
-REQUEUED = "rule_cell-"  # embedding, retrieval and evaluation of the cell
-CANCELLED = "rule_corpus-"  # tokens, induced structure, chunks
+REQUEUED = "rule_report-"  # the cell and corpus reports (the cheapest group to rerun)
+CANCELLED = "rule_build_qasper_"  # the corpus build, retried
 
 
 @pytest.fixture(scope="module")
@@ -89,11 +89,11 @@ class Faults(threading.Thread):
                 if j["state"] != "RUNNING":
                     continue
                 if self.requeued is None and j["comment"].startswith(REQUEUED):
-                    time.sleep(5)
+                    time.sleep(3)
                     self.cluster.run("scontrol", "requeue", j["id"])
                     self.requeued = j["id"]
                 elif self.cancelled is None and j["comment"].startswith(CANCELLED):
-                    time.sleep(5)
+                    time.sleep(1)
                     self.cluster.run("scancel", j["id"])
                     self.cancelled = j["id"]
             time.sleep(0.3)
@@ -116,7 +116,7 @@ def slurm_run(tmp_path_factory, cluster):
     started = time.monotonic()
     try:
         proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True,
-                              timeout=900)
+                              timeout=1800)
     finally:
         faults.done.set()
         faults.join(5)
@@ -161,7 +161,7 @@ def test_no_job_asks_for_more_than_the_node_has(slurm_run, cluster):
 
 def test_a_requeued_job_reruns_without_a_retry_and_keeps_both_logs(slurm_run):
     faults = slurm_run["faults"]
-    assert faults.requeued, "no running cell group job was seen to requeue"
+    assert faults.requeued, "no running report group job was seen to requeue"
     logs = list((slurm_run["root"] / ".snakemake" / "slurm_logs").rglob(
         f"{faults.requeued}.log"))
     assert len(logs) == 1
@@ -173,7 +173,7 @@ def test_a_requeued_job_reruns_without_a_retry_and_keeps_both_logs(slurm_run):
 
 def test_a_cancelled_job_is_retried(slurm_run):
     faults = slurm_run["faults"]
-    assert faults.cancelled, "no running corpus group job was seen to cancel"
+    assert faults.cancelled, "no running build_qasper job was seen to cancel"
     out = slurm_run["out"]
     assert f"SLURM-job '{faults.cancelled}' failed, SLURM status is: 'CANCELLED'" in out
     assert re.search(r"Trying to restart job", out), out[-3000:]
