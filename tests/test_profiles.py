@@ -349,6 +349,7 @@ def test_a_slurm_extra_the_plugin_refuses_is_refused_while_planning(tmp_path):
     with pytest.raises(WorkflowError):  # what the plugin does at each submission
         validate_slurm_extra(SimpleNamespace(resources=_Resources(slurm_extra=extra[1:-1])))
     folder = profile_copy(tmp_path, lambda t: t.replace(
+        '  slurm_extra: "--open-mode=append"\n', "").replace(
         '  # qos: "normal"\n', f"  slurm_extra: '{extra}'\n"))
     proc = snakemake("--profile", str(folder), "-n", "--configfile", str(PAPER))
     out = proc.stdout + proc.stderr
