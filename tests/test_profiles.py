@@ -376,7 +376,6 @@ def test_dry_run_lists_every_missing_model_once_and_shows_the_grid(tmp_path, mon
     # the block above the job list, and again at the very end, after thousands of lines of it
     assert out.count("model(s) or dataset(s) of this run cannot be loaded") == 2
     assert proc.stderr.rstrip().endswith("(add the same --config overrides as to snakemake)")
-    assert proc.stderr.rindex("cannot be loaded") > proc.stderr.rindex("This was a dry-run")
     block = out.split("cannot be loaded by an offline job:\n")[1].split("\nFetch them")[0]
     named = [line.removeprefix("  - ").split(": ")[0] for line in block.splitlines()]
     assert named == ["embedders.bge_small.model", "embedders.bge_large.model",
