@@ -235,6 +235,7 @@ class StatusChoice:
 
     command: str | None
     why: str
+    min_job_age: int | None = None
 
 
 def _probe(kind: str) -> list[str]:
@@ -269,12 +270,13 @@ def choose_status_command(configured: str, threshold_s: int,
     else:
         squeue = ""
     if configured == "squeue" and not squeue:
-        return StatusChoice("squeue", f"job status from squeue (MinJobAge {age} s)")
+        return StatusChoice("squeue", f"job status from squeue (MinJobAge {age} s)", age)
     if not sacct:
         why = "job status from sacct" + (f" ({squeue})" if configured == "squeue" else "")
         return StatusChoice("sacct", why)
     if not squeue:
-        return StatusChoice("squeue", f"job status from squeue (MinJobAge {age} s): {sacct}")
+        return StatusChoice("squeue", f"job status from squeue (MinJobAge {age} s): {sacct}",
+                            age)
     return StatusChoice(None, "no SLURM status command works on this cluster, so the run would "
                         f"never learn that a job ended: {sacct}; {squeue}. Ask the cluster's "
                         "administrators for accounting (slurmdbd) or a MinJobAge of at least "
@@ -298,6 +300,14 @@ def check_status_command(workflow: Any, logger: Any, run: Runner = _run) -> Stat
     if choice.command is None:
         raise ConfigError(choice.why)
     settings.status_command = choice.command
+    if choice.command == "squeue":
+        # the plugin reads MinJobAge again before every poll (`scontrol show config`, 10 s
+        # limit) and goes back to sacct when that read fails, as on a busy controller: it
+        # gets the value read here instead
+        import snakemake_executor_plugin_slurm as plugin
+
+        age = choice.min_job_age
+        plugin.get_min_job_age = lambda: age
     logger.info(f"SLURM: {choice.why}")
     loud_status_polls(logger)
     record_failures()
