@@ -456,19 +456,28 @@ def test_groups_follow_the_dag(paper_plan):
 
 
 def test_cpu_devices_book_no_gpu_and_join_no_group(tmp_path):
-    """The paper grid with bge-small and the reranker on `device: cpu`: those jobs book no
-    GPU, join no group (before: a CPU reranker booked an H200, CPU embedders made 80 h group
-    jobs), while bge-large's jobs keep their GPU groups."""
+    """The paper grid with bge-small on `device: cpu`: its jobs book no GPU and join no GPU
+    group (before: CPU embedders made 80 h group jobs), while bge-large's keep their GPU
+    groups. The reranker on `device: cpu` as well: reranking the full QASPER on 8 CPUs needs
+    days per condition (before: it booked 8 h) and fits no partition of the shipped
+    partitions.yaml (MaxTime 48 h): the plan refuses it, naming the rule."""
     cfg = yaml.safe_load(PAPER.read_text())
     cfg["embedders"]["bge_small"]["device"] = "cpu"
-    cfg["rerankers"]["bge_reranker"]["device"] = "cpu"
     path = tmp_path / "cpu.yaml"
     path.write_text(yaml.safe_dump(cfg, allow_unicode=True))
     plan = slurm_plan(tmp_path, "--configfile", str(path))
     check_groups_and_devices(plan, cfg)
-    singles = [u for u in plan["units"] if not u["group"] and u["rule"] == "rerank"]
-    assert len(singles) == 22 and all(" -p cpu" in sbatch(u) for u in singles)
     assert any((u["group"] or "").startswith("embed-") for u in plan["units"])
+    assert any(j["rule"] == "embed_chunks" for u in plan["units"] if (u["group"] or "")
+               .startswith("cell-") for j in u["jobs"])
+    cfg["rerankers"]["bge_reranker"]["device"] = "cpu"
+    path.write_text(yaml.safe_dump(cfg, allow_unicode=True))
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "tests" / "slurm_plan.py"), str(tmp_path / "r.json"),
+         "--profile", "profiles/slurm", "--configfile", str(path)],
+        cwd=REPO, capture_output=True, text=True, timeout=900, env=offline_env())
+    assert proc.returncode != 0 and not (tmp_path / "r.json").exists()
+    assert "rule rerank: a job needs" in proc.stdout + proc.stderr
 
 
 def test_preempted_jobs_requeue_without_doubling(profile, paper_plan):
