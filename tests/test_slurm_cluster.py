@@ -32,6 +32,22 @@ REQUEUED = "rule_report-"  # the cell and corpus reports (the cheapest group to 
 CANCELLED = "rule_build_qasper_"  # the corpus build, retried
 
 
+def test_the_cluster_is_stopped_afterwards(tmp_path):
+    """A cluster started and stopped here leaves no daemon and no /etc/slurm/slurm.conf
+    behind (first in the module: the module's cluster holds that file while it runs)."""
+    why = slurm_cluster.unavailable()
+    if why:
+        pytest.skip(why)
+    c = slurm_cluster.start(tmp_path / "c")
+    pids = dict(c.pids)
+    c.stop()
+    for name, pid in pids.items():
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+        assert name
+    assert not slurm_cluster.SYSTEM_CONF.exists()
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     pytest.importorskip("snakemake_executor_plugin_slurm",
@@ -177,17 +193,3 @@ def test_a_cancelled_job_is_retried(slurm_run):
     out = slurm_run["out"]
     assert f"SLURM-job '{faults.cancelled}' failed, SLURM status is: 'CANCELLED'" in out
     assert re.search(r"Trying to restart job", out), out[-3000:]
-
-
-def test_the_cluster_is_stopped_afterwards(tmp_path):
-    """A cluster started and stopped here leaves no daemon behind."""
-    why = slurm_cluster.unavailable()
-    if why:
-        pytest.skip(why)
-    c = slurm_cluster.start(tmp_path / "c")
-    pids = dict(c.pids)
-    c.stop()
-    for name, pid in pids.items():
-        with pytest.raises(ProcessLookupError):
-            os.kill(pid, 0)
-        assert name
