@@ -11,10 +11,10 @@ rule tokenize_corpus:
         tokens=P.tokens(W["corpus"]),
     params:
         settings=trigger("tokenize_corpus"),
+    threads: SIZE.threads_of(PLAN, "tokenize_corpus")
     resources:
-        # measured on the full QASPER (1,585 papers): 22 s CPU, 0.7 GB peak
-        mem_mb=scaled(8000),
-        runtime=scaled(30),
+        **SIZE.resources_of(PLAN, "tokenize_corpus"),
+    group: lambda w: cpu_group(workflow, PLAN, "tokenize_corpus", w)
     conda:
         "../envs/cpu.yaml"
     log:
@@ -41,9 +41,10 @@ rule chunk:
         settings=trigger("chunk"),
     wildcard_constraints:
         chunkset=_alternatives(PLAN.chunked),
+    threads: SIZE.threads_of(PLAN, "chunk")
     resources:
-        mem_mb=scaled(8000),
-        runtime=scaled(60),
+        **SIZE.resources_of(PLAN, "chunk"),
+    group: lambda w: cpu_group(workflow, PLAN, "chunk", w)
     conda:
         "../envs/cpu.yaml"
     log:
@@ -69,9 +70,9 @@ rule contextualize:
         chunkset=_alternatives(PLAN.contextualized),
     # vLLM writes the contexts on one GPU; replaying recorded generations (or an OpenAI-style
     # server, or llama.cpp on CPUs) needs none. Sizes: docs/cluster.md.
-    threads: 8 if PLAN.llm_on_gpu("contexts") else 2
+    threads: SIZE.threads_of(PLAN, "contextualize")
     resources:
-        **(sized(128000, 720, gpu=1) if PLAN.llm_on_gpu("contexts") else sized(8000, 60, gpu=0)),
+        **SIZE.resources_of(PLAN, "contextualize"),
     conda:
         "../envs/gpu.yaml"
     log:
@@ -95,11 +96,10 @@ rule induce_structure:
         settings=trigger("induce_structure"),
     # the LLM inducer on one GPU while vLLM generates; TextTiling embeds paragraphs on CPUs;
     # replaying recorded generations needs two threads. Sizes: docs/cluster.md.
-    threads: 8 if PLAN.induction_embeds_paragraphs or PLAN.induction_on_gpu else 2
+    threads: SIZE.threads_of(PLAN, "induce_structure")
     resources:
-        **(sized(128000, 240, gpu=1) if PLAN.induction_on_gpu
-           else sized(16000, 240, gpu=0) if PLAN.induction_embeds_paragraphs
-           else sized(8000, 60, gpu=0)),
+        **SIZE.resources_of(PLAN, "induce_structure"),
+    group: lambda w: cpu_group(workflow, PLAN, "induce_structure", w)
     conda:
         "../envs/gpu.yaml"
     log:

@@ -14,8 +14,9 @@ from structablate.corpus.byo import input_files as user_input_files
 from structablate.errors import ConfigError
 from structablate.plan import Plan
 from structablate.plan.checks import container_warning
-from structablate.plan.resources import scaled, sized
-from structablate.slurm import gpu_group, on_gpu, slurm_extra_problems
+from structablate.plan.resources import Sizer
+from structablate.slurm import (check_status_command, cpu_group, embed_group, gpu_group,
+                                slurm_extra_problems)
 from structablate.workflow import (
     forced_rules,
     guard_results,
@@ -43,9 +44,14 @@ if slurm_extra_problems(_extras):
 # warning block and still shows the grid; a real run stops before its first job (onstart).
 MODEL_PROBLEMS = [] if workflow.remote_exec or workflow.subprocess_exec else PLAN.model_problems()
 if MODEL_PROBLEMS:
+    import atexit
     from snakemake.logging import logger
 
     logger.warning(PLAN.models_message(MODEL_PROBLEMS))
+    # a dry run lists thousands of lines of jobs below it: the block again at the very end
+    # (a real run stops in onstart with the same message, which ends its output anyway)
+    _REPEAT = lambda: print("\n" + PLAN.models_message(MODEL_PROBLEMS), file=sys.stderr)
+    atexit.register(_REPEAT)
 # The Apptainer image every rule runs in under --sdm apptainer (config key container, checked
 # by the plan; null: the environment Snakemake runs in). A disagreement is said once.
 _CONTAINER_NOTE = None if workflow.remote_exec or workflow.subprocess_exec else container_warning(
@@ -68,9 +74,19 @@ _GUARDS = [] if workflow.remote_exec or workflow.subprocess_exec else [
 
 onstart:
     if MODEL_PROBLEMS:
+        atexit.unregister(_REPEAT)
         raise ConfigError(PLAN.models_message(MODEL_PROBLEMS))
     # one run at a time writes a results folder, from whichever working folder
     _GUARDS.append(guard_results(PLAN.settings.results))
+    # a SLURM run: a status command that works here, said at the start; failing polls shown
+    from snakemake.logging import logger
+
+    check_status_command(workflow, logger)
+
+
+# Each job's threads, memory and runtime from the work it is given, fitted to the SLURM
+# profile's partitions (structablate.plan.resources; docs/cluster.md, "Sizes").
+SIZE = Sizer.for_workflow(workflow)
 
 
 P = PLAN.paths

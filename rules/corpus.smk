@@ -11,9 +11,9 @@ rule build_qasper:
         settings=trigger("build_qasper"),
     wildcard_constraints:
         corpus=_alternatives(corpora_where(lambda c: PLAN.corpus_kind(c) == "qasper")),
+    threads: SIZE.threads_of(PLAN, "build_qasper")
     resources:
-        mem_mb=scaled(8000),
-        runtime=scaled(30),
+        **SIZE.resources_of(PLAN, "build_qasper"),
     conda:
         "../envs/cpu.yaml"
     log:
@@ -37,13 +37,13 @@ rule build_wikipedia:
     wildcard_constraints:
         corpus=_alternatives(corpora_where(lambda c: PLAN.corpus_kind(c) == "wikipedia")),
     localrule: "api" in [getattr(PLAN.settings.corpora[c], "source", None) and PLAN.settings.corpora[c].source.mode for c in PLAN.corpora]
+    # From the MediaWiki API the build is network-bound (about one request per second) and
+    # light (measured: 17 ms CPU per page, 90 MB), and compute nodes are usually offline: it
+    # runs on the submit host (localrule). An XML export (possibly a full dump) is parsed on a
+    # node.
+    threads: SIZE.threads_of(PLAN, "build_wikipedia")
     resources:
-        # From the MediaWiki API the build is network-bound (about one request per second)
-        # and light (measured: 17 ms CPU per page, 90 MB), and compute nodes are usually
-        # offline: it runs on the submit host (localrule). An XML export (possibly a full
-        # dump) is parsed on a node.
-        mem_mb=scaled(8000),
-        runtime=scaled(120),
+        **SIZE.resources_of(PLAN, "build_wikipedia"),
     conda:
         "../envs/cpu.yaml"
     log:
@@ -66,9 +66,9 @@ rule build_user:
     wildcard_constraints:
         corpus=_alternatives(corpora_where(lambda c: PLAN.corpus_kind(c) == "user"
                                            and not PLAN.generates_queries(c))),
+    threads: SIZE.threads_of(PLAN, "build_user")
     resources:
-        mem_mb=scaled(8000),
-        runtime=scaled(60),
+        **SIZE.resources_of(PLAN, "build_user"),
     conda:
         "../envs/cpu.yaml"
     log:
@@ -90,9 +90,9 @@ rule build_user_documents:
     wildcard_constraints:
         corpus=_alternatives(corpora_where(lambda c: PLAN.corpus_kind(c) == "user"
                                            and PLAN.generates_queries(c))),
+    threads: SIZE.threads_of(PLAN, "build_user_documents")
     resources:
-        mem_mb=scaled(8000),
-        runtime=scaled(60),
+        **SIZE.resources_of(PLAN, "build_user_documents"),
     conda:
         "../envs/cpu.yaml"
     log:
@@ -118,11 +118,9 @@ rule generate_queries:
         corpus=_alternatives(corpora_where(PLAN.generates_queries)),
     # vLLM writes the questions on one GPU; replaying recorded generations (or an OpenAI-style
     # server, or llama.cpp on CPUs) needs none. Per corpus: each may lay its own llm block.
-    threads: lambda w: 8 if PLAN.llm_on_gpu("queries", w.corpus) else 2
+    threads: SIZE.threads_of(PLAN, "generate_queries")
     resources:
-        gpu=lambda w: int(PLAN.llm_on_gpu("queries", w.corpus)),
-        mem_mb=scaled(lambda w: 128000 if PLAN.llm_on_gpu("queries", w.corpus) else 8000),
-        runtime=scaled(lambda w: 240 if PLAN.llm_on_gpu("queries", w.corpus) else 60),
+        **SIZE.resources_of(PLAN, "generate_queries"),
     conda:
         "../envs/gpu.yaml"
     log:
@@ -143,9 +141,10 @@ rule bm25_check:
         per_query=P.bm25_per_query(W["corpus"]),
     params:
         settings=trigger("bm25_check"),
+    threads: SIZE.threads_of(PLAN, "bm25_check")
     resources:
-        mem_mb=scaled(8000),
-        runtime=scaled(120),
+        **SIZE.resources_of(PLAN, "bm25_check"),
+    group: lambda w: cpu_group(workflow, PLAN, "bm25_check", w)
     conda:
         "../envs/cpu.yaml"
     log:

@@ -12,15 +12,12 @@ rule embed_chunks:
     params:
         settings=trigger("embed_chunks", "embed"),
         cache=P.cache("embeddings"),
-    threads: 8
+    threads: SIZE.threads_of(PLAN, "embed_chunks")
     resources:
-        # one GPU for an embedder on a cuda device (a CPU embedder runs longer)
-        gpu=lambda w: int(PLAN.settings.embedders[w.embedder].device.startswith("cuda")),
-        mem_mb=scaled(32000),
-        runtime=scaled(
-            lambda w: 30 if PLAN.settings.embedders[w.embedder].device.startswith("cuda") else 480),
-    # SLURM group by corpus and the stages upstream, none on a CPU device (structablate.slurm)
-    group: lambda w: gpu_group(workflow, PLAN, "embed", "embed_chunks", w)
+        **SIZE.resources_of(PLAN, "embed_chunks"),
+    # SLURM group: on a GPU by corpus and the stages upstream; on a CPU with its cell's
+    # retrieval (structablate.slurm)
+    group: lambda w: embed_group(workflow, PLAN, "embed_chunks", w)
     conda:
         "../envs/gpu.yaml"
     log:
@@ -40,15 +37,12 @@ rule embed_queries:
     params:
         settings=trigger("embed_queries", "embed"),
         cache=P.cache("embeddings"),
-    threads: 8
+    threads: SIZE.threads_of(PLAN, "embed_queries")
     resources:
-        # one GPU for an embedder on a cuda device (a CPU embedder runs longer)
-        gpu=lambda w: int(PLAN.settings.embedders[w.embedder].device.startswith("cuda")),
-        mem_mb=scaled(16000),
-        runtime=scaled(
-            lambda w: 15 if PLAN.settings.embedders[w.embedder].device.startswith("cuda") else 480),
-    # SLURM group by corpus and the stages upstream, none on a CPU device (structablate.slurm)
-    group: lambda w: gpu_group(workflow, PLAN, "embed", "embed_queries", w)
+        **SIZE.resources_of(PLAN, "embed_queries"),
+    # SLURM group: on a GPU by corpus and the stages upstream; on a CPU with its cell's
+    # retrieval (structablate.slurm)
+    group: lambda w: embed_group(workflow, PLAN, "embed_queries", w)
     conda:
         "../envs/gpu.yaml"
     log:

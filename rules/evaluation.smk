@@ -11,11 +11,10 @@ rule score:
         scores=[P.scores(*CELL, cond) for cond in PLAN.conditions],
     params:
         settings=trigger("score"),
+    threads: SIZE.threads_of(PLAN, "score")
     resources:
-        # one cell's 11 runs x 7 measures on the full QASPER (top-100 runs, 4,301 questions):
-        # measured 2 s CPU, 1.2 GB peak with its chunk tables loaded
-        mem_mb=scaled(8000),
-        runtime=scaled(30),
+        **SIZE.resources_of(PLAN, "score"),
+    group: lambda w: cpu_group(workflow, PLAN, "score", w)
     conda:
         "../envs/cpu.yaml"
     log:
@@ -74,9 +73,10 @@ rule contrasts:
         dose_response=P.cell_table(*CELL, "dose_response"),
     params:
         settings=trigger("contrasts"),
+    threads: SIZE.threads_of(PLAN, "contrasts")
     resources:
-        mem_mb=scaled(16000),
-        runtime=scaled(120),
+        **SIZE.resources_of(PLAN, "contrasts"),
+    group: lambda w: cpu_group(workflow, PLAN, "contrasts", w)
     conda:
         "../envs/cpu.yaml"
     log:
@@ -99,9 +99,10 @@ rule cell_statistics:
         ranking_identity=P.ranking_identity(*CELL),
     params:
         settings=trigger("cell_statistics"),
+    threads: SIZE.threads_of(PLAN, "cell_statistics")
     resources:
-        mem_mb=scaled(16000),
-        runtime=scaled(120),
+        **SIZE.resources_of(PLAN, "cell_statistics"),
+    group: lambda w: cpu_group(workflow, PLAN, "cell_statistics", w)
     conda:
         "../envs/cpu.yaml"
     log:
@@ -122,9 +123,10 @@ rule trec_export:
         qrels=P.trec_qrels(*CELL, W["condition"]),
     params:
         settings=trigger("trec_export"),
+    threads: SIZE.threads_of(PLAN, "trec_export")
     resources:
-        mem_mb=scaled(8000),
-        runtime=scaled(30),
+        **SIZE.resources_of(PLAN, "trec_export"),
+    group: lambda w: cpu_group(workflow, PLAN, "trec_export", w)
     conda:
         "../envs/cpu.yaml"
     log:

@@ -19,9 +19,10 @@ rule structure_quality:
         checks=P.report_corpus(W["corpus"], "comparison_checks.parquet"),
     params:
         settings=trigger("structure_quality"),
+    threads: SIZE.threads_of(PLAN, "structure_quality")
     resources:
-        mem_mb=scaled(8000),
-        runtime=scaled(60),
+        **SIZE.resources_of(PLAN, "structure_quality"),
+    group: lambda w: cpu_group(workflow, PLAN, "structure_quality", w)
     conda:
         "../envs/cpu.yaml"
     log:
@@ -58,9 +59,10 @@ rule report_cell:
         section_recall_svg=P.report_cell(*CELL, "section_recall.svg"),
     params:
         settings=trigger("report_cell"),
+    threads: SIZE.threads_of(PLAN, "report_cell")
     resources:
-        mem_mb=scaled(16000),
-        runtime=scaled(120),
+        **SIZE.resources_of(PLAN, "report_cell"),
+    group: lambda w: cpu_group(workflow, PLAN, "report_cell", w)
     conda:
         "../envs/cpu.yaml"
     log:
@@ -92,9 +94,10 @@ rule report_corpus:
         funnel_svg=P.report_corpus(W["corpus"], "funnel.svg"),
     params:
         settings=trigger("report_corpus"),
+    threads: SIZE.threads_of(PLAN, "report_corpus")
     resources:
-        mem_mb=scaled(8000),
-        runtime=scaled(60),
+        **SIZE.resources_of(PLAN, "report_corpus"),
+    group: lambda w: cpu_group(workflow, PLAN, "report_corpus", w)
     conda:
         "../envs/cpu.yaml"
     log:

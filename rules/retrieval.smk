@@ -15,9 +15,10 @@ rule retrieve:
         report=P.run_report(W["corpus"], W["embedder"], W["condition"]),
     params:
         settings=trigger("retrieve"),
+    threads: SIZE.threads_of(PLAN, "retrieve")
     resources:
-        mem_mb=scaled(8000),
-        runtime=scaled(60),
+        **SIZE.resources_of(PLAN, "retrieve"),
+    group: lambda w: cpu_group(workflow, PLAN, "retrieve", w)
     conda:
         "../envs/cpu.yaml"
     log:
@@ -42,12 +43,9 @@ rule rerank:
         cache=P.cache("rerank_scores"),
     wildcard_constraints:
         reranker=_alternatives([r for r in PLAN.rerankers if r != "none"]),
-    threads: 8
+    threads: SIZE.threads_of(PLAN, "rerank")
     resources:
-        # one GPU for a reranker on a cuda device, none on a CPU device (which runs longer)
-        gpu=lambda w: int(on_gpu(PLAN.settings.rerankers[w.reranker].device)),
-        mem_mb=scaled(32000),
-        runtime=scaled(lambda w: 60 if on_gpu(PLAN.settings.rerankers[w.reranker].device) else 480),
+        **SIZE.resources_of(PLAN, "rerank"),
     group: lambda w: gpu_group(workflow, PLAN, "rerank", "rerank", w)
     conda:
         "../envs/gpu.yaml"

@@ -43,10 +43,11 @@ def lock() -> dict[str, tuple[str, int]]:
 
 
 DIRECT = pins(PYPROJECT["project"]["dependencies"]) | pins(
-    PYPROJECT["project"]["optional-dependencies"]["gpu"])
+    PYPROJECT["project"]["optional-dependencies"]["gpu"]) | pins(
+    PYPROJECT["project"]["optional-dependencies"]["slurm"])
 
 
-def test_gpu_in_is_pyprojects_base_and_gpu_extra():
+def test_gpu_in_is_pyprojects_base_gpu_and_slurm_extras():
     lines = [x for x in (CONTAINERS / "gpu.in").read_text().splitlines()
              if x.strip() and not x.startswith("#")]
     assert pins(lines) == DIRECT
@@ -61,6 +62,8 @@ def test_the_lock_pins_every_direct_requirement_with_hashes():
     # the CUDA build of torch: its CUDA 13 runtime is locked beside it
     assert locked["torch"][0] == "2.13.0" and locked["nvidia-cuda-runtime"][0].startswith("13.")
     assert len(locked) > 100  # vllm's transitive requirements, all of them pinned
+    # the SLURM plugin's jobstep (it runs every job on its node) is locked with it
+    assert locked["snakemake-executor-plugin-slurm-jobstep"][0] == "0.6.1"
 
 
 def test_the_apptainer_definition_installs_the_lock_on_its_python():

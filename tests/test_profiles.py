@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -114,6 +115,10 @@ def test_paper_grid_plans_every_job_for_slurm(paper_plan):
     assert counts == PAPER_JOBS
 
 
+def gpu_group(unit: dict) -> bool:
+    return (unit["group"] or "").split("-")[0] in ("embed", "rerank")
+
+
 def test_every_job_books_what_it_needs(paper_plan):
     """GPU rules: one GPU in the H200 partition with 8 CPUs per GPU; every other job: its
     threads as CPUs, no GPU, the CPU partition; each with its memory, runtime and account."""
@@ -122,17 +127,29 @@ def test_every_job_books_what_it_needs(paper_plan):
     submitted = [u for u in paper_plan["units"] if not u["local"]]
     # 236 jobs (test_paper_config.PAPER_JOBS, counted by hand); the 40 embedding and 22
     # reranking jobs in 17 group jobs (test_groups_follow_the_dag counts them); 10 on the
-    # submit host (6 summarize_cell, summary_markdown, report_page, build_wikipedia, all):
-    # 236 - 62 + 17 - 10 = 181 sbatch submissions
+    # submit host (6 summarize_cell, summary_markdown, report_page, build_wikipedia, all);
+    # the small CPU jobs in group jobs (structablate.slurm.cpu_group), per corpus: one of its
+    # tokens, 8 chunk jobs (A1's chunks are contextualize's) and BM25 check (10 jobs); one of
+    # its reports (report_cell x 3 cells + report_corpus: 4); per embedder one of its 11
+    # first-stage runs with the unreranked cell's 11 TREC files, scores, contrasts and
+    # statistics (25 jobs, 2 groups); the reranked cell's 11 TREC files, scores, contrasts
+    # and statistics (14 jobs, 1 group)
     assert sum(PAPER_JOBS.values()) == 236
-    assert len(submitted) == 236 - 62 + 17 - 10
+    cpu_groups = [u for u in submitted if u["group"] and not gpu_group(u)]
+    counts = {}
+    for u in cpu_groups:
+        counts[u["group"].split("-")[0]] = counts.get(u["group"].split("-")[0], 0) + 1
+    assert counts == {"corpus": 2, "cell": 6, "report": 2}
+    in_cpu_groups = sum(len(u["jobs"]) for u in cpu_groups)
+    assert in_cpu_groups == 2 * 10 + 2 * 4 + 4 * 25 + 2 * 14
+    assert len(submitted) == 236 - 62 + 17 - 10 - in_cpu_groups + len(cpu_groups)
     for unit in submitted:
         rules = {j["rule"] for j in unit["jobs"]} if unit["group"] else {unit["rule"]}
         call = sbatch(unit)
         res = unit["resources"]
         assert f" --mem {res['mem_mb']}" in call and f" -t {res['runtime']}" in call, call
         assert " -A my-account" in call
-        if rules & GPU_RULES:
+        if rules & GPU_RULES and res.get("gpu"):
             assert rules <= GPU_RULES
             assert res["gpu"] == 1 and unit["threads"] == res["cpus_per_gpu"] == 8, unit
             assert call.endswith(" --gpus=1") and "--cpus-per-gpu=8" in call, call
@@ -143,11 +160,52 @@ def test_every_job_books_what_it_needs(paper_plan):
             assert f"--cpus-per-task={unit['threads']}" in call and " -p cpu" in call, call
 
 
-def test_memory_and_runtime_grow_on_retry(paper_plan):
+def test_a_retry_asks_the_same_unless_slurm_said_oom_or_timeout(paper_plan):
+    """Planned without a recorded failure, attempt 2 asks what attempt 1 did: a cancelled or
+    failed job is not given more; OUT_OF_MEMORY and TIMEOUT grow memory or runtime alone
+    (tests/test_slurm_sizing.py)."""
     for job in jobs_of(paper_plan):
         one, two = job["resources"], job["resources_attempt2"]
-        assert two["mem_mb"] == 2 * one["mem_mb"], job["rule"]
-        assert two["runtime"] == 2 * one["runtime"], job["rule"]
+        assert two["mem_mb"] == one["mem_mb"], job["rule"]
+        assert two["runtime"] == one["runtime"], job["rule"]
+
+
+def test_on_two_cpu_nodes_no_job_asks_for_more_than_a_node_has(tmp_path):
+    """partitions.yaml of 2-CPU, 22 GB nodes (and the H200 partition): no job or group job of
+    the bundled default or of the paper grid's CPU rules asks for more CPUs or memory than a
+    node has (before: 8-thread jobs pended forever, embed_chunks booked 32 GB)."""
+    profile = tmp_path / "slurm"
+    shutil.copytree(REPO / "profiles" / "slurm", profile)
+    parts = yaml.safe_load(PARTITIONS.read_text())
+    parts["partitions"]["cpu"] = {"max_runtime": 1440, "max_mem_mb": 22000, "max_threads": 2}
+    (profile / "partitions.yaml").write_text(yaml.safe_dump(parts))
+    for args in ((), ("--configfile", str(PAPER))):
+        plan = slurm_plan(tmp_path, *args, "--config", f"results={tmp_path / 'r'}",
+                          profile=str(profile))
+        cpu = [u for u in plan["units"] if not u["local"] and not u["resources"].get("gpu")]
+        assert cpu
+        for unit in cpu:
+            assert unit["threads"] <= 2, (unit["group"] or unit["rule"], unit["threads"])
+            assert unit["resources"]["mem_mb"] <= 22000, unit["group"] or unit["rule"]
+            assert " -p cpu" in sbatch(unit)
+
+
+def test_a_job_that_fits_no_partition_is_refused_while_planning(tmp_path):
+    """Nodes of 500 MB: the plan stops before any job, naming the rule, what it needs and the
+    partitions."""
+    profile = tmp_path / "slurm"
+    shutil.copytree(REPO / "profiles" / "slurm", profile)
+    (profile / "partitions.yaml").write_text(yaml.safe_dump({"partitions": {"tiny": {
+        "max_runtime": 60, "max_mem_mb": 500, "max_threads": 2}}}))
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "tests" / "slurm_plan.py"), str(tmp_path / "p.json"),
+         "--profile", str(profile), "--config", f"results={tmp_path / 'r'}"],
+        cwd=REPO, capture_output=True, text=True, timeout=900, env=offline_env())
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and not (tmp_path / "p.json").exists()
+    assert re.search(r"rule \w+: a job needs \d+ MB, \d+ min and fits no partition of "
+                     r"partitions.yaml \(tiny \(2 CPUs, 500 MB, 60 min, 0 GPUs\)\)", out), \
+        out[-3000:]
 
 
 def test_only_light_or_networked_rules_run_on_the_submit_host(paper_plan):
@@ -159,7 +217,7 @@ def test_short_gpu_jobs_share_allocations(paper_plan):
     """Embedding and reranking jobs are grouped (10 and 6 per group job): one GPU, run one
     after another (the largest member's memory, the sum of their runtimes); the LLM stages,
     hours each, stay single jobs."""
-    groups = [u for u in paper_plan["units"] if u["group"]]
+    groups = [u for u in paper_plan["units"] if gpu_group(u)]
     assert {u["group"].split("-")[0] for u in groups} == {"embed", "rerank"}
     for g in groups:
         members = g["jobs"]
@@ -186,15 +244,17 @@ def test_stages_without_a_gpu_book_none(tmp_path):
     path = tmp_path / "nogpu.yaml"
     path.write_text(yaml.safe_dump(cfg, allow_unicode=True))
     plan = slurm_plan(tmp_path, "--configfile", str(path))
-    units = {u["rule"]: u for u in plan["units"] if not u["group"]}
-    for rule, threads, mem in (("induce_structure", 8, 16000), ("contextualize", 2, 8000),
-                               ("generate_queries", 2, 8000)):
-        unit = units[rule]
+    for rule, threads in (("induce_structure", 8), ("contextualize", 2),
+                          ("generate_queries", 2)):
+        # TextTiling induction runs in its corpus's CPU group job (structablate.slurm)
+        unit = next(u for u in plan["units"] if rule in {j["rule"] for j in jobs_of(
+            {"units": [u]})})
+        job = next(j for j in jobs_of({"units": [unit]}) if j["rule"] == rule)
         call = sbatch(unit)
-        assert unit["resources"].get("gpu", 0) == 0 and unit["threads"] == threads, unit
-        assert unit["resources"]["mem_mb"] == mem
+        assert job["resources"].get("gpu", 0) == 0 and job["threads"] == threads, job
+        assert job["resources"]["mem_mb"] <= 16000  # CPU-sized, from the corpus's size
         assert "--gpus" not in call and " -p cpu" in call
-        assert f"--cpus-per-task={threads}" in call, call
+        assert f"--cpus-per-task={unit['threads']}" in call, call
     embed = [u for u in plan["units"] if (u["group"] or "").startswith("embed-")]
     assert embed and all(sbatch(u).endswith(" --gpus=1") for u in embed)
 
@@ -274,7 +334,7 @@ def test_the_documented_qos_renders_through_the_plugin(tmp_path):
                                                         '  qos: "normal"\n'))
     plan = slurm_plan(tmp_path, "--configfile", str(PAPER), profile=str(folder))
     submitted = [u for u in plan["units"] if not u["local"]]
-    assert len(submitted) == 181
+    assert len(submitted) == 35  # 181 before the small CPU jobs were grouped
     for unit in submitted:
         assert " --qos=normal " in sbatch(unit) + " ", unit
 
@@ -289,6 +349,7 @@ def test_a_slurm_extra_the_plugin_refuses_is_refused_while_planning(tmp_path):
     with pytest.raises(WorkflowError):  # what the plugin does at each submission
         validate_slurm_extra(SimpleNamespace(resources=_Resources(slurm_extra=extra[1:-1])))
     folder = profile_copy(tmp_path, lambda t: t.replace(
+        '  slurm_extra: "--open-mode=append"\n', "").replace(
         '  # qos: "normal"\n', f"  slurm_extra: '{extra}'\n"))
     proc = snakemake("--profile", str(folder), "-n", "--configfile", str(PAPER))
     out = proc.stdout + proc.stderr
@@ -304,15 +365,17 @@ def test_a_slurm_extra_the_plugin_refuses_is_refused_while_planning(tmp_path):
 def test_dry_run_lists_every_missing_model_once_and_shows_the_grid(tmp_path, monkeypatch):
     """A clone without any model: `snakemake --profile profiles/slurm -n` shows the 236-job
     grid and one warning block naming every model and the dataset, with the prefetch
-    command; a real run stops before its first job with the same block (a local run here:
-    the refusal comes before any executor submits)."""
+    command, repeated after the job list; a real run stops before its first job with the
+    same block (a local run here: the refusal comes before any executor submits)."""
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
     proc = snakemake("--profile", "profiles/slurm", "-n", "--configfile", str(PAPER))
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     assert job_counts(out) == PAPER_JOBS
-    assert out.count("model(s) or dataset(s) of this run cannot be loaded") == 1
+    # the block above the job list, and again at the very end, after thousands of lines of it
+    assert out.count("model(s) or dataset(s) of this run cannot be loaded") == 2
+    assert proc.stderr.rstrip().endswith("(add the same --config overrides as to snakemake)")
     block = out.split("cannot be loaded by an offline job:\n")[1].split("\nFetch them")[0]
     named = [line.removeprefix("  - ").split(": ")[0] for line in block.splitlines()]
     assert named == ["embedders.bge_small.model", "embedders.bge_large.model",
@@ -351,7 +414,7 @@ def check_groups_and_devices(plan: dict, cfg: dict) -> None:
     keep A1 apart; a job whose model runs on a CPU device books no GPU and is in no group."""
     for unit in plan["units"]:
         members = unit["jobs"] if unit["group"] else [unit]
-        if unit["group"]:
+        if gpu_group(unit):
             upstream = {tuple(j["upstream"]) for j in members}
             assert len(upstream) == 1, (unit["group"], upstream)
             assert len({j["wildcards"]["corpus"] for j in members}) == 1, unit["group"]
@@ -362,7 +425,8 @@ def check_groups_and_devices(plan: dict, cfg: dict) -> None:
             device = _device(cfg, job)
             if device is not None and not device.startswith("cuda"):
                 assert job["resources"].get("gpu", 0) == 0, job
-                assert unit["group"] is None, (unit["group"], job["rule"], job["wildcards"])
+                # no GPU group: alone, or in its cell's CPU group (structablate.slurm.cpu_group)
+                assert not gpu_group(unit), (unit["group"], job["rule"], job["wildcards"])
                 assert "--gpus" not in sbatch(unit)
 
 
@@ -377,7 +441,7 @@ def test_groups_follow_the_dag(paper_plan):
     check_groups_and_devices(paper_plan, cfg)
     counts: dict[str, int] = {}
     for u in paper_plan["units"]:
-        if u["group"]:
+        if gpu_group(u):
             counts[u["group"]] = counts.get(u["group"], 0) + 1
     assert counts == {
         "embed-qasper-base": 1, "embed-qasper-induction": 2,
@@ -392,19 +456,28 @@ def test_groups_follow_the_dag(paper_plan):
 
 
 def test_cpu_devices_book_no_gpu_and_join_no_group(tmp_path):
-    """The paper grid with bge-small and the reranker on `device: cpu`: those jobs book no
-    GPU, join no group (before: a CPU reranker booked an H200, CPU embedders made 80 h group
-    jobs), while bge-large's jobs keep their GPU groups."""
+    """The paper grid with bge-small on `device: cpu`: its jobs book no GPU and join no GPU
+    group (before: CPU embedders made 80 h group jobs), while bge-large's keep their GPU
+    groups. The reranker on `device: cpu` as well: reranking the full QASPER on 8 CPUs needs
+    days per condition (before: it booked 8 h) and fits no partition of the shipped
+    partitions.yaml (MaxTime 48 h): the plan refuses it, naming the rule."""
     cfg = yaml.safe_load(PAPER.read_text())
     cfg["embedders"]["bge_small"]["device"] = "cpu"
-    cfg["rerankers"]["bge_reranker"]["device"] = "cpu"
     path = tmp_path / "cpu.yaml"
     path.write_text(yaml.safe_dump(cfg, allow_unicode=True))
     plan = slurm_plan(tmp_path, "--configfile", str(path))
     check_groups_and_devices(plan, cfg)
-    singles = [u for u in plan["units"] if not u["group"] and u["rule"] == "rerank"]
-    assert len(singles) == 22 and all(" -p cpu" in sbatch(u) for u in singles)
     assert any((u["group"] or "").startswith("embed-") for u in plan["units"])
+    assert any(j["rule"] == "embed_chunks" for u in plan["units"] if (u["group"] or "")
+               .startswith("cell-") for j in u["jobs"])
+    cfg["rerankers"]["bge_reranker"]["device"] = "cpu"
+    path.write_text(yaml.safe_dump(cfg, allow_unicode=True))
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "tests" / "slurm_plan.py"), str(tmp_path / "r.json"),
+         "--profile", "profiles/slurm", "--configfile", str(path)],
+        cwd=REPO, capture_output=True, text=True, timeout=900, env=offline_env())
+    assert proc.returncode != 0 and not (tmp_path / "r.json").exists()
+    assert "rule rerank: a job needs" in proc.stdout + proc.stderr
 
 
 def test_preempted_jobs_requeue_without_doubling(profile, paper_plan):

@@ -10,16 +10,28 @@ resource the plugin offers instead.
 
 :func:`gpu_group` places the short GPU jobs (embedding, reranking) in SLURM group jobs that
 never wait on a stage none of their members needs, and a model on a CPU device in none.
+
+:func:`choose_status_command` finds, when a SLURM run starts, a status command that works on
+this cluster (the plugin polls ``sacct`` whenever the binary exists, and on a cluster without
+accounting every poll fails, at debug level only: Snakemake never learns that a job ended);
+:func:`loud_status_polls` makes a failing poll a warning.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+import shlex
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PLUGIN_RESOURCE", "booked_gpu_hours", "forbidden_options", "gpu_group", "on_gpu",
-           "slurm_extra_problems", "upstream_stages"]
+__all__ = ["CPU_GROUPS", "PLUGIN_RESOURCE", "StatusChoice", "booked_gpu_hours",
+           "check_status_command", "choose_status_command", "cpu_group", "embed_group",
+           "forbidden_options",
+           "gpu_group", "loud_status_polls",
+           "on_gpu", "slurm_extra_problems", "upstream_stages"]
 
 PLUGIN_RESOURCE: dict[str, str] = {
     "quality of service": "the `qos` resource (default-resources: {qos: NAME}) or the "
@@ -123,10 +135,252 @@ def gpu_group(workflow: Any, plan: Any, kind: str, rule: str, wildcards: Any) ->
     return gid
 
 
+CPU_GROUPS: dict[str, tuple[str, ...]] = {
+    "corpus": ("tokenize_corpus", "induce_structure", "chunk", "bm25_check",
+               "structure_quality"),
+    "cell": ("embed_chunks", "embed_queries", "retrieve", "trec_export", "score", "contrasts",
+             "cell_statistics"),
+    "report": ("report_cell", "report_corpus"),
+}
+"""The SLURM group jobs of the small CPU rules (:func:`cpu_group`), by kind."""
+
+
+def cpu_group(workflow: Any, plan: Any, rule: str, wildcards: Any) -> str | None:
+    """The SLURM group of one small CPU job, so that a corpus submits a handful of jobs: its
+    preparation (``corpus-{corpus}``: tokens, induced structure unless on a GPU, every
+    chunkset's chunks, the BM25 check, the structure-quality table unless A1's contexts are
+    written between the chunks and it), each cell's retrieval and evaluation
+    (``cell-{corpus}-{embedder}-{reranker}``: the runs, TREC files, scores, contrasts and
+    statistics; with the embedder's chunk and question vectors when it runs on a CPU, and the
+    first-stage runs under reranker ``none``) and its reports (``report-{corpus}``). A
+    group's members never wait on a job outside it that waits on the group. None in a local
+    run, and for a job on a GPU (:func:`gpu_group`)."""
+    w = dict(wildcards.items()) if hasattr(wildcards, "items") else dict(vars(wildcards))
+    if workflow.local_exec and not (workflow.remote_exec or workflow.subprocess_exec):
+        return None
+    corpus = w["corpus"]
+    gid = kind = None
+    if rule in CPU_GROUPS["corpus"]:
+        if rule == "induce_structure" and plan.induction_on_gpu:
+            return None
+        if rule == "structure_quality" and plan.contextualized:
+            return None  # it reads A1's chunks, written by contextualize from A0's
+        kind, gid = "corpus", f"corpus-{corpus}"
+    elif rule in ("embed_chunks", "embed_queries"):
+        if on_gpu(plan.settings.embedders[w["embedder"]].device):
+            return None
+        kind, gid = "cell", f"cell-{corpus}-{w['embedder']}-none"
+    elif rule == "retrieve":
+        kind, gid = "cell", f"cell-{corpus}-{w['embedder']}-none"
+    elif rule in CPU_GROUPS["cell"]:
+        kind, gid = "cell", f"cell-{corpus}-{w['embedder']}-{w['reranker']}"
+    elif rule in CPU_GROUPS["report"]:
+        kind, gid = "report", f"report-{corpus}"
+    if gid is None:
+        return None
+    # a reranked cell's TREC exports are not connected to each other or to its scores (each
+    # reads one reranked run): the profile's group-components {kind: N} packs them into one
+    # group job with the rest (Snakemake merges components of the same group id only)
+    workflow.parent_groupids[gid] = kind
+    return gid
+
+
+def embed_group(workflow: Any, plan: Any, rule: str, wildcards: Any) -> str | None:
+    """The SLURM group of an embedding job: :func:`gpu_group` on a GPU, else
+    :func:`cpu_group` (with its cell's retrieval)."""
+    return (gpu_group(workflow, plan, "embed", rule, wildcards)
+            or cpu_group(workflow, plan, rule, wildcards))
+
+
 def _chunkset(condition: str) -> str:
     from structablate import study
 
     return study.condition(condition).chunkset
+
+
+# ------------------------------------------------------------------ job status polling
+
+Runner = Callable[[list[str]], tuple[int, str, str]]
+"""Runs a command; returns (exit status, stdout, stderr)."""
+
+PROBE_NAME = "structablate-status-check"
+"""The job name the probes ask about (no job has it: an empty answer is a working one)."""
+
+
+def _run(cmd: list[str]) -> tuple[int, str, str]:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return 127, "", str(err)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def min_job_age(run: Runner = _run) -> int | None:
+    """``MinJobAge`` of the cluster in seconds (``scontrol show config``): how long the
+    controller keeps an ended job, so how long ``squeue`` can still report how it ended; None
+    when it cannot be read."""
+    rc, out, _ = run(["scontrol", "show", "config"])
+    if rc != 0:
+        return None
+    m = re.search(r"^\s*MinJobAge\s*=\s*(\d+)\s*([a-zA-Z]*)", out, re.M)
+    if not m:
+        return None
+    return int(m.group(1)) * (3600 if m.group(2).lower() in ("h", "hour", "hours") else 1)
+
+
+@dataclass(frozen=True)
+class StatusChoice:
+    """The status command a run uses (``sacct`` or ``squeue``; None: none works, the run must
+    not start) and why, in one line for the log (or the refusal)."""
+
+    command: str | None
+    why: str
+    min_job_age: int | None = None
+
+
+def _probe(kind: str) -> list[str]:
+    """The plugin's own status query for ``kind`` (``sacct``/``squeue``), for a job name no
+    job has."""
+    from snakemake_executor_plugin_slurm.job_status_query import (
+        query_job_status_sacct,
+        query_job_status_squeue,
+    )
+
+    make = query_job_status_sacct if kind == "sacct" else query_job_status_squeue
+    return shlex.split(make(PROBE_NAME))
+
+
+def choose_status_command(configured: str, threshold_s: int,
+                          run: Runner = _run) -> StatusChoice:
+    """The status command that works on this cluster, preferring ``configured`` (the plugin's
+    ``status_command``: ``sacct`` whenever the binary exists). ``sacct`` works when the
+    plugin's own query answers (it fails where SLURM has no accounting storage); ``squeue``
+    works when its query answers and ``MinJobAge`` is at least ``threshold_s`` seconds (the
+    plugin's own threshold: three times its first status interval; below it an ended job can
+    vanish before the next poll, and the plugin itself goes back to ``sacct``)."""
+    rc, _, err = run(_probe("sacct"))
+    sacct = f"sacct fails here ({err.strip() or f'exit {rc}'})" if rc != 0 else ""
+    age = min_job_age(run)
+    rc, _, err = run(_probe("squeue"))
+    if rc != 0:
+        squeue = f"squeue fails here ({err.strip() or f'exit {rc}'})"
+    elif age is None or age < threshold_s:
+        squeue = (f"squeue would miss jobs that end: MinJobAge is {age} s, below {threshold_s} s "
+                  "(scontrol show config)")
+    else:
+        squeue = ""
+    if configured == "squeue" and not squeue:
+        return StatusChoice("squeue", f"job status from squeue (MinJobAge {age} s)", age)
+    if not sacct:
+        why = "job status from sacct" + (f" ({squeue})" if configured == "squeue" else "")
+        return StatusChoice("sacct", why)
+    if not squeue:
+        return StatusChoice("squeue", f"job status from squeue (MinJobAge {age} s): {sacct}",
+                            age)
+    return StatusChoice(None, "no SLURM status command works on this cluster, so the run would "
+                        f"never learn that a job ended: {sacct}; {squeue}. Ask the cluster's "
+                        "administrators for accounting (slurmdbd) or a MinJobAge of at least "
+                        f"{threshold_s} s (docs/cluster.md, section 2)")
+
+
+def check_status_command(workflow: Any, logger: Any, run: Runner = _run) -> StatusChoice | None:
+    """At the start of a SLURM run (onstart of the Snakemake that submits): set the executor's
+    ``status_command`` to one that works (:func:`choose_status_command`), say which at normal
+    verbosity, and make failing polls warnings (:func:`loud_status_polls`). Raises
+    :class:`~structablate.errors.ConfigError` when none works. Nothing (None) in a run that is
+    not submitted to SLURM."""
+    from structablate.errors import ConfigError
+
+    settings = workflow.executor_settings
+    if (getattr(workflow, "remote_exec", False) or getattr(workflow, "subprocess_exec", False)
+            or not hasattr(settings, "status_command")):
+        return None
+    threshold = 3 * int(getattr(settings, "init_seconds_before_status_checks", None) or 40)
+    choice = choose_status_command(settings.status_command or "sacct", threshold, run)
+    if choice.command is None:
+        raise ConfigError(choice.why)
+    settings.status_command = choice.command
+    if choice.command == "squeue":
+        # the plugin reads MinJobAge again before every poll (`scontrol show config`, 10 s
+        # limit) and goes back to sacct when that read fails, as on a busy controller: it
+        # gets the value read here instead
+        import snakemake_executor_plugin_slurm as plugin
+
+        age = choice.min_job_age
+        plugin.get_min_job_age = lambda: age
+    logger.info(f"SLURM: {choice.why}")
+    loud_status_polls(logger)
+    record_failures()
+    return choice
+
+
+def loud_status_polls(logger: Any, every_s: float = 60.0) -> None:
+    """Make a failing status poll of snakemake-executor-plugin-slurm a warning (the plugin logs
+    it at debug level only, so a run whose polls all fail waits silently): the plugin's
+    ``query_job_status`` gets a logger whose ``debug`` warns, the same message at most once
+    every ``every_s`` seconds."""
+    import snakemake_executor_plugin_slurm as plugin
+
+    original = plugin.query_job_status
+    if getattr(original, "_structablate_loud", False):
+        return
+    last: dict[str, float] = {}
+
+    class _Loud:
+        def __init__(self, command: str) -> None:
+            self.command = command
+
+        def debug(self, msg: str) -> None:
+            now = time.monotonic()
+            if now - last.get(msg, -every_s) >= every_s:
+                last[msg] = now
+                logger.warning(f"SLURM status poll failed ({self.command.split()[0]}): {msg}")
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(logger, name)
+
+    async def query_job_status(command: str, _logger: Any) -> Any:
+        return await original(command, _Loud(command))
+
+    query_job_status._structablate_loud = True  # type: ignore[attr-defined]
+    plugin.query_job_status = query_job_status
+
+
+FAILURES: dict[tuple, dict[str, int]] = {}
+"""How SLURM ended each failed job of this run: ``(rule, (wildcard, value), …)`` -> SLURM
+state -> count (``OUT_OF_MEMORY``, ``TIMEOUT``, ``CANCELLED`` …), filled by
+:func:`record_failures`; structablate.plan.resources grows a retry's request from it."""
+
+_STATE = re.compile(r"SLURM status is: '([A-Z_]+)'")
+
+
+def job_keys(job: Any) -> list[tuple]:
+    """``(rule, (wildcard, value), …)`` of a job, of every member of a group job."""
+    members = list(job.jobs) if hasattr(job, "jobs") and job.is_group() else [job]
+    return [(j.rule.name, *sorted((str(k), str(v)) for k, v in j.wildcards_dict.items()))
+            for j in members]
+
+
+def record_failures() -> None:
+    """Record in :data:`FAILURES` the SLURM state of every job the plugin reports failed (its
+    message says ``SLURM status is: 'STATE'``), before Snakemake retries it."""
+    import snakemake_executor_plugin_slurm as plugin
+
+    original = plugin.Executor.report_job_error
+    if getattr(original, "_structablate_records", False):
+        return
+
+    def report_job_error(self: Any, job_info: Any, msg: str | None = None,
+                         **kwargs: Any) -> Any:
+        m = _STATE.search(msg or "")
+        if m:
+            for key in job_keys(job_info.job):
+                counts = FAILURES.setdefault(key, {})
+                counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+        return original(self, job_info, msg=msg, **kwargs)
+
+    report_job_error._structablate_records = True  # type: ignore[attr-defined]
+    plugin.Executor.report_job_error = report_job_error
 
 
 def booked_gpu_hours(units: list[dict[str, Any]]) -> float:

@@ -1,0 +1,195 @@
+"""The cluster path on a real SLURM controller: a single-node cluster on loopback
+(tests/slurm_cluster.py: munged, slurmctld and slurmd of Debian's slurm-wlm, no accounting
+daemon), a small configuration submitted through ``snakemake --profile profiles/slurm`` with only
+``partitions.yaml`` written for the node, and its outputs compared byte for byte with a local
+run. During the SLURM run one job is requeued by ``scontrol requeue`` (SLURM reruns it: no
+Snakemake retry, the same outputs, both attempts in its log) and another is cancelled by
+``scancel`` (a failure: Snakemake retries it). Skips, saying why, where the cluster cannot
+start (not root, SLURM not installed)."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import slurm_cluster
+import yaml
+from conftest import REPO
+from workflow_util import snakemake, write_project
+
+pytestmark = pytest.mark.slow
+
+CONDITIONS = ["A0", "G2"]  # induced structure (TextTiling, 8 threads wanted) and gold chunks
+N_PAPERS = 2
+# the group jobs of the small CPU rules (structablate.slurm.cpu_group): the comment of a
+# group job is rule_<group id>
+REQUEUED = "rule_report-"  # the cell and corpus reports (the cheapest group to rerun)
+CANCELLED = "rule_build_qasper_"  # the corpus build, retried
+
+
+def test_the_cluster_is_stopped_afterwards(tmp_path):
+    """A cluster started and stopped here leaves no daemon and no /etc/slurm/slurm.conf
+    behind (first in the module: the module's cluster holds that file while it runs)."""
+    why = slurm_cluster.unavailable()
+    if why:
+        pytest.skip(why)
+    c = slurm_cluster.start(tmp_path / "c")
+    pids = dict(c.pids)
+    c.stop()
+    for name, pid in pids.items():
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+        assert name
+    assert not slurm_cluster.SYSTEM_CONF.exists()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    pytest.importorskip("snakemake_executor_plugin_slurm",
+                        reason="the slurm extra (snakemake-executor-plugin-slurm) is missing")
+    why = slurm_cluster.unavailable()
+    if why:
+        pytest.skip(why)
+    try:
+        c = slurm_cluster.start(tmp_path_factory.mktemp("slurm"))
+    except RuntimeError as err:
+        pytest.skip(str(err)[:2000])
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def site_profile(dest: Path, cluster: slurm_cluster.Cluster) -> Path:
+    """profiles/slurm copied with one edit, the documented one: partitions.yaml names the
+    cluster's partition and its limits (`scontrol show partition`, `slurmd -C`)."""
+    shutil.copytree(REPO / "profiles" / "slurm", dest)
+    (dest / "partitions.yaml").write_text(yaml.safe_dump({"partitions": {cluster.partition: {
+        "max_runtime": 1440, "max_mem_mb": cluster.mem_mb, "max_threads": cluster.cpus}}}))
+    return dest
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory):
+    """The reference: the same project run locally (2 cores), once per module."""
+    root = tmp_path_factory.mktemp("local") / "p"
+    write_project(root, CONDITIONS, n_papers=N_PAPERS)
+    proc = snakemake(root)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return root
+
+
+class Faults(threading.Thread):
+    """While the SLURM run goes on: requeue the first running job whose comment starts with
+    REQUEUED and cancel the first running one whose comment starts with CANCELLED (each once,
+    after it ran for a few seconds), recording their SLURM job ids."""
+
+    def __init__(self, cluster):
+        super().__init__(daemon=True)
+        self.cluster, self.done = cluster, threading.Event()
+        self.requeued: str | None = None
+        self.cancelled: str | None = None
+
+    def run(self):
+        while not self.done.is_set() and (self.requeued is None or self.cancelled is None):
+            try:
+                jobs = self.cluster.jobs()
+            except (RuntimeError, subprocess.SubprocessError):
+                jobs = []
+            for j in jobs:
+                if j["state"] != "RUNNING":
+                    continue
+                if self.requeued is None and j["comment"].startswith(REQUEUED):
+                    time.sleep(3)
+                    self.cluster.run("scontrol", "requeue", j["id"])
+                    self.requeued = j["id"]
+                elif self.cancelled is None and j["comment"].startswith(CANCELLED):
+                    time.sleep(1)
+                    self.cluster.run("scancel", j["id"])
+                    self.cancelled = j["id"]
+            time.sleep(0.3)
+
+
+@pytest.fixture(scope="module")
+def slurm_run(tmp_path_factory, cluster):
+    base = tmp_path_factory.mktemp("slurmrun")
+    root = base / "p"
+    write_project(root, CONDITIONS, n_papers=N_PAPERS)
+    profile = site_profile(base / "profile", cluster)
+    env = {**cluster.env, "PYTHONPATH": str(REPO / "src")}
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+           "--directory", str(root), "--configfile", str(root / "config.yaml"),
+           "--profile", str(profile),
+           # the first status poll after 3 s (default 40 s): a test-speed setting only
+           "--slurm-init-seconds-before-status-checks", "3"]
+    faults = Faults(cluster)
+    faults.start()
+    started = time.monotonic()
+    try:
+        proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True,
+                              timeout=1800)
+    finally:
+        faults.done.set()
+        faults.join(5)
+    wall = time.monotonic() - started
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-6000:] + "\n" + cluster.logs()
+    return {"root": root, "out": out, "wall": wall, "faults": faults}
+
+
+def outputs(root: Path) -> dict[str, bytes]:
+    res = root / "results"
+    return {str(p.relative_to(res)): p.read_bytes() for p in sorted(res.rglob("*"))
+            if p.suffix in (".parquet", ".npy") and "cache" not in p.relative_to(res).parts}
+
+
+def test_every_parquet_and_npy_output_is_byte_identical_to_a_local_run(local_run, slurm_run):
+    local, remote = outputs(local_run), outputs(slurm_run["root"])
+    assert local, "the local run wrote no Parquet output"
+    assert sorted(local) == sorted(remote)
+    differ = [k for k in local if local[k] != remote[k]]
+    assert not differ, differ
+
+
+def test_the_run_says_which_status_command_it_uses(slurm_run):
+    # no accounting daemon: sacct fails, squeue works (MinJobAge 300 s)
+    assert re.search(r"SLURM: job status from squeue \(MinJobAge 300 s\): sacct fails here",
+                     slurm_run["out"]), slurm_run["out"][-3000:]
+
+
+def test_no_job_asks_for_more_than_the_node_has(slurm_run, cluster):
+    # every job of the run, as the controller still knows it (MinJobAge 300 s): CPUs, memory
+    booked = cluster.run("squeue", "-h", "-t", "all", "-o", "%C|%m|%k").splitlines()
+    assert booked
+    for line in booked:
+        cpus, mem, comment = line.split("|", 2)
+        assert int(cpus) <= cluster.cpus, line
+        m = re.fullmatch(r"(\d+(?:\.\d+)?)([MGT]?)", mem)
+        assert m, line
+        mb = float(m.group(1)) * {"": 1, "M": 1, "G": 1024, "T": 1024 ** 2}[m.group(2)]
+        assert mb <= cluster.mem_mb, line
+
+
+def test_a_requeued_job_reruns_without_a_retry_and_keeps_both_logs(slurm_run):
+    faults = slurm_run["faults"]
+    assert faults.requeued, "no running report group job was seen to requeue"
+    logs = list((slurm_run["root"] / ".snakemake" / "slurm_logs").rglob(
+        f"{faults.requeued}.log"))
+    assert len(logs) == 1
+    text = logs[0].read_text(errors="replace")
+    # --open-mode=append: the interrupted attempt's log is kept before the rerun's
+    assert text.count("Building DAG of jobs") >= 2, text[-2000:]
+    assert f"SLURM-job '{faults.requeued}' failed" not in slurm_run["out"]
+
+
+def test_a_cancelled_job_is_retried(slurm_run):
+    faults = slurm_run["faults"]
+    assert faults.cancelled, "no running build_qasper job was seen to cancel"
+    out = slurm_run["out"]
+    assert f"SLURM-job '{faults.cancelled}' failed, SLURM status is: 'CANCELLED'" in out
+    assert re.search(r"Trying to restart job", out), out[-3000:]
