@@ -558,6 +558,11 @@ def role_line(run: Run) -> str:
     prim = df.filter(pl.col("primary")) if "primary" in df.columns else df.clear()
     cell = f"`{run.corpus}/{run.embedder}/{run.reranker}`"
     if not prim.height:
+        pre = df.filter(pl.col("family") == "pre-registered") if "family" in df.columns \
+            else df.clear()
+        if not pre.height:
+            return (f"Role: none of the pre-registered contrasts ran in the cell {cell}, so "
+                    "every number of this table is exploratory.")
         return (f"Role: the cell {cell} is not the pre-registered primary cell, so every number "
                 "of this table is exploratory.")
     m = prim["metric"][0]
