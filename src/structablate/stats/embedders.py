@@ -49,6 +49,23 @@ def _cell(scores: Mapping[str, pl.DataFrame], cond: str, metric: str, tag: str) 
     return df.select("qid", "doc_id", pl.col(metric).cast(pl.Float64).alias(tag))
 
 
+def _same_questions(parts: Sequence[pl.DataFrame], what: str) -> pl.DataFrame:
+    """``parts`` (``qid``, ``doc_id`` and one score column each) joined per question, sorted by
+    ``qid``. Every part must score the same questions under the same documents: a silent
+    inner join would compare different question sets, so a difference raises, naming
+    ``what``."""
+    qsets = [set(p["qid"].to_list()) for p in parts]
+    if any(q != qsets[0] for q in qsets[1:]):
+        raise ValueError(f"{what}: scored different questions")
+    j = parts[0]
+    for p in parts[1:]:
+        j = j.join(p, on=["qid", "doc_id"], how="inner")
+    if j.height != len(qsets[0]):
+        raise ValueError(f"{what}: a question has a different document under another "
+                         "embedder or condition")
+    return j.sort("qid")
+
+
 def embedder_contrasts(
     scores: Mapping[str, Mapping[str, pl.DataFrame]],
     weak: str,
@@ -77,18 +94,8 @@ def embedder_contrasts(
         for metric in metrics:
             parts = [_cell(scores[e], c, metric, f"{c}|{e}") for e in (weak, strong)
                      for c in (a, b)]
-            qsets = [set(p["qid"].to_list()) for p in parts]
-            if any(q != qsets[0] for q in qsets[1:]):
-                raise ValueError(
-                    f"embedder contrasts {name} on {metric}: the conditions {a}, {b} under "
-                    f"{weak} and {strong} scored different questions")
-            j = parts[0]
-            for p in parts[1:]:
-                j = j.join(p, on=["qid", "doc_id"], how="inner")
-            if j.height != len(qsets[0]):
-                raise ValueError(f"embedder contrasts {name}: a question has a different "
-                                 "document under another embedder or condition")
-            j = j.sort("qid")
+            j = _same_questions(parts, f"embedder contrasts {name} on {metric}: the "
+                                       f"conditions {a}, {b} under {weak} and {strong}")
             aw, bw = j[f"{a}|{weak}"].to_numpy(), j[f"{b}|{weak}"].to_numpy()
             as_, bs = j[f"{a}|{strong}"].to_numpy(), j[f"{b}|{strong}"].to_numpy()
             d = np.stack([aw - bw, as_ - bs, (as_ - bs) - (aw - bw)], axis=1)
@@ -146,13 +153,8 @@ def embedder_levels(
         for metric in metrics:
             w = _cell(scores[weak], cond, metric, "w")
             st = _cell(scores[strong], cond, metric, "s")
-            if set(w["qid"].to_list()) != set(st["qid"].to_list()):
-                raise ValueError(f"embedder levels {cond} on {metric}: {weak} and {strong} "
-                                 "scored different questions")
-            j = w.join(st, on=["qid", "doc_id"], how="inner").sort("qid")
-            if j.height != w.height:
-                raise ValueError(f"embedder levels {cond}: a question has a different "
-                                 "document under the other embedder")
+            j = _same_questions([w, st], f"embedder levels {cond} on {metric}: {weak} and "
+                                         f"{strong}")
             d = j["s"].to_numpy() - j["w"].to_numpy()
             docs, sums, counts = per_doc(d, j["doc_id"].to_list())
             reps = cluster_bootstrap(sums, counts, n_boot, seed)
