@@ -10,7 +10,7 @@ from snakemake.settings.types import DeploymentMethod
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
-from structablate.corpus.byo import input_files as user_input_files
+from structablate.corpus.byo import document_files, queries_path
 from structablate.errors import ConfigError
 from structablate.plan import Plan
 from structablate.plan.checks import container_warning
@@ -170,8 +170,10 @@ def all_targets():
     for corpus in PLAN.corpora:
         targets += [*CORPUS_TABLES.values(), *QUESTIONS.values(), P.funnel(W["corpus"]),
                     P.tokens(W["corpus"]), P.bm25(W["corpus"]), P.bm25_per_query(W["corpus"])]
+        if PLAN.generates_queries(corpus) or PLAN.corpus_kind(corpus) == "user":
+            targets.append(P.corpus_report(W["corpus"]))
         if PLAN.generates_queries(corpus):
-            targets += [P.corpus_report(W["corpus"]), P.query_candidates(W["corpus"])]
+            targets.append(P.query_candidates(W["corpus"]))
         if PLAN.needs_induced_structure:
             targets += [P.sections(W["corpus"], "induced"), P.induction_report(W["corpus"])]
         for cs in dict.fromkeys([*PLAN.chunksets, *PLAN.chunked]):
@@ -212,9 +214,14 @@ def cell_inputs(make):
     return lambda w: [make(w.corpus, w.embedder, w.reranker, c) for c in PLAN.conditions]
 
 
-def user_files(w):
-    """Every file a user corpus reads (documents, then its questions file)."""
-    return user_input_files(PLAN.settings.corpora[w.corpus])
+def user_document_files(w):
+    """The document files of a user corpus (its questions file is map_user_questions')."""
+    return document_files(PLAN.settings.corpora[w.corpus])
+
+
+def user_questions_file(w):
+    """A user corpus's questions file."""
+    return [queries_path(PLAN.settings.corpora[w.corpus])]
 
 
 def structure_file(w):

@@ -54,53 +54,56 @@ rule build_wikipedia:
         glue("build_wikipedia")
 
 
-rule build_user:
-    input:
-        user_files,
-    output:
-        **CORPUS_TABLES,
-        **QUESTIONS,
-        funnel=P.funnel(W["corpus"]),
-    params:
-        settings=trigger("build_user"),
-    wildcard_constraints:
-        corpus=_alternatives(corpora_where(lambda c: PLAN.corpus_kind(c) == "user"
-                                           and not PLAN.generates_queries(c))),
-    threads: SIZE.threads_of(PLAN, "build_user")
-    resources:
-        **SIZE.resources_of(PLAN, "build_user"),
-    conda:
-        "../envs/cpu.yaml"
-    log:
-        log("{corpus}/build_user"),
-    benchmark:
-        P.benchmark("{corpus}/build_user"),
-    script:
-        glue("build_user")
-
-
 rule build_user_documents:
     input:
-        user_files,
+        user_document_files,
     output:
         **CORPUS_TABLES,
         report=P.corpus_report(W["corpus"]),
     params:
-        settings=trigger("build_user_documents", "build_user"),
+        settings=trigger("build_user_documents"),
     wildcard_constraints:
-        corpus=_alternatives(corpora_where(lambda c: PLAN.corpus_kind(c) == "user"
-                                           and PLAN.generates_queries(c))),
+        corpus=_alternatives(corpora_where(lambda c: PLAN.corpus_kind(c) == "user")),
     threads: SIZE.threads_of(PLAN, "build_user_documents")
     resources:
         **SIZE.resources_of(PLAN, "build_user_documents"),
     conda:
         "../envs/cpu.yaml"
     log:
-        log("{corpus}/build_user"),
+        log("{corpus}/build_user_documents"),
     benchmark:
         P.benchmark("{corpus}/build_user_documents"),
     script:
-        glue("build_user")
+        glue("build_user_documents")
+
+
+# A user's questions file is mapped apart from the documents: editing a question reruns this
+# job and what reads questions, never the tokens, chunks or vectors of unchanged documents.
+rule map_user_questions:
+    input:
+        **CORPUS_TABLES,
+        report=P.corpus_report(W["corpus"]),
+        questions=user_questions_file,
+    output:
+        **QUESTIONS,
+        funnel=P.funnel(W["corpus"]),
+    params:
+        settings=trigger("map_user_questions"),
+    wildcard_constraints:
+        corpus=_alternatives(corpora_where(lambda c: PLAN.corpus_kind(c) == "user"
+                                           and not PLAN.generates_queries(c))),
+    threads: SIZE.threads_of(PLAN, "map_user_questions")
+    resources:
+        **SIZE.resources_of(PLAN, "map_user_questions"),
+    group: lambda w: cpu_group(workflow, PLAN, "map_user_questions", w)
+    conda:
+        "../envs/cpu.yaml"
+    log:
+        log("{corpus}/map_user_questions"),
+    benchmark:
+        P.benchmark("{corpus}/map_user_questions"),
+    script:
+        glue("map_user_questions")
 
 
 rule generate_queries:

@@ -31,10 +31,11 @@ def test_dry_run_plans_the_right_query_source(tmp_path, queries):
     assert proc.returncode == 0, proc.stderr[-3000:]
     counts = job_counts(proc.stdout)
     if queries:
-        assert counts["build_user"] == 1 and "generate_queries" not in counts
+        assert counts["build_user_documents"] == 1 and counts["map_user_questions"] == 1
+        assert "generate_queries" not in counts
     else:
         assert counts["build_user_documents"] == 1 and counts["generate_queries"] == 1
-        assert "build_user" not in counts
+        assert "map_user_questions" not in counts
 
 
 def test_user_corpus_without_queries_needs_an_llm(tmp_path):

@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest import build_byo
-from workflow_util import glue_config, run_glue
+from workflow_util import glue_config, run_user_build
 
 from structablate.corpus.byo import ByoInputError
 from structablate.corpus.html import parse_html
@@ -145,8 +145,7 @@ def test_glue_script_writes_contract_tables(tmp_path, monkeypatch):
     out["funnel"] = str(tmp_path / "funnel.json")
     config = glue_config({"pydocs": {"type": "html", "path": [str(p) for p in pages],
                                      "queries": str(qfile)}})
-    run_glue("build_user", tmp_path, config=config, wildcards={"corpus": "pydocs"}, input={},
-             output=out)
+    run_user_build(tmp_path, config=config, corpus="pydocs", output=out)
     docs = check_table(pl.read_parquet(out["documents"]), "documents")
     assert docs["doc_id"].to_list() == ["controlflow", "datastructures"]
     check_table(pl.read_parquet(out["paragraphs"]), "paragraphs")

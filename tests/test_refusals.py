@@ -624,10 +624,13 @@ def test_user_questions_on_unknown_documents_stop_the_build_with_the_funnel(tmp_
     cfg = glue_config({"mine": {"type": "markdown", "path": str(BYO / "qasper-markdown"),
                                 "queries": str(q), "skip_bad_files": True,
                                 "heading_separator": " ::: ", "lead_heading": "Front matter"}})
+    built = _glue_outputs(tmp_path / "corpus", questions=False)
+    run_glue("build_user_documents", tmp_path, config=cfg, wildcards={"corpus": "mine"},
+             input={}, output=built)
     out = _glue_outputs(tmp_path)
     with pytest.raises(EmptyCorpusError) as err:
-        run_glue("build_user", tmp_path, config=cfg, wildcards={"corpus": "mine"}, input={},
-                 output=out)
+        run_glue("map_user_questions", tmp_path, config=cfg, wildcards={"corpus": "mine"},
+                 input=built, output={k: out[k] for k in ("queries", "qrels", "funnel")})
     msg = str(err.value)
     assert msg.startswith("corpus 'mine' (corpora.mine.queries): no question survived")
     assert f"Check the questions file {q}: {len(rows)} question(s) name a doc_id the corpus " \
@@ -708,8 +711,8 @@ def test_generated_questions_of_which_none_survive_stop_with_the_funnel(tmp_path
         llm = {"model": "stub", "backend": "openai", "cache": str(tmp_path / "generations"),
                "openai": {"base_url": srv.base_url, "api_key_env": None}}
         cfg = glue_config({"mine": {**docs, "queries": {"per_doc": 1, "llm": llm}}})
-        run_glue("build_user", tmp_path, config=cfg, wildcards={"corpus": "mine"}, input={},
-                 output=built, rule="build_user_documents")
+        run_glue("build_user_documents", tmp_path, config=cfg, wildcards={"corpus": "mine"},
+                 input={}, output=built)
         out = {k: str(tmp_path / "q" / f"{k}.parquet") for k in ("queries", "qrels",
                                                                  "candidates")}
         out["funnel"] = str(tmp_path / "q" / "funnel.json")

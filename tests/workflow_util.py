@@ -111,6 +111,21 @@ def run_glue(name: str, tmp_path: Path, *, config: dict, wildcards: dict,
     return smk
 
 
+def run_user_build(tmp_path: Path, *, config: dict, corpus: str, output: dict) -> None:
+    """A user corpus with a questions file built as the workflow builds it: the glue of
+    ``build_user_documents`` (``documents``, ``paragraphs``, ``sections`` and the build
+    ``report`` of ``output``; a report path beside the tables when ``output`` names none),
+    then that of ``map_user_questions`` on what it wrote (``queries``, ``qrels``,
+    ``funnel``)."""
+    tables = {k: output[k] for k in ("documents", "paragraphs", "sections")}
+    tables["report"] = output.get("report") or str(
+        Path(output["documents"]).with_name("corpus_report.json"))
+    run_glue("build_user_documents", tmp_path, config=config, wildcards={"corpus": corpus},
+             input={}, output=tables)
+    run_glue("map_user_questions", tmp_path, config=config, wildcards={"corpus": corpus},
+             input=tables, output={k: output[k] for k in ("queries", "qrels", "funnel")})
+
+
 def glue_config(corpora: dict, **extra) -> dict:
     """A minimal valid configuration around ``corpora`` for :func:`run_glue` (the offline
     embedder, gold-sized windows, conditions that need no LLM, unless ``extra`` says so)."""

@@ -136,8 +136,8 @@ def gpu_group(workflow: Any, plan: Any, kind: str, rule: str, wildcards: Any) ->
 
 
 CPU_GROUPS: dict[str, tuple[str, ...]] = {
-    "corpus": ("tokenize_corpus", "induce_structure", "chunk", "bm25_check",
-               "structure_quality"),
+    "corpus": ("map_user_questions", "tokenize_corpus", "induce_structure", "chunk",
+               "bm25_check", "structure_quality"),
     "cell": ("embed_chunks", "embed_queries", "retrieve", "trec_export", "score", "contrasts",
              "cell_statistics"),
     "report": ("report_cell", "report_corpus"),

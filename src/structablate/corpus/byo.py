@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -90,10 +90,8 @@ def iter_units(corpus: UserCorpus, source_name: str) -> Iterator[InputUnit]:
 def input_files(corpus: UserCorpus) -> list[str]:
     """Every file a corpus entry reads (documents, then the queries file): a rule's ``input``,
     so Snakemake rebuilds the corpus when one of them changes."""
-    exts = corpus.extensions or adapter(corpus.type, "?").extensions
-    files = [str(sf.path) for sf in list_files(corpus.path, tuple(exts))]
     q = queries_path(corpus)
-    return files + ([q] if q else [])
+    return document_files(corpus) + ([q] if q else [])
 
 
 _SKIP_ADVICE = re.compile(r"[,;]?\s*(?:or )?set skip_bad_files: true[^;)]*")
@@ -207,13 +205,23 @@ def queries_path(corpus: UserCorpus) -> str | None:
     return q if isinstance(q, str) else None
 
 
-def build_user_corpus(corpus: UserCorpus, source_name: str) -> CorpusBuild:
-    """Build a bring-your-own corpus.
+def document_files(corpus: UserCorpus) -> list[str]:
+    """The document files of a corpus entry (its questions file excluded), in the order they
+    are read: the ``input`` of the documents build, so that editing a question reruns only
+    the jobs that read questions."""
+    exts = corpus.extensions or adapter(corpus.type, "?").extensions
+    return [str(sf.path) for sf in list_files(corpus.path, tuple(exts))]
+
+
+def build_user_documents(corpus: UserCorpus, source_name: str) -> CorpusBuild:
+    """Build a bring-your-own corpus's documents, without its questions.
 
     ``documents`` are verified :class:`FlatDocument` objects sorted by ``doc_id``;
-    ``questions`` are the mapped questions of the optional ``queries`` file (``None`` without
-    one: the corpus's queries are then generated); ``report`` is a JSON-able dict (inputs,
-    documents, skipped units with reasons, the query funnel under ``queries``).
+    ``questions`` is ``None``; ``report`` is a JSON-able dict (inputs, documents, skipped units
+    with reasons, the markup the readers dropped or left, the Markdown dialect) whose
+    ``queries`` is ``None`` until :func:`map_user_questions` fills it. The questions file and
+    the settings only questions read (``queries``, ``fuzzy_min_ratio``, ``partial_evidence``)
+    play no part here.
     """
     docs, skipped, _ = build_documents(corpus, source_name)
     report: dict = {
@@ -231,29 +239,46 @@ def build_user_corpus(corpus: UserCorpus, source_name: str) -> CorpusBuild:
     }
     if corpus.type == "markdown":
         report["dialect"] = myst.corpus_dialect(corpus)
-    questions: list[MappedQuestion] | None = None
-    qpath = queries_path(corpus)
-    if qpath:
-        raw = read_user_queries(qpath)
-        questions, funnel = map_user_queries(
-            raw,
-            docs,
-            fuzzy_min_ratio=corpus.fuzzy_min_ratio,
-            skip_unknown=corpus.skip_bad_files,
-            skipped_doc_ids={s.get("doc_id") for s in skipped if s.get("doc_id")},
-            partial_evidence=corpus.partial_evidence,
-            render=snippet_renderer(corpus, report.get("dialect")),
-        )
-        report["queries"] = funnel.as_dict()
-        report["queries"]["path"] = str(qpath)
-        log.info("queries: %s", report["queries"]["funnel"])
     log.info("%s: %d documents, %d skipped", source_name, len(docs), len(skipped))
-    return CorpusBuild(
-        documents=tuple(docs),
-        questions=None if questions is None else tuple(questions),
-        report=report,
-        questions_from=None if questions is None else "user",
+    return CorpusBuild(documents=tuple(docs), questions=None, report=report)
+
+
+def map_user_questions(corpus: UserCorpus, documents: Sequence[FlatDocument],
+                       report: dict) -> CorpusBuild:
+    """Map a corpus's questions file onto its built documents.
+
+    ``documents`` and ``report`` are what :func:`build_user_documents` returned (or the
+    tables and build report it wrote, read back: documents in ``doc_id`` order); the
+    returned build carries the same documents, the mapped questions (``None`` when the
+    corpus has no questions file) and a copy of ``report`` whose ``queries`` holds the
+    question funnel and the file's path.
+    """
+    report = dict(report)
+    qpath = queries_path(corpus)
+    if not qpath:
+        return CorpusBuild(documents=tuple(documents), questions=None, report=report)
+    raw = read_user_queries(qpath)
+    questions, funnel = map_user_queries(
+        raw,
+        documents,
+        fuzzy_min_ratio=corpus.fuzzy_min_ratio,
+        skip_unknown=corpus.skip_bad_files,
+        skipped_doc_ids={s.get("doc_id") for s in report["skipped"] if s.get("doc_id")},
+        partial_evidence=corpus.partial_evidence,
+        render=snippet_renderer(corpus, report.get("dialect")),
     )
+    report["queries"] = funnel.as_dict()
+    report["queries"]["path"] = str(qpath)
+    log.info("queries: %s", report["queries"]["funnel"])
+    return CorpusBuild(documents=tuple(documents), questions=tuple(questions), report=report,
+                       questions_from="user")
+
+
+def build_user_corpus(corpus: UserCorpus, source_name: str) -> CorpusBuild:
+    """Build a bring-your-own corpus with its questions: :func:`build_user_documents`, then
+    :func:`map_user_questions` (the workflow runs the two as separate jobs)."""
+    built = build_user_documents(corpus, source_name)
+    return map_user_questions(corpus, built.documents, built.report)
 
 
 __all__ = [
@@ -265,9 +290,12 @@ __all__ = [
     "adapter",
     "build_documents",
     "build_user_corpus",
+    "build_user_documents",
+    "document_files",
     "input_files",
     "iter_units",
     "list_files",
+    "map_user_questions",
     "queries_path",
     "read_text",
 ]

@@ -198,6 +198,22 @@ def write_corpus(build: CorpusBuild, corpus: str, output: Mapping[str, str]) -> 
     write_json(report, output["funnel"] if "funnel" in output.keys() else output["report"])
 
 
+def write_questions(build: CorpusBuild, corpus: str, output: Mapping[str, str]) -> None:
+    """Write a build's own questions (``queries``, ``qrels``) and its question funnel
+    (``funnel``: the build report with the funnel under ``queries``) to the named ``output``
+    paths of the question-mapping rule; the document tables were written by the documents
+    build (:func:`write_corpus`) and are not written again. Refused like :func:`write_corpus`
+    (:func:`check_build`) before any file is written."""
+    from structablate.io import write_json, write_parquet
+
+    if build.questions is None:
+        raise ValueError(f"corpus {corpus!r}: write_questions needs a build with questions")
+    check_build(build, corpus)
+    write_parquet(queries_frame(build.questions), output["queries"])
+    write_parquet(qrels_frame(build.questions), output["qrels"])
+    write_json(build.report, output["funnel"])
+
+
 def check_generated_questions(n_questions: int, funnel: Mapping, corpus: str) -> None:
     """Refuse (:class:`EmptyCorpusError`) a query generation that kept no question, showing
     its funnel (``generated → survivors → finals``) and the candidates' statuses; ``funnel``

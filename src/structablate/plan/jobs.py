@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from structablate import study
 from structablate.settings import Settings, dump_outputs
+from structablate.settings.corpora import USER_QUESTION_KEYS
 
 if TYPE_CHECKING:
     from structablate.plan import Plan
@@ -46,7 +47,12 @@ def wildcards_dict(w: Any) -> dict[str, str]:
     return {k: str(v) for k, v in w.items()} if hasattr(w, "items") else dict(vars(w))
 
 
-def _user_build(plan: Plan, s: Settings, w: dict[str, str]) -> dict[str, Any]:
+def _user_documents(plan: Plan, s: Settings, w: dict[str, str]) -> dict[str, Any]:
+    c = s.corpora[w["corpus"]]
+    return {"corpus": only(c, {f.name for f in dataclasses.fields(c)} - USER_QUESTION_KEYS)}
+
+
+def _user_questions(plan: Plan, s: Settings, w: dict[str, str]) -> dict[str, Any]:
     c = s.corpora[w["corpus"]]
     return {"corpus": replace(c, queries=plan.user_queries(w["corpus"]))}
 
@@ -83,7 +89,8 @@ def _statistics(plan: Plan, s: Settings) -> Any:
 
 
 CORPUS_RULES = frozenset({
-    "build_qasper", "build_wikipedia", "build_user", "build_user_documents", "generate_queries",
+    "build_qasper", "build_wikipedia", "build_user_documents", "map_user_questions",
+    "generate_queries",
     "bm25_check", "induce_structure", "tokenize_corpus", "embed_queries"})
 """Rules whose outputs belong to a corpus and no condition shapes them (the corpus, its
 questions and their vectors, the induced structure, the token table): the code of
@@ -107,8 +114,8 @@ _RULES: dict[str, Callable[[Plan, Settings, dict[str, str]], dict[str, Any]]] = 
                           data_dir=None)},
     "build_wikipedia": lambda p, s, w: {
         "source": s.corpora[w["corpus"]].source, "selection": s.corpora[w["corpus"]].selection},
-    "build_user": _user_build,
-    "build_user_documents": _user_build,
+    "build_user_documents": _user_documents,
+    "map_user_questions": _user_questions,
     "generate_queries": lambda p, s, w: {
         "queries": replace(p.query_generation(w["corpus"]), llm=None),
         "llm": p.stage_llm("queries", w["corpus"])},

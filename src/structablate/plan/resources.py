@@ -241,8 +241,8 @@ RATES: dict[str, Rate] = {
     # induction 71 and 41 CPU s), else taken as 20 MB and 5 CPU s per corpus MB.
     "build_qasper": Rate(450, 20, 20, 5),
     "build_wikipedia": Rate(450, 20, 20, 5),
-    "build_user": Rate(450, 20, 20, 5),
     "build_user_documents": Rate(450, 20, 20, 5),
+    "map_user_questions": Rate(450, 20, 20, 5),
     "generate_queries": Rate(600, 20, 60, 30),
     "tokenize_corpus": Rate(450, 6, 20, 0.4),
     "chunk": Rate(450, 20, 30, 5),

@@ -215,6 +215,11 @@ class UserCorpus:
                     "the funnel)")
 
 
+USER_QUESTION_KEYS: frozenset[str] = frozenset({"queries", "fuzzy_min_ratio", "partial_evidence"})
+"""The :class:`UserCorpus` keys only its questions read (their mapping, or their generation):
+the documents build neither sees them nor reruns when they change."""
+
+
 @dataclass(frozen=True)
 class SourceFacts:
     """What is known of a kind of corpus from its settings alone.
