@@ -13,8 +13,8 @@ from workflow_util import job_counts, snakemake
 
 from structablate.corpus.byo import build_user_corpus, build_user_documents, map_user_questions
 from structablate.corpus.flatten import (
-    documents_from_frames,
     documents_frame,
+    documents_from_frames,
     paragraphs_frame,
     sections_frame,
 )

@@ -44,7 +44,6 @@ from structablate.corpus.files import (
     read_text,
 )
 from structablate.corpus.flatten import FlatDocument
-from structablate.corpus.questions import MappedQuestion
 from structablate.corpus.result import CorpusBuild
 from structablate.corpus.user_queries import map_user_queries, read_user_queries
 from structablate.corpus.verify import VerificationError, verify_document
