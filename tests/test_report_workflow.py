@@ -25,6 +25,9 @@ def _write_project(root: Path) -> None:
         # a second entry of the same offline model: its own branch, vectors from the shared cache
         cfg["embedders"]["minilm_b"] = dict(cfg["embedders"]["minilm"])
         cfg["statistics"]["bootstrap_iters"] = 1000
+        # a pre-registered contrast of this config's own, not the paper's: the page names it
+        # among those that did not run (PageSettings.contrasts reaches the page)
+        cfg["statistics"]["contrasts"]["C9"] = ["G4", "A3"]
 
     write_project(root, CONDITIONS, tweak=tweak)
 
@@ -114,6 +117,11 @@ def test_summary_page_holds_contrast_table_and_every_figure(project):
         assert (flagged["answer"] == "not testable here").all()
     for src in expected:
         assert f"]({src})" in md
+
+
+def test_the_page_names_the_configured_contrasts_that_did_not_run(project):
+    text = (project / "results" / "report" / "index.md").read_text()
+    assert "C9 (G4 − A3) lacks A3" in text, text[:3000]
 
 
 def test_snakemake_report_is_self_contained_with_captions(project):

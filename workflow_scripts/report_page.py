@@ -77,7 +77,7 @@ def main(smk):
         embedders=s["embedders"], rerankers=s["rerankers"], conditions=s["conditions"],
         measures=s["measures"], primary=s["primary"], stage_conditions=s["stage_conditions"],
         llm=s["llm"], size_match_structure=s["size_match_structure"], inducer=s["inducer"],
-        guard=s["guard"])
+        guard=s["guard"], contrasts=s["contrasts"])
     intro, sections = build_page(cells, corpora, run)
     write_page(intro, sections, smk.output.markdown, smk.output.html)
     Path(smk.output.overview).write_text(overview_html(intro, sections), encoding="utf-8")

@@ -160,7 +160,10 @@ _RULES: dict[str, Callable[[Plan, Settings, dict[str, str]], dict[str, Any]]] = 
         "conditions": p.conditions, "measures": s.metrics.measures,
         "primary": _statistics(p, s).primary, "size_match_structure": s.size_match_structure,
         "inducer": s.induction.inducer, "stage_conditions": p.stage_conditions(),
-        "guard": s.report.guard},
+        "guard": s.report.guard,
+        # the configured families, so a contrast that did not run is named as configured
+        "contrasts": {"statistics.contrasts": s.statistics.contrasts,
+                      "statistics.extra_contrasts": s.statistics.extra_contrasts}},
 }
 
 
