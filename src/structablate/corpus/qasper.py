@@ -92,6 +92,7 @@ class QasperFunnel:
     evidence_float_selected: int = 0
     evidence_by_step: Counter = field(default_factory=Counter)
     spans_per_question: list[int] = field(default_factory=list)
+    evidence_per_question: list[int] = field(default_factory=list)
     papers_with_questions: int = 0
 
     def as_dict(self) -> dict:
@@ -122,6 +123,11 @@ class QasperFunnel:
             "evidence_exact_share": (self.evidence_by_step["exact"] / mapped) if mapped else 0.0,
             "multi_span_share": (sum(s > 1 for s in self.spans_per_question) / n) if n else 0.0,
             "mean_spans_per_question": (sum(self.spans_per_question) / n) if n else 0.0,
+            # the paper's counts: distinct evidence strings of each kept question (two
+            # strings may map to one span, so these can exceed the span counts above)
+            "multi_evidence_share": (sum(e > 1 for e in self.evidence_per_question) / n)
+            if n else 0.0,
+            "mean_evidence_per_question": (sum(self.evidence_per_question) / n) if n else 0.0,
         }
 
 
@@ -378,6 +384,7 @@ def map_questions(
         )
         funnel.kept += 1
         funnel.spans_per_question.append(len(spans))
+        funnel.evidence_per_question.append(len(evidence))
     return out
 
 

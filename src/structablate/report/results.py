@@ -786,12 +786,15 @@ def block_funnel(run: Run, led: Ledger, kind: str = "qasper", **_) -> list[str]:
             else:
                 here = "—"
             rows.append([label, here, ptxt, alike])
-        for label, pkey in (("multi-span questions", "multi_span_share"),
-                            ("evidence per question", "spans_per_question")):
+        for label, pkey, field_ in (
+                ("multi-span questions", "multi_span_share", "multi_evidence_share"),
+                ("evidence per question", "spans_per_question", "mean_evidence_per_question")):
             pv = PAPER_QASPER_FUNNEL[pkey]
-            rows.append([f"{label} (distinct evidence strings)", "— (not in funnel.json)",
+            here = (led.num(flat[field_], "3", src, {}, field_) if field_ in flat
+                    else "— (not in this run's funnel.json)")
+            rows.append([f"{label} (distinct evidence strings)", here,
                          led.num(pv, "3", "paper:funnel", {"step": pkey}, "value"),
-                         "the paper's count; docs/qasper.md reproduces it by hand"])
+                         "the same count"])
         for label, field_ in (("multi-span questions", "multi_span_share"),
                               ("spans per question", "mean_spans_per_question")):
             if field_ in flat:
