@@ -164,7 +164,7 @@ def slurm_run(tmp_path_factory, cluster):
             time.sleep(1)
         again = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True,
                                timeout=1800)
-        unlocked = "is locked" in again.stdout + again.stderr
+        unlocked = "Directory cannot be locked" in again.stdout + again.stderr
         if unlocked:
             subprocess.run([*cmd, "--unlock"], cwd=root, env=env, capture_output=True,
                            text=True, timeout=300, check=True)
