@@ -43,21 +43,20 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from structablate.errors import StructablateError
+from structablate.errors import EmbedderConfigError
 from structablate.model_paths import resolve_model_path
-from structablate.settings import EmbedderSettings
+from structablate.settings import (
+    EmbedderSettings,
+    backend_device_problem,
+    is_gpu,
+    planned_dtype,
+)
 from structablate.store.files import StoreError
 from structablate.store.folder import StoreSettings
 from structablate.store.lock import LockSettings, StageLock
 from structablate.store.typed import VectorStore, fill_found
 
-DTYPES = ("float32", "float16", "bfloat16", "auto")
-BACKENDS = ("torch", "openvino")
 _OV_PRECISION = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
-
-
-class EmbedderConfigError(StructablateError, ValueError):
-    """An embedder setting is invalid or cannot run here; the message names the field."""
 
 
 def cpu_has_native_bf16() -> bool:
@@ -80,19 +79,6 @@ def cpu_has_native_bf16() -> bool:
     return False
 
 
-def planned_dtype(dtype: str, device: str = "cpu") -> str:
-    """The precision ``dtype`` runs in on ``device``, from the settings alone (no hardware
-    probe, so the workflow can put it in a job's rerun trigger on a node without the GPU):
-    ``auto`` is ``bfloat16`` on ``cuda`` devices and ``float32`` on every other device;
-    explicit values are returned unchanged. :func:`resolve_dtype` gives the same answer on the
-    machine that runs the job, or refuses."""
-    if dtype not in DTYPES:
-        raise EmbedderConfigError(f"embedder dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
-    if dtype != "auto":
-        return dtype
-    return "bfloat16" if device.split(":", 1)[0] == "cuda" else "float32"
-
-
 @functools.cache
 def resolve_dtype(dtype: str, device: str = "cpu") -> str:
     """The precision that ``dtype`` means on ``device``: never ``auto``; always
@@ -108,7 +94,7 @@ def resolve_dtype(dtype: str, device: str = "cpu") -> str:
     Explicit values are returned unchanged.
     """
     planned = planned_dtype(dtype, device)
-    if dtype != "auto" or device.split(":", 1)[0] != "cuda":
+    if dtype != "auto" or not is_gpu(device):
         return planned
     import torch
 
@@ -131,10 +117,8 @@ def resolve_dtype(dtype: str, device: str = "cpu") -> str:
 def check_embedder(cfg: EmbedderSettings, where: str = "embedder") -> None:
     """What the schema cannot say about an embedder's settings: OpenVINO runs on the CPU only.
     Raises :class:`EmbedderConfigError` naming the key."""
-    if cfg.backend == "openvino" and cfg.device != "cpu":
-        raise EmbedderConfigError(
-            f"{where}.backend: 'openvino' runs on device 'cpu' only, not {cfg.device!r} (use "
-            "backend 'torch' on GPUs)")
+    if why := backend_device_problem(cfg.backend, cfg.device):
+        raise EmbedderConfigError(f"{where}.backend: {why}")
 
 
 def embedder_signature(cfg: EmbedderSettings) -> str:
