@@ -45,7 +45,14 @@ from structablate.settings import DTYPES, planned_dtype
 from .backends import FACTORIES, OpenVinoTransformer, TorchTransformer, TransformerBackend
 from .batches import BatchBuilder, Tokenized, padded_tokens, plan_batches, tokenize_once
 from .cache import EmbeddingCache, EmbeddingStats, embed_texts
-from .device import cpu_has_native_bf16, in_background, on_device, resolve_dtype, use_sdpa
+from .device import (
+    autocast_dtype,
+    cpu_has_native_bf16,
+    in_background,
+    on_device,
+    resolve_dtype,
+    use_sdpa,
+)
 from .embedder import Embedder, check_embedder, embedder_signature
 
 __all__ = [
@@ -60,6 +67,7 @@ __all__ = [
     "Tokenized",
     "TorchTransformer",
     "TransformerBackend",
+    "autocast_dtype",
     "check_embedder",
     "cpu_has_native_bf16",
     "embed_texts",

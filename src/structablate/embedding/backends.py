@@ -16,7 +16,6 @@ here with a :data:`FACTORIES` entry.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -25,7 +24,7 @@ import numpy as np
 from structablate.errors import EmbedderConfigError
 from structablate.settings import EmbedderSettings
 
-from .device import cpu_has_native_bf16, on_device
+from .device import autocast_dtype, on_device
 
 _OV_PRECISION = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
 
@@ -37,12 +36,9 @@ class TransformerBackend(Protocol):
 
 
 class TorchTransformer:
-    """The transformer module as loaded, run by torch on the embedder's device (any device).
-
-    A precision below float32 runs on the CPU through autocast (weights stay float32; matmuls
-    run in ``dtype``, norms and softmax in float32; bf16 without AVX512-BF16/AMX warns, as it
-    is emulated and slower than float32), and on other devices by converting the module to
-    ``dtype``."""
+    """The transformer module as loaded, run by torch on the embedder's device (any device):
+    a precision below float32 through autocast on the CPU, by converting the module on other
+    devices (:func:`~structablate.embedding.device.autocast_dtype`)."""
 
     def __init__(self, module, tokenizer, dtype: str, cfg: EmbedderSettings):
         import torch
@@ -50,19 +46,7 @@ class TorchTransformer:
         self._torch = torch
         self.module = module
         self.device = cfg.device
-        self.autocast = None
-        if dtype != "float32":
-            tdtype = getattr(torch, dtype)
-            if torch.device(cfg.device).type == "cpu":
-                if dtype == "bfloat16" and not cpu_has_native_bf16():
-                    warnings.warn(
-                        f"embedder {cfg.model!r}: dtype bfloat16 on a CPU without AVX512-BF16/"
-                        "AMX is emulated and slower than float32",
-                        stacklevel=3)
-                # weights stay float32; matmuls run in dtype, norms and softmax in float32
-                self.autocast = tdtype
-            else:
-                module.to(tdtype)
+        self.autocast = autocast_dtype(module, dtype, cfg.device, f"embedder {cfg.model!r}")
 
     def __call__(self, arrays: dict[str, np.ndarray]) -> dict:
         feats = on_device(arrays, self.device)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import queue
 import threading
+import warnings
 from collections.abc import Iterator
 
 import numpy as np
@@ -73,6 +74,28 @@ def resolve_dtype(dtype: str, device: str = "cpu") -> str:
             f"dtype 'auto' on device {device!r} means bfloat16, which this GPU ({name}) does not "
             "compute natively: set dtype: float16 or float32 for this embedder/reranker")
     return planned
+
+
+def autocast_dtype(module, dtype: str, device: str, who: str):
+    """Make torch ``module`` compute in ``dtype`` (resolved, :func:`resolve_dtype`) on
+    ``device``; return the torch dtype its calls must autocast to, or None.
+
+    ``float32``: nothing changes (None). On the CPU the weights stay float32 and the calls
+    autocast to ``dtype`` (matmuls in ``dtype``, norms and softmax in float32); bf16 on a CPU
+    without AVX512-BF16/AMX warns, naming ``who`` (it is emulated and slower than float32).
+    On other devices the module is converted to ``dtype`` (None)."""
+    if dtype == "float32":
+        return None
+    import torch
+
+    tdtype = getattr(torch, dtype)
+    if torch.device(device).type != "cpu":
+        module.to(tdtype)
+        return None
+    if dtype == "bfloat16" and not cpu_has_native_bf16():
+        warnings.warn(f"{who}: dtype bfloat16 on a CPU without AVX512-BF16/AMX is emulated and "
+                      "slower than float32", stacklevel=3)
+    return tdtype
 
 
 def on_device(arrays: dict[str, np.ndarray], device: str) -> dict:
