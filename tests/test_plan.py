@@ -183,8 +183,8 @@ def test_plan_code_reruns_nothing_by_itself(src_copy):
     assert not any(m.startswith("structablate.plan") for m in
                    code_mod.relevant_modules(chunk))
     before = _prints(src_copy)
-    for name in ("__init__.py", "jobs.py", "checks.py", "paths.py"):
-        f = src_copy / "src" / "structablate" / "plan" / name
+    for name in ("plan/__init__.py", "plan/jobs.py", "plan/checks.py", "results_paths.py"):
+        f = src_copy / "src" / "structablate" / name
         f.write_text(f.read_text() + "\nEXTRA_CONSTANT = 1\n")
     assert _prints(src_copy) == before
     vocab = src_copy / "src" / "structablate" / "settings" / "vocabulary.py"

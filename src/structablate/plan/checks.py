@@ -11,7 +11,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from structablate.errors import ConfigError
-from structablate.settings import LLM_BACKENDS, WikipediaCorpus, context_tokens
+from structablate.settings import (
+    LLM_BACKENDS,
+    WikipediaCorpus,
+    backend_device_problem,
+    context_tokens,
+)
 
 if TYPE_CHECKING:
     from structablate.plan import Plan
@@ -78,9 +83,8 @@ def check_plan(plan: Plan, check_files: bool, check_models: bool = True) -> None
                      + ("" if isinstance(c, WikipediaCorpus) else
                         ", or give a questions file (docs/byo.md)"))
     for ename, emb in s.embedders.items():
-        if emb.backend == "openvino" and emb.device != "cpu":
-            fail(f"embedders.{ename}.backend", f"'openvino' runs on device 'cpu' only, not "
-                 f"{emb.device!r} (use backend 'torch' on GPUs)")
+        if why := backend_device_problem(emb.backend, emb.device):
+            fail(f"embedders.{ename}.backend", why)
     for rname, rr in s.rerankers.items():
         if rname != "none" and not rr.model:
             fail(f"rerankers.{rname}.model", "a reranker needs a model")

@@ -46,15 +46,16 @@ CONDITION_MODULES: dict[str, Callable[[Condition], bool]] = {
 
 NOT_OUTPUT_CODE = frozenset({
     "structablate.plan", "structablate.plan.checks", "structablate.plan.code",
-    "structablate.plan.jobs", "structablate.plan.needs", "structablate.plan.paths",
-    "structablate.plan.resources"})
+    "structablate.plan.jobs", "structablate.plan.needs", "structablate.plan.resources",
+    "structablate.results_paths"})
 """Modules that decide when jobs rerun, where outputs go and what is refused, but never what a
-job computes: the plan's package. A glue script reaches the plan only through
-:func:`structablate.workflow.setup`, whose settings are the job's params themselves (less the
-``runtime`` keys, which change no output), so a change the plan makes to what a job is given
-reruns it through its params, and a plan edit that changes nothing a job receives reruns
-nothing. The modules the plan imports (settings, study, …) still count where a glue script
-reaches them."""
+job computes: the plan's package, and the results folder's paths it hands on
+(:mod:`structablate.results_paths`, which the report also reads). A glue script reaches the
+plan only through :func:`structablate.workflow.setup`, whose settings are the job's params
+themselves (less the ``runtime`` keys, which change no output), so a change the plan makes
+to what a job is given reruns it through its params, and a plan edit that changes nothing a
+job receives reruns nothing. The modules the plan imports (settings, study, …) still count
+where a glue script reaches them."""
 
 
 def module_file(module: str) -> Path | None:

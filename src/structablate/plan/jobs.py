@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from structablate import study
-from structablate.settings import Settings, dump_outputs
+from structablate.settings import Settings, dump_outputs, planned_dtype
 from structablate.settings.corpora import USER_QUESTION_KEYS
 
 if TYPE_CHECKING:
@@ -103,8 +103,6 @@ def _model_job(key: str, model: Any) -> dict[str, Any]:
     """An embedder's or reranker's settings and ``precision``, the precision its ``dtype``
     runs in on its device (``auto`` resolved from the settings: changing ``device`` alone
     reruns nothing, unless it changes the precision)."""
-    from structablate.embedding import planned_dtype
-
     return {key: model, "precision": planned_dtype(model.dtype, model.device)}
 
 

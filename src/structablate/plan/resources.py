@@ -27,6 +27,8 @@ from typing import Any
 
 import yaml
 
+from structablate.settings import is_gpu
+
 INF = math.inf
 
 Base = int | Callable[[Any], int]
@@ -475,7 +477,7 @@ def job_need(plan: Any, rule: str, w: Any,
     s = plan.settings
     if rule in ("embed_chunks", "embed_queries", "rerank"):
         model = s.rerankers[w.reranker] if rule == "rerank" else s.embedders[w.embedder]
-        gpu = int(str(model.device).startswith("cuda"))
+        gpu = int(is_gpu(model.device))
         need = estimate(rule, size, model_mb(model.model), threads=cap(8, gpu), gpu=gpu)
         if gpu:
             need = Need(need.threads, need.mem_mb + GPU_HOST_MB, need.runtime, gpu)

@@ -71,7 +71,7 @@ from structablate.paper import (
     PAPER_SECTION_RECALL,
     paper_contrast,
 )
-from structablate.plan.paths import Paths
+from structablate.results_paths import Paths
 from structablate.stats.bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED
 from structablate.stats.contrasts import contrast_difference
 from structablate.stats.embedders import embedder_contrasts, embedder_levels

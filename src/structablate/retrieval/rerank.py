@@ -41,7 +41,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -52,7 +51,7 @@ from tqdm import tqdm
 from structablate.embedding import (
     BatchBuilder,
     Tokenized,
-    cpu_has_native_bf16,
+    autocast_dtype,
     in_background,
     on_device,
     padded_tokens,
@@ -61,6 +60,7 @@ from structablate.embedding import (
     tokenize_once,
     use_sdpa,
 )
+from structablate.settings import is_gpu
 from structablate.store.typed import ScoreStore, fill_found
 
 log = logging.getLogger(__name__)
@@ -170,18 +170,8 @@ class PairScorer:
         self.max_seq_length = int(max_seq_length or min(int(own), 512))
         self.tokenizer = model.tokenizer
         self._hf = model[0].model  # the transformers *ForSequenceClassification module
-        self._autocast = None
-        if self.dtype != "float32":
-            tdtype = getattr(torch, self.dtype)
-            if torch.device(self.device).type == "cpu":
-                if self.dtype == "bfloat16" and not cpu_has_native_bf16():
-                    warnings.warn(f"reranker {name!r}: dtype bfloat16 on a CPU without "
-                                  "AVX512-BF16/AMX is emulated and slower than float32",
-                                  stacklevel=2)
-                self._autocast = tdtype
-            else:
-                self._hf.to(tdtype)
-        self._cuda = torch.device(self.device).type == "cuda"
+        self._autocast = autocast_dtype(self._hf, self.dtype, self.device, f"reranker {name!r}")
+        self._cuda = is_gpu(self.device)
         config = getattr(self._hf, "config", None)
         self.attention = str(getattr(config, "_attn_implementation", "unknown"))
         if self._cuda:

@@ -36,6 +36,14 @@ from structablate.settings._core import (
     runtime_keys,
     setting,
 )
+from structablate.settings.compute import (
+    DTYPES,
+    EMBEDDING_BACKENDS,
+    EmbeddingBackendFacts,
+    backend_device_problem,
+    is_gpu,
+    planned_dtype,
+)
 from structablate.settings.corpora import (
     CORPUS_SOURCES,
     DEFAULT_DROP_SECTIONS,
@@ -101,6 +109,9 @@ __all__ = [
     "BackendFacts",
     "CONDITION_NAMES",
     "CORPUS_SOURCES",
+    "DTYPES",
+    "EMBEDDING_BACKENDS",
+    "EmbeddingBackendFacts",
     "ChunkingSettings",
     "Condition",
     "ConfigError",
@@ -144,6 +155,7 @@ __all__ = [
     "WikipediaCorpus",
     "WikipediaSelection",
     "WikipediaXmlSource",
+    "backend_device_problem",
     "backend_facts",
     "context_tokens",
     "corpus_kind",
@@ -151,8 +163,10 @@ __all__ = [
     "dump",
     "dump_outputs",
     "generates_on_gpu",
+    "is_gpu",
     "load_settings",
     "parse",
+    "planned_dtype",
     "questions_file",
     "runtime_keys",
     "schema",

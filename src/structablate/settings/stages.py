@@ -13,6 +13,7 @@ from structablate.settings._core import (
     SEED_MAX,
     setting,
 )
+from structablate.settings.compute import Dtype, EmbeddingBackendName
 from structablate.settings.vocabulary import (
     Condition,
     frozen,
@@ -33,10 +34,10 @@ class EmbedderSettings:
     max_seq_length: int | None = setting(None, minimum=8,
                                          doc="truncation length in tokens (null: the model's)")
     device: str = setting("cpu", runtime=True, doc="torch device (cpu, cuda, cuda:1)")
-    dtype: Literal["float32", "float16", "bfloat16", "auto"] = setting(
+    dtype: Dtype = setting(
         "float32", doc="precision of the transformer layers (auto: bf16 on CUDA GPUs that "
         "compute it natively, float32 elsewhere, CPUs included; docs/embedding.md)")
-    backend: Literal["torch", "openvino"] = setting(
+    backend: EmbeddingBackendName = setting(
         "torch", doc="runtime: torch (any device) or openvino (CPU only, the fast CPU path)")
 
 
@@ -57,7 +58,7 @@ class RerankerSettings:
     max_seq_length: int | None = setting(None, minimum=8, doc="truncation length of a pair in "
                                                               "tokens (null: the model's)")
     device: str = setting("cpu", runtime=True, doc="torch device (cpu, cuda, cuda:1)")
-    dtype: Literal["float32", "float16", "bfloat16", "auto"] = setting(
+    dtype: Dtype = setting(
         "float32", doc="precision of the transformer layers (auto: bf16 on CUDA GPUs that "
         "compute it natively, float32 elsewhere, CPUs included; docs/embedding.md)")
 
@@ -81,7 +82,7 @@ class TextTilingSettings:
     titles: Literal["tfidf", "llm"] = setting(
         "tfidf", doc="section headings: extractive TF-IDF terms, or LLM-written (the hybrid)")
     batch_size: int = setting(32, minimum=1, runtime=True, doc="embedding batch size")
-    backend: Literal["torch", "openvino"] = setting(
+    backend: EmbeddingBackendName = setting(
         "torch", doc="paragraph embedding: torch (sentence-transformers encode per document) or "
         "openvino (the fixed-shape embedder in float32, the corpus in one call; CPU only, "
         "about 3x less CPU)")

@@ -1,5 +1,7 @@
 """Every path the workflow writes, as a function of the results folder.
 
+Pure (strings in, strings out) and below the plan, which hands it on as ``Plan.paths``: the
+report and the fidelity gate read a results folder through it without importing the plan.
 Rules build their ``input:``/``output:``/``log:`` entries from these methods (passing
 ``"{corpus}"``-style wildcard placeholders where Snakemake should match), glue scripts receive
 paths from Snakemake and never build or split them, and the report finds its files the same
