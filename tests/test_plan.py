@@ -92,7 +92,9 @@ def test_a_job_sees_and_reruns_on_only_the_keys_it_uses(monkeypatch):
 
 def test_runtime_settings_do_not_trigger_reruns(monkeypatch):
     def plan_with(**emb):
-        return _plan(monkeypatch, lambda cfg: cfg["embedders"]["minilm"].update(emb))
+        # the torch backend: the default's OpenVINO runs on CPUs only
+        return _plan(monkeypatch, lambda cfg: cfg["embedders"]["minilm"].update(
+            {"backend": "torch", **emb}))
 
     w = {"corpus": "qasper", "embedder": "minilm", "chunkset": "G2"}
     script = REPO / "workflow_scripts/embed.py"

@@ -25,7 +25,8 @@ W = {"corpus": "qasper", "embedder": "minilm", "chunkset": "G2"}
 def _plan(monkeypatch, **emb) -> Plan:
     monkeypatch.chdir(REPO)
     cfg = copy.deepcopy(BASE)
-    cfg["embedders"]["minilm"].update(emb)
+    # the torch backend, which runs on every device kind (the default's OpenVINO: CPUs only)
+    cfg["embedders"]["minilm"].update({"backend": "torch", **emb})
     return Plan.from_config(cfg)
 
 
