@@ -25,9 +25,10 @@ def _write_project(root: Path) -> None:
         # a second entry of the same offline model: its own branch, vectors from the shared cache
         cfg["embedders"]["minilm_b"] = dict(cfg["embedders"]["minilm"])
         cfg["statistics"]["bootstrap_iters"] = 1000
-        # a pre-registered contrast of this config's own, not the paper's: the page names it
-        # among those that did not run (PageSettings.contrasts reaches the page)
-        cfg["statistics"]["contrasts"]["C9"] = ["G4", "A3"]
+        # an exploratory contrast of this config's own whose conditions did not run: the page
+        # names it (PageSettings.contrasts reaches the page; without it the page knew only
+        # the paper's C1-C4)
+        cfg["statistics"]["extra_contrasts"]["X9"] = ["G4", "A3"]
 
     write_project(root, CONDITIONS, tweak=tweak)
 
@@ -121,7 +122,7 @@ def test_summary_page_holds_contrast_table_and_every_figure(project):
 
 def test_the_page_names_the_configured_contrasts_that_did_not_run(project):
     text = (project / "results" / "report" / "index.md").read_text()
-    assert "C9 (G4 − A3) lacks A3" in text, text[:3000]
+    assert "extra_contrasts X9 (G4 − A3) lacks A3" in text, text[:3000]
 
 
 def test_snakemake_report_is_self_contained_with_captions(project):
