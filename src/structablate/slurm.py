@@ -27,11 +27,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from structablate.settings import is_gpu
+
 __all__ = ["CPU_GROUPS", "PLUGIN_RESOURCE", "StatusChoice", "booked_gpu_hours",
            "check_status_command", "choose_status_command", "cpu_group", "embed_group",
            "forbidden_options",
            "gpu_group", "loud_status_polls",
-           "on_gpu", "slurm_extra_problems", "upstream_stages"]
+           "slurm_extra_problems", "upstream_stages"]
 
 PLUGIN_RESOURCE: dict[str, str] = {
     "quality of service": "the `qos` resource (default-resources: {qos: NAME}) or the "
@@ -82,11 +84,6 @@ def slurm_extra_problems(extras: Mapping[str, str]) -> list[str]:
 # ------------------------------------------------------------------ GPU jobs by device and DAG
 
 
-def on_gpu(device: str) -> bool:
-    """Whether a torch ``device`` setting (``cpu``, ``cuda``, ``cuda:1``) books a GPU."""
-    return device.startswith("cuda")
-
-
 def upstream_stages(plan: Any, corpus: str, chunksets: list[str] | None,
                     questions: bool) -> list[str]:
     """The long stages (hours) an embedding or reranking job of ``corpus`` waits for, in
@@ -127,7 +124,7 @@ def gpu_group(workflow: Any, plan: Any, kind: str, rule: str, wildcards: Any) ->
         device = s.embedders[w["embedder"]].device
         chunksets = None if rule == "embed_queries" else [w["chunkset"]]
         questions = rule == "embed_queries"
-    if not on_gpu(device):
+    if not is_gpu(device):
         return None
     stages = upstream_stages(plan, w["corpus"], chunksets, questions)
     gid = f"{kind}-{w['corpus']}-{'+'.join(stages) or 'base'}"
@@ -167,7 +164,7 @@ def cpu_group(workflow: Any, plan: Any, rule: str, wildcards: Any) -> str | None
             return None  # it reads A1's chunks, written by contextualize from A0's
         kind, gid = "corpus", f"corpus-{corpus}"
     elif rule in ("embed_chunks", "embed_queries"):
-        if on_gpu(plan.settings.embedders[w["embedder"]].device):
+        if is_gpu(plan.settings.embedders[w["embedder"]].device):
             return None
         kind, gid = "cell", f"cell-{corpus}-{w['embedder']}-none"
     elif rule == "retrieve":
