@@ -212,6 +212,11 @@ def cmd_speed(args) -> None:
     runs.update({spec: (lambda t, spec=spec: embedders[t, spec].encode(texts))
                  for spec in args.variants})
     ref = runs["raw"](0)
+    # one tokenizer pass of each path (its own tokenizer call), timed apart from the encode
+    tok_runs: dict[str, object] = {"raw": lambda t: raw.tokenizer(
+        texts, padding=True, truncation=True, max_length=MAX_SEQ, verbose=False)}
+    tok_runs.update({spec: (lambda t, spec=spec: embedders[t, spec].tokenize(texts))
+                     for spec in args.variants})
     if args.save:
         np.save(args.save, np.stack([embedders[args.threads[0], spec].encode(texts)
                                      for spec in args.variants]))
@@ -224,6 +229,7 @@ def cmd_speed(args) -> None:
             print(f"  {spec}: min cosine vs raw float32 {cos:.6f}", flush=True)
     wall = {(st, k): [] for st in states for k in runs}
     cpu = {(st, k): [] for st in states for k in runs}
+    tok_wall = {(st, k): [] for st in states for k in runs}
     for _ in range(args.rounds):  # each round visits every state; within it, every path
         for st in states:
             t, n = st
@@ -234,6 +240,9 @@ def cmd_speed(args) -> None:
                     fn(t)
                     wall[st, name].append(time.perf_counter() - w)
                     cpu[st, name].append(time.process_time() - c)
+                    w = time.perf_counter()
+                    tok_runs[name](t)
+                    tok_wall[st, name].append(time.perf_counter() - w)
 
     def ratio(st, name):
         return statistics.median(r / v for r, v in zip(wall[st, "raw"], wall[st, name],
@@ -243,7 +252,7 @@ def cmd_speed(args) -> None:
         t, n = st
         print(f"\n{t} thread(s), {n} busy neighbour process(es)")
         print(f"{'variant':24} {'texts/s':>8} {'x raw':>6} {'cpu s':>7} {'x raw':>6} "
-              f"{'tok/real':>8} {'GFLOP/s':>8} {'% peak':>7}")
+              f"{'tok/real':>8} {'GFLOP/s':>8} {'% peak':>7} {'tokenize':>8}")
         for name in runs:
             w = statistics.median(wall[st, name])
             if name == "raw":
@@ -257,7 +266,9 @@ def cmd_speed(args) -> None:
             peak = peaks.get(dtype, peaks["float32"])[1]
             print(f"{name:24} {len(texts) / w:8.1f} {ratio(st, name):6.2f} "
                   f"{c:7.2f} {statistics.median(cpu[st, 'raw']) / c:6.2f} {pad:8.2f} "
-                  f"{gflops:8.1f} {100 * gflops / peak:6.0f}%  of the {dtype} peak")
+                  f"{gflops:8.1f} {100 * gflops / peak:6.0f}% "
+                  f"{100 * statistics.median(tok_wall[st, name]) / w:7.0f}%"
+                  f"  of the {dtype} peak")
     print(f"\n{'variant':24} " + " ".join(f"{f'{t}t/{n}busy':>9}" for t, n in states)
           + f" {'worst':>6}")
     worst = {}
@@ -272,7 +283,9 @@ def cmd_speed(args) -> None:
           f"against raw encode under the same load. texts/s and the first 'x raw' are per wall "
           f"second; 'cpu s' is process time (with several threads it includes spin-waits); "
           f"GFLOP/s counts real tokens only, per CPU second, against the matmul peak per CPU "
-          f"second of the variant's precision. A busy neighbour is one process of one-thread "
+          f"second of the variant's precision; 'tokenize': one tokenizer pass over the texts (each "
+          f"path's own tokenizer call, timed apart, median) as a share of the path's wall "
+          f"time. A busy neighbour is one process of one-thread "
           f"float32 matrix products (BURN).")
 
 
