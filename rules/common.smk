@@ -10,7 +10,7 @@ from snakemake.settings.types import DeploymentMethod
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
-from structablate.corpus.byo import document_files, queries_path
+from structablate.user_files import document_files, questions_file
 from structablate.errors import ConfigError
 from structablate.plan import Plan
 from structablate.plan.checks import container_warning
@@ -221,7 +221,7 @@ def user_document_files(w):
 
 def user_questions_file(w):
     """A user corpus's questions file."""
-    return [queries_path(PLAN.settings.corpora[w.corpus])]
+    return [questions_file(PLAN.settings.corpora[w.corpus])]
 
 
 def structure_file(w):

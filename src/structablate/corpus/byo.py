@@ -48,7 +48,8 @@ from structablate.corpus.result import CorpusBuild
 from structablate.corpus.user_queries import map_user_queries, read_user_queries
 from structablate.corpus.verify import VerificationError, verify_document
 from structablate.ids import IdError, check_distinct_tokens, check_doc_id, id_token
-from structablate.settings import UserCorpus, UserQueriesFile
+from structablate.settings import UserCorpus
+from structablate.user_files import document_files, input_files, questions_file
 
 log = logging.getLogger(__name__)
 
@@ -86,13 +87,6 @@ def iter_units(corpus: UserCorpus, source_name: str) -> Iterator[InputUnit]:
     return adapter(corpus.type, source_name).iter_units(corpus, source_name)
 
 
-def input_files(corpus: UserCorpus) -> list[str]:
-    """Every file a corpus entry reads (documents, then the queries file): a rule's ``input``,
-    so Snakemake rebuilds the corpus when one of them changes."""
-    q = queries_path(corpus)
-    return document_files(corpus) + ([q] if q else [])
-
-
 _SKIP_ADVICE = re.compile(r"[,;]?\s*(?:or )?set skip_bad_files: true[^;)]*")
 
 
@@ -111,7 +105,7 @@ def build_documents(
     skipped: list[dict] = []
     # a progress bar where stderr is a terminal or a workflow job's log (structablate.workflow)
     files = None if corpus.type == "jsonl" else len(input_files(corpus)) - bool(
-        queries_path(corpus))
+        questions_file(corpus))
     units = tqdm(iter_units(corpus, source_name), total=files, unit="document",
                  desc=f"build {source_name}", disable=None)
     for where, guess, make in units:
@@ -195,23 +189,6 @@ def snippet_renderer(corpus: UserCorpus, dialect: str | None) -> Callable[[str],
     return None
 
 
-def queries_path(corpus: UserCorpus) -> str | None:
-    """The user-queries file of a corpus entry: ``queries: file`` or ``queries: {path: file}``;
-    ``None`` when its questions are generated."""
-    q = corpus.queries
-    if isinstance(q, UserQueriesFile):
-        return q.path
-    return q if isinstance(q, str) else None
-
-
-def document_files(corpus: UserCorpus) -> list[str]:
-    """The document files of a corpus entry (its questions file excluded), in the order they
-    are read: the ``input`` of the documents build, so that editing a question reruns only
-    the jobs that read questions."""
-    exts = corpus.extensions or adapter(corpus.type, "?").extensions
-    return [str(sf.path) for sf in list_files(corpus.path, tuple(exts))]
-
-
 def build_user_documents(corpus: UserCorpus, source_name: str) -> CorpusBuild:
     """Build a bring-your-own corpus's documents, without its questions.
 
@@ -253,7 +230,7 @@ def map_user_questions(corpus: UserCorpus, documents: Sequence[FlatDocument],
     question funnel and the file's path.
     """
     report = dict(report)
-    qpath = queries_path(corpus)
+    qpath = questions_file(corpus)
     if not qpath:
         return CorpusBuild(documents=tuple(documents), questions=None, report=report)
     raw = read_user_queries(qpath)
@@ -295,6 +272,5 @@ __all__ = [
     "iter_units",
     "list_files",
     "map_user_questions",
-    "queries_path",
     "read_text",
 ]

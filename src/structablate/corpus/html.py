@@ -40,9 +40,9 @@ from structablate.corpus.files import (
     file_units,
 )
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
-from structablate.settings import LEAD_HEADING, UserCorpus
+from structablate.settings import LEAD_HEADING, USER_EXTENSIONS, UserCorpus
 
-EXTENSIONS = (".html", ".htm", ".xhtml")
+EXTENSIONS = USER_EXTENSIONS["html"]
 
 DROP_TAGS = frozenset({
     "script", "style", "noscript", "template", "nav", "header", "footer", "aside", "form",

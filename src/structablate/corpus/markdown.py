@@ -67,9 +67,9 @@ from structablate.corpus.files import (
 )
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
 from structablate.corpus.render import snippet_source
-from structablate.settings import LEAD_HEADING, UserCorpus
+from structablate.settings import LEAD_HEADING, USER_EXTENSIONS, UserCorpus
 
-EXTENSIONS = (".md", ".markdown")
+EXTENSIONS = USER_EXTENSIONS["markdown"]
 
 # One attribute of an attribute list: #id, .class or key=value (value bare or quoted); ids,
 # classes and keys start with a letter and keys have two characters or more, so LaTeX such

@@ -59,9 +59,9 @@ from structablate.corpus.render import (
     snippet_source,
     version_text,
 )
-from structablate.settings import LEAD_HEADING, UserCorpus
+from structablate.settings import LEAD_HEADING, USER_EXTENSIONS, UserCorpus
 
-EXTENSIONS = (".rst", ".rest")
+EXTENSIONS = USER_EXTENSIONS["rst"]
 
 # docutils directives this reader replaces: file access limited to the corpus, raw dropped,
 # code and math with Sphinx's options, class as Sphinx's Python class description

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from structablate import study
+from structablate.errors import ByoInputError
 from structablate.plan import checks, jobs
 from structablate.plan.jobs import CORPUS_RULES, only
 from structablate.results_paths import Paths
@@ -42,6 +43,7 @@ from structablate.settings import (
     questions_file,
 )
 from structablate.settings._core import build_settings
+from structablate.user_files import input_files
 
 __all__ = ["CORPUS_RULES", "LLM_STAGES", "Cell", "Plan", "only"]
 
@@ -248,11 +250,9 @@ class Plan:
             elif kind == "wikipedia" and c.source.mode == "xml":
                 out[f"corpora.{name}.source.path"] = [c.source.path]
             elif kind == "user":
-                from structablate.corpus.byo import input_files
-
                 try:
                     out[f"corpora.{name}.path"] = input_files(c)
-                except Exception:  # noqa: BLE001 - no files: the build names why
+                except ByoInputError:  # no files: the build names why
                     out[f"corpora.{name}.path"] = []
             if self.generates_queries(name):
                 out[f"corpora.{name}.queries.llm.cache"] = self.recorded_generations(

@@ -27,7 +27,9 @@ from typing import Any
 
 import yaml
 
+from structablate.errors import ByoInputError
 from structablate.settings import is_gpu
+from structablate.user_files import input_files
 
 INF = math.inf
 
@@ -204,11 +206,9 @@ def corpus_mb(plan: Any, corpus: str) -> float:
         if c.source.mode == "xml":
             return _file_mb(c.source.path, c.selection.n_docs * WIKIPEDIA_ARTICLE_MB)
         return c.selection.n_docs * WIKIPEDIA_ARTICLE_MB
-    from structablate.corpus.byo import input_files
-
     try:
         return sum(_file_mb(f, 0.0) for f in input_files(c))
-    except Exception:  # noqa: BLE001 - missing files are refused elsewhere
+    except ByoInputError:  # missing files are refused elsewhere
         return 0.0
 
 
