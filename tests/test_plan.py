@@ -194,6 +194,27 @@ def test_plan_code_reruns_nothing_by_itself(src_copy):
     assert all(after != before[c] for c, after in _prints(src_copy).items())
 
 
+def test_what_only_the_plan_imports_counts_for_no_job(src_copy):
+    """The plan lists a user corpus's files (``user_files``); what it imports is not followed
+    into the jobs' code: an edit to the Markdown reader or the file listing reruns no
+    QASPER job (before, every job reached the whole corpus package through the plan), while
+    the user-corpus build that reads them reruns."""
+    score = src_copy / "workflow_scripts" / "score.py"
+    build = src_copy / "workflow_scripts" / "build_user_documents.py"
+    for m in ("structablate.user_files", "structablate.corpus.markdown"):
+        assert m not in code_mod.relevant_modules(score), m
+        assert m in code_mod.relevant_modules(build), m
+    before = _prints(src_copy)
+    build_before = code_mod.fingerprint(build)
+    for name in ("user_files.py", "corpus/markdown.py", "corpus/byo.py"):
+        f = src_copy / "src" / "structablate" / name
+        f.write_text(f.read_text() + "\nEXTRA_CONSTANT = 1\n")
+    assert _prints(src_copy) == before
+    for f in (code_mod.source_hash, code_mod._parsed):
+        f.cache_clear()
+    assert code_mod.fingerprint(build) != build_before
+
+
 def test_condition_modules_count_only_for_the_conditions_a_job_serves(src_copy,
                                                                        monkeypatch):
     """The question vectors (chunkset ``queries``) serve no condition: a fixed-window edit

@@ -21,15 +21,3 @@ class ConfigError(StructablateError, ValueError):
 class EmbedderConfigError(ConfigError):
     """An embedder's or reranker's setting is invalid or cannot run here (a dtype this GPU
     does not compute, a backend on a device it does not run on); the message names the key."""
-
-
-class ByoInputError(StructablateError, ValueError):
-    """A user input (document file, JSONL line, query line) is unusable.
-
-    ``where`` is ``"file"`` or ``"file:line"``; the message is ``"{where}: {reason}"``.
-    """
-
-    def __init__(self, where: str, reason: str):
-        self.where = where
-        self.reason = reason
-        super().__init__(f"{where}: {reason}")

@@ -101,7 +101,10 @@ def _direct(path: Path, module: str | None) -> set[str]:
 @cache
 def closure(path: Path, module: str | None = None) -> frozenset[str]:
     """Every ``structablate`` module the file at ``path`` needs, transitively. Importing a
-    submodule runs its parent packages' ``__init__``, so those count too."""
+    submodule runs its parent packages' ``__init__``, so those count too. The imports of a
+    module of :data:`NOT_OUTPUT_CODE` are not followed: what only the plan imports (a user
+    corpus's file listing, the corpus readers it once reached) computes no job's outputs, so
+    it counts only where a job's own code reaches it."""
     seen: set[str] = set()
     todo = list(_direct(path, module))
     while todo:
@@ -112,7 +115,7 @@ def closure(path: Path, module: str | None = None) -> frozenset[str]:
         parts = m.split(".")
         todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
         f = module_file(m)
-        if f is not None:
+        if f is not None and m not in NOT_OUTPUT_CODE:
             todo.extend(_direct(f, m) - seen)
     return frozenset(seen)
 

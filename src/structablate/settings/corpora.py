@@ -215,17 +215,6 @@ class UserCorpus:
                     "the funnel)")
 
 
-USER_EXTENSIONS: dict[str, tuple[str, ...]] = {
-    "markdown": (".md", ".markdown"),
-    "rst": (".rst", ".rest"),
-    "html": (".html", ".htm", ".xhtml"),
-    "jsonl": (".jsonl", ".ndjson"),
-}
-"""A user corpus ``type`` -> the file extensions a folder of it is searched for (matched without
-regard to case) when its ``extensions`` key is null; the one table the readers in
-:mod:`structablate.corpus` and the plan's file listing share."""
-
-
 USER_QUESTION_KEYS: frozenset[str] = frozenset({"queries", "fuzzy_min_ratio", "partial_evidence"})
 """The :class:`UserCorpus` keys only its questions read (their mapping, or their generation):
 the documents build neither sees them nor reruns when they change."""
