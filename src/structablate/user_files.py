@@ -4,7 +4,7 @@ document id.
 The listing the plan dates and sizes (:meth:`structablate.plan.Plan.source_files`,
 :func:`structablate.plan.resources.corpus_mb`), the rules name as inputs and the readers of
 :mod:`structablate.corpus` parse, in one place below all three. A folder is searched for the
-extensions of the corpus's ``type`` (:data:`structablate.settings.USER_EXTENSIONS`) or its own
+extensions of the corpus's ``type`` (:data:`USER_EXTENSIONS`) or its own
 ``extensions`` key. Every path is as the config gives it (relative to where Snakemake runs).
 """
 
@@ -18,10 +18,32 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from structablate.errors import ByoInputError
-from structablate.settings import USER_EXTENSIONS, UserCorpus, questions_file
+from structablate.errors import StructablateError
+from structablate.settings import UserCorpus, questions_file
 
 log = logging.getLogger(__name__)
+
+USER_EXTENSIONS: dict[str, tuple[str, ...]] = {
+    "markdown": (".md", ".markdown"),
+    "rst": (".rst", ".rest"),
+    "html": (".html", ".htm", ".xhtml"),
+    "jsonl": (".jsonl", ".ndjson"),
+}
+"""A user corpus ``type`` -> the file extensions a folder of it is searched for (matched
+without regard to case) when its ``extensions`` key is null: the one table the readers of
+:mod:`structablate.corpus` and the plan's listing share."""
+
+
+class ByoInputError(StructablateError, ValueError):
+    """A user input (document file, JSONL line, query line) is unusable.
+
+    ``where`` is ``"file"`` or ``"file:line"``; the message is ``"{where}: {reason}"``.
+    """
+
+    def __init__(self, where: str, reason: str):
+        self.where = where
+        self.reason = reason
+        super().__init__(f"{where}: {reason}")
 
 
 @dataclass(frozen=True)
@@ -177,7 +199,7 @@ def corpus_roots(corpus: UserCorpus) -> tuple[str, ...]:
 
 def extensions(corpus: UserCorpus) -> tuple[str, ...]:
     """The extensions a folder of ``corpus`` is searched for: its ``extensions`` key, else its
-    ``type``'s (:data:`~structablate.settings.USER_EXTENSIONS`)."""
+    ``type``'s (:data:`USER_EXTENSIONS`)."""
     return tuple(corpus.extensions or USER_EXTENSIONS[corpus.type])
 
 

@@ -1,6 +1,6 @@
-"""User input files: decoding, input units and heading stacks (the listing is
-:mod:`structablate.user_files`, the error :class:`~structablate.errors.ByoInputError`; both are
-re-exported here for the adapters).
+"""User input files: decoding, input units and heading stacks (the listing and
+:class:`ByoInputError` are :mod:`structablate.user_files`'s, re-exported here for the
+adapters).
 
 The pieces every bring-your-own adapter (:mod:`~structablate.corpus.markdown`,
 :mod:`~structablate.corpus.html`, :mod:`~structablate.corpus.jsonl`) and the user-query reader
@@ -17,9 +17,14 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from structablate.corpus.flatten import FlatDocument
-from structablate.errors import ByoInputError
 from structablate.settings import UserCorpus
-from structablate.user_files import SourceFile, corpus_roots, list_files, walk_files
+from structablate.user_files import (
+    ByoInputError,
+    SourceFile,
+    corpus_roots,
+    list_files,
+    walk_files,
+)
 
 __all__ = ["ByoInputError", "HeadingStack", "InputUnit", "SourceFile", "corpus_roots",
            "list_files", "read_text", "walk_files"]

@@ -40,7 +40,8 @@ from structablate.corpus.files import (
     file_units,
 )
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
-from structablate.settings import LEAD_HEADING, USER_EXTENSIONS, UserCorpus
+from structablate.settings import LEAD_HEADING, UserCorpus
+from structablate.user_files import USER_EXTENSIONS
 
 EXTENSIONS = USER_EXTENSIONS["html"]
 

@@ -40,7 +40,8 @@ from structablate.corpus.files import (
 )
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
 from structablate.ids import IdError, check_doc_id
-from structablate.settings import LEAD_HEADING, USER_EXTENSIONS, UserCorpus
+from structablate.settings import LEAD_HEADING, UserCorpus
+from structablate.user_files import USER_EXTENSIONS
 
 EXTENSIONS = USER_EXTENSIONS["jsonl"]
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")

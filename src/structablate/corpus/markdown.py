@@ -67,7 +67,8 @@ from structablate.corpus.files import (
 )
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
 from structablate.corpus.render import snippet_source
-from structablate.settings import LEAD_HEADING, USER_EXTENSIONS, UserCorpus
+from structablate.settings import LEAD_HEADING, UserCorpus
+from structablate.user_files import USER_EXTENSIONS
 
 EXTENSIONS = USER_EXTENSIONS["markdown"]
 

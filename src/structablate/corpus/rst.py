@@ -59,7 +59,8 @@ from structablate.corpus.render import (
     snippet_source,
     version_text,
 )
-from structablate.settings import LEAD_HEADING, USER_EXTENSIONS, UserCorpus
+from structablate.settings import LEAD_HEADING, UserCorpus
+from structablate.user_files import USER_EXTENSIONS
 
 EXTENSIONS = USER_EXTENSIONS["rst"]
 

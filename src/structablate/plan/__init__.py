@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from structablate import study
-from structablate.errors import ByoInputError
 from structablate.plan import checks, jobs
 from structablate.plan.jobs import CORPUS_RULES, only
 from structablate.results_paths import Paths
@@ -43,7 +42,7 @@ from structablate.settings import (
     questions_file,
 )
 from structablate.settings._core import build_settings
-from structablate.user_files import input_files
+from structablate.user_files import ByoInputError, input_files
 
 __all__ = ["CORPUS_RULES", "LLM_STAGES", "Cell", "Plan", "only"]
 

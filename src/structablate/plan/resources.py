@@ -27,9 +27,8 @@ from typing import Any
 
 import yaml
 
-from structablate.errors import ByoInputError
 from structablate.settings import is_gpu
-from structablate.user_files import input_files
+from structablate.user_files import ByoInputError, input_files
 
 INF = math.inf
 
