@@ -15,7 +15,8 @@ chunk's content with the tokenizer.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
 import numpy as np
 import polars as pl
@@ -34,8 +35,9 @@ from structablate.corpus.flatten import (
     top_section_ids,
 )
 from structablate.ids import id_token  # the chunk-id form of a doc_id (re-exported)
+from structablate.mechanisms import MECHANISMS
 from structablate.settings import ChunkingSettings, Settings
-from structablate.study import Condition
+from structablate.study import Boundaries, Condition, Prefix
 from structablate.tables import frame
 from structablate.text.sentences import sentence_spans
 
@@ -99,6 +101,10 @@ def build_chunks(
     paras = paragraphs_from_frame(paragraphs)
     secs = sections_from_frame(sections)
     ref = sections_from_frame(size_reference) if size_reference is not None else None
+    render_prefix = prefix_renderer(cond)
+    if cond.boundaries not in PLANNED_BOUNDARIES:
+        raise ValueError(f"{cond.name}: build_chunks plans no {cond.boundaries.value!r} "
+                         "boundaries: add a branch for them and to PLANNED_BOUNDARIES")
     if study.is_fixed_window(cond) and ref is None:
         raise ValueError(f"{cond.name}: fixed windows need a size_reference sections table")
     if tokens is None:
@@ -155,8 +161,8 @@ def build_chunks(
             rows["end"].append(c.end)
             rows["section_idx"].append(c.section_idx)
             rows["top_section"].append(c.top_section)
-            rows["prefix"].append(_prefix(cond, doc_id, title, s[c.section_idx], params,
-                                          placebo_paths))
+            rows["prefix"].append(render_prefix(cond, doc_id, title, s[c.section_idx], params,
+                                                placebo_paths))
             rows["size_target"].append(target)
     if len(set(rows["chunk_id"])) != len(rows["chunk_id"]):
         raise ValueError(f"{cond.name}: two documents give the same chunk id; doc_ids that "
@@ -291,26 +297,68 @@ def _crossings(chunks: pl.DataFrame, sections: pl.DataFrame) -> dict[str, int]:
     }
 
 
-def _prefix(
-    cond: Condition,
-    doc_id: str,
-    title: str,
-    section: Section,
-    params: ChunkingSettings,
-    placebo_paths: Mapping | None,
-) -> str:
-    if not study.uses_breadcrumb(cond):
-        # contexts are added later by the LLM stage; until then the prefix is empty
-        return ""
-    path = tuple(section.path[: cond.depth])
-    if study.uses_placebo(cond):
-        if placebo_paths is None:
-            raise ValueError(f"{cond.name}: placebo condition needs placebo path assignments")
-        path = tuple(placebo_paths[(doc_id, path)])
+PrefixRenderer = Callable[
+    [Condition, str, str, Section, ChunkingSettings, Mapping | None], str]
+"""``(condition, doc_id, title, section, params, placebo_paths) -> prefix``: the text that
+precedes a chunk's content when it is embedded, with its trailing space, or ``""``."""
+
+
+def no_prefix(cond: Condition, doc_id: str, title: str, section: Section,
+              params: ChunkingSettings, placebo_paths: Mapping | None) -> str:
+    """:attr:`~structablate.study.Prefix.NONE`: nothing precedes the content."""
+    return ""
+
+
+def own_breadcrumb(cond: Condition, doc_id: str, title: str, section: Section,
+                   params: ChunkingSettings, placebo_paths: Mapping | None) -> str:
+    """:attr:`~structablate.study.Prefix.BREADCRUMB`: the chunk's own heading path, to
+    ``cond.depth`` levels below the title."""
     return render_breadcrumb(
-        title, path, cond.depth, separator=params.breadcrumb_separator,
-        include_title=params.breadcrumb_include_title
-    )
+        title, tuple(section.path[: cond.depth]), cond.depth,
+        separator=params.breadcrumb_separator, include_title=params.breadcrumb_include_title)
+
+
+def placebo_breadcrumb(cond: Condition, doc_id: str, title: str, section: Section,
+                       params: ChunkingSettings, placebo_paths: Mapping | None) -> str:
+    """:attr:`~structablate.study.Prefix.PLACEBO`: the heading path of the same depth that
+    ``placebo_paths`` assigns to the chunk's own ``(doc_id, truncated path)``, under the
+    chunk's own title."""
+    if placebo_paths is None:
+        raise ValueError(f"{cond.name}: placebo condition needs placebo path assignments")
+    path = tuple(placebo_paths[(doc_id, tuple(section.path[: cond.depth]))])
+    return render_breadcrumb(
+        title, path, cond.depth,
+        separator=params.breadcrumb_separator, include_title=params.breadcrumb_include_title)
+
+
+PREFIX_RENDERERS: Mapping[Prefix, PrefixRenderer] = MappingProxyType({
+    Prefix.NONE: no_prefix,
+    Prefix.BREADCRUMB: own_breadcrumb,
+    Prefix.PLACEBO: placebo_breadcrumb,
+})
+"""The prefixes the chunk rule renders, by :class:`~structablate.study.Prefix` member: every
+member whose :data:`structablate.mechanisms.MECHANISMS` entry names the ``chunk`` rule
+(``tests/test_mechanisms.py`` keeps the two equal). A situating context
+(:attr:`~structablate.study.Prefix.CONTEXT`) is written by the ``contextualize`` rule on
+windows this rule cut for another condition."""
+
+PLANNED_BOUNDARIES: frozenset[Boundaries] = frozenset({Boundaries.FIXED, Boundaries.STRUCTURAL})
+"""The boundaries :func:`build_chunks` plans (a branch each)."""
+
+
+def prefix_renderer(cond: Condition) -> PrefixRenderer:
+    """The renderer of ``cond``'s prefix; a prefix the chunk rule does not render raises
+    ``ValueError`` naming the rule that writes it, or where a renderer is missing."""
+    found = PREFIX_RENDERERS.get(cond.prefix)
+    if found is not None:
+        return found
+    entry = MECHANISMS.get(cond.prefix)
+    if entry is not None and entry.rule != "chunk":
+        raise ValueError(f"{cond.name}: its prefix {cond.prefix.value!r} is written by the "
+                         f"{entry.rule} rule (structablate.mechanisms), not by the chunk rule")
+    raise ValueError(f"{cond.name}: no renderer for prefix {cond.prefix.value!r}: add one to "
+                     "PREFIX_RENDERERS in structablate/chunking/build.py and its entry to "
+                     "MECHANISMS in structablate/mechanisms.py")
 
 
 def chunk_texts(chunks: pl.DataFrame, documents: pl.DataFrame) -> list[str]:

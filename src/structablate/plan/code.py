@@ -29,20 +29,17 @@ from collections.abc import Callable, Iterable
 from functools import cache
 from pathlib import Path
 
-from structablate import study
+from structablate import mechanisms
 from structablate.study import Condition
 
 PACKAGE = "structablate"
 SRC = Path(__file__).resolve().parents[2]
 """The folder holding the ``structablate`` package (``src/``)."""
 
-CONDITION_MODULES: dict[str, Callable[[Condition], bool]] = {
-    "structablate.chunking.fixed": study.is_fixed_window,
-    "structablate.chunking.placebo": study.uses_placebo,
-    "structablate.chunking.prefix": study.uses_breadcrumb,
-    "structablate.retrieval.two_stage": study.is_two_stage,
-}
-"""Modules used only by conditions for which the predicate holds."""
+CONDITION_MODULES: dict[str, Callable[[Condition], bool]] = mechanisms.condition_modules()
+"""Modules used only by conditions for which the predicate holds: the ``own_modules`` of
+:data:`structablate.mechanisms.MECHANISMS` (fixed windows, the breadcrumb and placebo
+prefixes, two-stage routing)."""
 
 NOT_OUTPUT_CODE = frozenset({
     "structablate.plan", "structablate.plan.checks", "structablate.plan.code",

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from structablate import study
+from structablate import mechanisms, study
 from structablate.settings import Settings, dump_outputs, planned_dtype
 from structablate.settings.corpora import USER_QUESTION_KEYS
 
@@ -58,27 +58,24 @@ def _user_questions(plan: Plan, s: Settings, w: dict[str, str]) -> dict[str, Any
 
 
 def _chunk(plan: Plan, s: Settings, w: dict[str, str]) -> dict[str, Any]:
-    cs = w["chunkset"]
-    keep = {"t_max", "t_min"}
-    if study.is_fixed_window(cs):
-        keep.add("fixed_snap_tokens")
-    if study.uses_breadcrumb(cs):
-        keep |= {"breadcrumb_separator", "breadcrumb_include_title"}
-    if study.uses_placebo(cs):
-        keep.add("placebo_forbid_identical")
-    out: dict[str, Any] = {"chunking": only(s.chunking, keep), "tokenizer": plan.tokenizer}
-    if study.uses_placebo(cs):
+    """The ``chunking`` keys the chunkset's mechanisms read (:func:`mechanisms.reads`), the
+    resolved tokenizer, and the ``seed`` where one of them reads it (the placebo's)."""
+    keys = mechanisms.reads(w["chunkset"], "chunk")
+    out: dict[str, Any] = {
+        "chunking": only(s.chunking, mechanisms.block_keys(keys, "chunking") - {"tokenizer"}),
+        "tokenizer": plan.tokenizer}
+    if "seed" in keys:
         out["seed"] = s.seed
     return out
 
 
 def _retrieve(plan: Plan, s: Settings, w: dict[str, str]) -> dict[str, Any]:
+    """The ``retrieval`` keys the condition's mechanisms read; the HNSW parameters only when
+    the method is ``hnsw`` (exact search reads none of them)."""
     r = s.retrieval
-    keep = {"top_k", "method"}
-    if r.method == "hnsw":
-        keep.add("hnsw")
-    if study.is_two_stage(w["condition"]):
-        keep.add("hier_top_sections")
+    keep = mechanisms.block_keys(mechanisms.reads(w["condition"], "retrieve"), "retrieval")
+    if r.method != "hnsw":
+        keep.discard("hnsw")
     return {"retrieval": only(r, keep), "condition": w["condition"]}
 
 

@@ -9,7 +9,7 @@ from structablate import study
 from structablate.retrieval.flat import search_with_report
 from structablate.settings import RerankerSettings, RetrievalSettings, Settings
 from structablate.store.typed import ScoreStore
-from structablate.study import Condition
+from structablate.study import Condition, Retrieval
 from structablate.tables import frame
 
 
@@ -19,6 +19,11 @@ def _check_aligned(name: str, table: pl.DataFrame, vectors: np.ndarray) -> None:
             f"{name}: {vectors.shape[0] if vectors.ndim else 0} vectors for {table.height} rows; "
             "the embedding file is stale or belongs to another table"
         )
+
+
+SEARCHES: frozenset[Retrieval] = frozenset({Retrieval.FLAT, Retrieval.TWO_STAGE})
+"""The retrievals :func:`retrieve_run` carries out (every one starts from the flat ranking;
+two-stage routing re-ranks it)."""
 
 
 def retrieve_run(
@@ -47,6 +52,9 @@ def retrieve_run(
     (:func:`~structablate.retrieval.flat.search_with_report`: the method that ran and why, and
     for HNSW the beam used and the recall@k measured against exact search on sampled queries).
     """
+    if cond.retrieval not in SEARCHES:
+        raise ValueError(f"{cond.name}: retrieve_run searches no {cond.retrieval.value!r} "
+                         "retrieval: add a branch for it and to SEARCHES")
     _check_aligned("queries", queries, query_vectors)
     _check_aligned("chunks", chunks, chunk_vectors)
     k = min(settings.top_k, chunks.height)

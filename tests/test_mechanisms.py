@@ -1,0 +1,224 @@
+"""The mechanism table (structablate.mechanisms): every member of the study's three mechanism
+enums has one entry naming code that exists, the chunk and retrieve code carry out exactly the
+members the table gives them (a missing renderer fails loudly instead of rendering nothing),
+and every key of the blocks the plan slices per mechanism reaches exactly the jobs whose
+mechanisms read it."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import importlib
+import re
+import typing
+
+import pytest
+import yaml
+from conftest import REPO
+
+from structablate import mechanisms
+from structablate.chunking import build
+from structablate.corpus.flatten import documents_frame, paragraphs_frame, sections_frame
+from structablate.mechanisms import LLM_STAGE_JOBS, MECHANISMS, RULE_READS
+from structablate.plan import Plan
+from structablate.retrieval.runs import SEARCHES
+from structablate.settings import ChunkingSettings, RetrievalSettings, Settings, dump_outputs
+from structablate.settings._core import runtime_keys
+from structablate.study import CONDITIONS, LLM_STAGES, Boundaries, Prefix, Retrieval, condition
+
+BASE = yaml.safe_load((REPO / "config.yaml").read_text())
+RULES = set(re.findall(r"^rule (\w+):", "\n".join(
+    f.read_text() for f in (REPO / "rules").glob("*.smk")), flags=re.M))
+SLICED = {"chunking": ChunkingSettings, "retrieval": RetrievalSettings}
+"""The blocks whose keys a job gets only when its condition's mechanisms read them."""
+
+
+def _resolve(ref: str):
+    module, name = ref.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _is_key(dotted: str) -> bool:
+    """Whether a dotted config key names a field of the settings (``*``: a name the config
+    chooses, as in ``corpora.<name>``; a part may belong to any class a union allows)."""
+    classes = [Settings]
+    for part in dotted.split("."):
+        if part == "*":
+            continue
+        hints = [typing.get_type_hints(c) for c in classes]
+        found = [h[part] for h in hints if part in h]
+        if not found:
+            return False
+        classes = [c for tp in found for c in _settings_classes(tp)]
+    return True
+
+
+def _settings_classes(tp) -> list[type]:
+    """The settings dataclasses an annotation allows (``X | None``, ``dict[str, X | Y]``)."""
+    if dataclasses.is_dataclass(tp):
+        return [tp]
+    return [c for arg in typing.get_args(tp) for c in _settings_classes(arg)]
+
+
+def undeclared(block: str, cls: type) -> list[str]:
+    """The fields of ``cls`` (the ``block`` settings) that neither a rule nor a mechanism
+    declares reading and that are not runtime-only: keys that would reach no job."""
+    declared = set(RULE_READS.get("chunk", ())) | set(RULE_READS.get("retrieve", ()))
+    for m in MECHANISMS.values():
+        declared |= set(m.reads)
+    runtime = set(runtime_keys(cls))
+    return [f.name for f in dataclasses.fields(cls)
+            if f"{block}.{f.name}" not in declared and f.name not in runtime]
+
+
+def test_every_member_has_one_entry():
+    members = {*Boundaries, *Prefix, *Retrieval}
+    assert set(MECHANISMS) == members
+    assert tuple(LLM_STAGE_JOBS) == LLM_STAGES
+
+
+def test_every_entry_names_code_rules_and_keys_that_exist():
+    for member, m in MECHANISMS.items():
+        assert callable(_resolve(m.runs)), member
+        assert m.rule in RULES, (member, m.rule)
+        for mod in m.own_modules:
+            assert importlib.util.find_spec(mod) is not None, (member, mod)
+        for key in m.reads:
+            assert _is_key(key), (member, key)
+        assert m.stage is None or m.stage in LLM_STAGES
+    for rule, keys in RULE_READS.items():
+        assert rule in RULES
+        assert all(_is_key(k) for k in keys), rule
+    for stage, job in LLM_STAGE_JOBS.items():
+        assert callable(_resolve(job.runs)), stage
+        assert job.rule in RULES, (stage, job.rule)
+        assert all(_is_key(k) for k in job.reads), stage
+    # the mechanism an LLM stage writes names that stage's rule
+    assert MECHANISMS[Prefix.CONTEXT].rule == LLM_STAGE_JOBS["contexts"].rule
+
+
+def test_the_code_carries_out_exactly_the_members_the_table_gives_it():
+    assert set(build.PREFIX_RENDERERS) == {
+        p for p in Prefix if MECHANISMS[p].rule == "chunk"}
+    assert build.PLANNED_BOUNDARIES == {b for b in Boundaries if MECHANISMS[b].rule == "chunk"}
+    assert SEARCHES == {r for r in Retrieval if MECHANISMS[r].rule == "retrieve"}
+    for p, render in build.PREFIX_RENDERERS.items():
+        assert f"{render.__module__}:{render.__name__}" == MECHANISMS[p].runs
+
+
+def test_a_prefix_without_a_renderer_fails_loudly(monkeypatch, sample_corpus, counter):
+    """Before the table, a prefix the chunk code did not know rendered as nothing: a new
+    prefix condition reproduced G2's chunks byte for byte. Now the chunk rule refuses it."""
+    docs = sample_corpus.documents[:2]
+    d, p = documents_frame(docs, "qasper"), paragraphs_frame(docs)
+    s = sections_frame([(x.doc_id, x.sections) for x in docs])
+    monkeypatch.setattr(build, "PREFIX_RENDERERS", {
+        k: v for k, v in build.PREFIX_RENDERERS.items() if k is not Prefix.BREADCRUMB})
+    with pytest.raises(ValueError, match="G3: no renderer for prefix 'breadcrumb'.*"
+                                         "PREFIX_RENDERERS"):
+        build.build_chunks(condition("G3"), d, p, s, counter, ChunkingSettings(),
+                           progress=False)
+    # A1's context is the contextualize rule's, never an empty prefix of the chunk rule
+    with pytest.raises(ValueError, match="A1: its prefix 'context' is written by the "
+                                         "contextualize rule"):
+        build.prefix_renderer(condition("A1"))
+    # the others still render (G2: no prefix)
+    g2 = build.build_chunks(condition("G2"), d, p, s, counter, ChunkingSettings(),
+                            progress=False)
+    assert set(g2["prefix"].to_list()) == {""}
+
+
+@pytest.mark.parametrize("block", sorted(SLICED))
+def test_every_key_of_a_sliced_block_is_read_by_a_declared_mechanism(block):
+    """A key no rule and no mechanism declares would be reset to its default before it
+    reaches any job (plan.jobs.only): the value in the config would be silently ignored."""
+    assert undeclared(block, SLICED[block]) == [], (
+        f"declare these {block} keys in structablate.mechanisms (RULE_READS or a "
+        "mechanism's reads), or mark them runtime")
+
+
+def test_the_coverage_check_sees_a_new_key():
+    @dataclasses.dataclass(frozen=True)
+    class Grown(ChunkingSettings):
+        window_overlap: int = 40
+
+    assert undeclared("chunking", Grown) == ["window_overlap"]
+
+
+def _plan(monkeypatch, edit):
+    monkeypatch.chdir(REPO)
+    cfg = copy.deepcopy(BASE)
+    cfg["conditions"] = [c for c in CONDITIONS if c != "A1"]  # A1 needs an LLM
+    edit(cfg)
+    return Plan.from_config(cfg)
+
+
+def _job(plan: Plan, rule: str, w: dict) -> dict:
+    return {k: dump_outputs(v) for k, v in plan.rule_settings(rule, w).items()}
+
+
+CHUNK_EDITS = {
+    "chunking.t_max": ("chunking", "t_max", 351),
+    "chunking.t_min": ("chunking", "t_min", 61),
+    "chunking.fixed_snap_tokens": ("chunking", "fixed_snap_tokens", 16),
+    "chunking.breadcrumb_separator": ("chunking", "breadcrumb_separator", " / "),
+    "chunking.breadcrumb_include_title": ("chunking", "breadcrumb_include_title", False),
+    "chunking.placebo_forbid_identical": ("chunking", "placebo_forbid_identical", True),
+    "seed": (None, "seed", 7),
+}
+
+
+def test_each_chunking_key_reaches_exactly_the_chunk_jobs_that_read_it(monkeypatch):
+    base = _plan(monkeypatch, lambda cfg: None)
+    w = {"corpus": "qasper"}
+    before = {cs: _job(base, "chunk", w | {"chunkset": cs}) for cs in base.chunked}
+    assert {"A0", "A0g", "A2", "P", "GP", "G2", "G3"} <= set(before)
+    for key, (block, name, value) in CHUNK_EDITS.items():
+        def edit(cfg, block=block, name=name, value=value):
+            (cfg.setdefault(block, {}) if block else cfg)[name] = value
+
+        edited = _plan(monkeypatch, edit)
+        for cs, job in before.items():
+            moved = _job(edited, "chunk", w | {"chunkset": cs}) != job
+            assert moved is (key in mechanisms.reads(cs, "chunk")), (key, cs)
+
+
+def test_each_retrieval_key_reaches_exactly_the_retrieve_jobs_that_read_it(monkeypatch):
+    w = {"corpus": "qasper", "embedder": "minilm", "reranker": "none"}
+
+    def jobs(plan):
+        return {c: _job(plan, "retrieve", w | {"condition": c}) for c in plan.conditions}
+
+    def hnsw(cfg):
+        cfg["retrieval"] = {**cfg.get("retrieval", {}), "method": "hnsw"}
+
+    for base_edit, key, edit in [
+        (None, "retrieval.top_k", lambda cfg: cfg["retrieval"].update(top_k=50)),
+        (None, "retrieval.hier_top_sections",
+         lambda cfg: cfg["retrieval"].update(hier_top_sections=4)),
+        (hnsw, "retrieval.hnsw", lambda cfg: cfg["retrieval"].update(hnsw={"M": 33})),
+    ]:
+        base = _plan(monkeypatch, lambda cfg, e=base_edit: (cfg.setdefault("retrieval", {}),
+                                                            e and e(cfg)))
+        edited = _plan(monkeypatch, lambda cfg, b=base_edit, e=edit: (
+            cfg.setdefault("retrieval", {}), b and b(cfg), e(cfg)))
+        before, after = jobs(base), jobs(edited)
+        for c in before:
+            assert (before[c] != after[c]) is (key in mechanisms.reads(c, "retrieve")), (key, c)
+    # exact search reads no HNSW parameter: editing them reruns no retrieval
+    exact = _plan(monkeypatch, lambda cfg: None)
+    tuned = _plan(monkeypatch, lambda cfg: cfg.setdefault("retrieval", {}).update(
+        hnsw={"M": 33}))
+    assert jobs(exact) == jobs(tuned)
+
+
+def test_condition_modules_follow_the_table():
+    from structablate.plan.code import CONDITION_MODULES
+
+    uses = {m: {c for c in CONDITIONS if f(CONDITIONS[c])} for m, f in CONDITION_MODULES.items()}
+    assert uses == {
+        "structablate.chunking.fixed": {"A0", "A1", "A0g"},
+        "structablate.chunking.placebo": {"P", "GP"},
+        "structablate.chunking.prefix": {"A3-d1", "A3-d2", "A3", "P", "A4", "G3", "G4", "GP"},
+        "structablate.retrieval.two_stage": {"A4", "G4"},
+    }
