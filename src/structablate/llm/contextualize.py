@@ -35,6 +35,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from structablate.llm.budget import prompt_char_budget
 from structablate.settings import ContextsSettings
 
 DOCUMENT_PROMPT = "<document>\n{doc_content}\n</document>\n"
@@ -61,20 +62,13 @@ def document_char_budget(cfg: ContextsSettings, longest_chunk_chars: int) -> int
     """
     if cfg.max_doc_chars is not None:
         return int(cfg.max_doc_chars)
-    if cfg.context_tokens is None:
-        raise ValueError(
-            "contexts: the model's context length is unknown (the llm block sets neither "
-            "llamacpp.n_ctx nor vllm.max_model_len); set contexts.context_tokens, or "
-            "contexts.max_doc_chars for a fixed document budget")
-    tokens = cfg.context_tokens - cfg.max_tokens - MESSAGE_OVERHEAD_TOKENS
-    budget = (int(tokens * cfg.chars_per_token) - len(DOCUMENT_PROMPT) - len(CHUNK_PROMPT)
-              - int(longest_chunk_chars))
-    if budget < 1000:
-        raise ValueError(
-            f"contexts: a context of {cfg.context_tokens} tokens leaves {budget} characters "
-            f"of the document next to a chunk of {longest_chunk_chars} characters; raise the "
-            "context (llm.llamacpp.n_ctx / llm.vllm.max_model_len / contexts.context_tokens)")
-    return budget
+    return prompt_char_budget(
+        "contexts", context_tokens=cfg.context_tokens,
+        reserved_tokens=cfg.max_tokens + MESSAGE_OVERHEAD_TOKENS,
+        chars_per_token=cfg.chars_per_token,
+        fixed_chars=len(DOCUMENT_PROMPT) + len(CHUNK_PROMPT) + int(longest_chunk_chars),
+        fixed_budget_key="max_doc_chars",
+        shown=f"of the document next to a chunk of {longest_chunk_chars} characters")
 
 
 def _counter(tokenizer: Tokenizer) -> Callable[[str], int]:

@@ -37,6 +37,7 @@ from typing import Any
 from structablate.corpus.flatten import FlatDocument, Section
 from structablate.corpus.verify import verify_sections
 from structablate.llm.backends import ContextOverflowError
+from structablate.llm.budget import prompt_char_budget
 from structablate.settings import InductionSettings
 from structablate.structure.tiling import (
     FIRST,
@@ -126,28 +127,21 @@ def listing_budget(cfg: InductionSettings, title: str = "", *, fixed_chars: int 
     """
     if cfg.max_prompt_chars is not None:
         return int(cfg.max_prompt_chars)
-    if cfg.context_tokens is None:
-        raise ValueError(
-            "induction: the model's context length is unknown (the llm block sets neither "
-            "llamacpp.n_ctx nor vllm.max_model_len); set induction.context_tokens, or "
-            "induction.max_prompt_chars for a fixed listing budget")
     correction = cfg.self_correction if correction is None else correction
     rounds = 2 if correction else 1
     messages = 4 if correction else 2
-    tokens = cfg.context_tokens - rounds * cfg.max_tokens - messages * MESSAGE_OVERHEAD_TOKENS
     if fixed_chars is None:
         fixed_chars = len(SYSTEM_PROMPT) + len(INSTRUCTIONS)
     fixed = fixed_chars + len(title) + 200  # + the formatted fields
     if correction:
         fixed += len(CORRECTION) + (cfg.max_quoted_violations + 1) * MAX_VIOLATION_CHARS
-    budget = int(tokens * cfg.chars_per_token) - fixed
-    if budget < 1000:
-        raise ValueError(
-            f"induction: a context of {cfg.context_tokens} tokens leaves {budget} characters "
-            f"for the paragraphs after {rounds} answer(s) of max_tokens={cfg.max_tokens}; "
-            "raise the context (llm.llamacpp.n_ctx / llm.vllm.max_model_len / "
-            "induction.context_tokens) or lower induction.max_tokens")
-    return budget
+    return prompt_char_budget(
+        "induction", context_tokens=cfg.context_tokens,
+        reserved_tokens=rounds * cfg.max_tokens + messages * MESSAGE_OVERHEAD_TOKENS,
+        chars_per_token=cfg.chars_per_token, fixed_chars=fixed,
+        fixed_budget_key="max_prompt_chars",
+        shown=f"for the paragraphs after {rounds} answer(s) of max_tokens={cfg.max_tokens} "
+              "(or lower induction.max_tokens)")
 
 
 @dataclass
