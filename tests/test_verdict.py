@@ -409,7 +409,9 @@ def test_the_guards_mark_travels_to_every_place_a_contrast_appears():
                             "n_queries": [400], "n_docs": [60]})
     md = summary_markdown({("c", "e", "none"): summary}, {"e": {"model": "m"}}, {},
                           contrasts={("c", "e", "none"): marked}, metric=METRIC)
-    assert "| not testable here (stage 1 keeps 5" in md and "| no, it hurts |" in md
+    # the report page's contrast table, then the guard's reason for the row it marked
+    assert md.count("| not testable here |") == 1 and "| no, it hurts |" in md
+    assert "A4 − A3) is not testable here: stage 1 keeps 5" in md
     fig = figures.forest_plot(marked, METRIC)
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert sum("[not testable here]" in x for x in labels) == 1

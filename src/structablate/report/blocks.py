@@ -142,15 +142,15 @@ def contrasts_block(
             f"{r['contrast']}: {r['cond_a']} − {r['cond_b']}",
             r["family"],
             r["metric"],
-            f"{r['n_queries']} / {r['n_docs']}",
+            f"{r.get('n_queries', '—')} / {r.get('n_docs', '—')}",
             "—" if r.get("n_zero_delta") is None else str(r["n_zero_delta"]),
             fmt(r["delta"], 4, True),
             fmt_ci(r.get("ci_low"), r.get("ci_high")),
             fmt_p(r.get("p")),
             fmt_p(r.get("p_holm")),
-            fmt(r["dz"], 2, True),
+            fmt(r.get("dz"), 2, True),
             "±" + fmt(r["mde80_family"], 4) if not _nan(r.get("mde80_family")) else "—",
-            margin_text(r["margin"], r.get("margin_relative"))
+            margin_text(r.get("margin"), r.get("margin_relative"))
             if not _nan(r.get("margin")) else "—",
             fmt_p(r.get("p_tost_adj")),
             fmt_p(r.get("p_mixedlm_slope")),

@@ -1,10 +1,12 @@
 """Per-condition means of a cell and the Markdown summary of all cells (``results/summary.md``).
 
 The means are :func:`structablate.stats.means.condition_means` (this module computes no
-statistic of its own); the page formats them, with each cell's model provenance and, given the
-marked contrasts, the answers of the one decision rule (:func:`structablate.report.blocks.
-row_answer`). Cells are listed in sorted (corpus, embedder, reranker) order, conditions and
-measures in the order of the summary table.
+statistic of its own). The page renders the report page's own blocks
+(:func:`structablate.report.blocks.condition_means_block` and
+:func:`~structablate.report.blocks.contrasts_block`, with the guard's reasons) as Markdown, with
+each cell's model provenance, so a number and its answer read the same in both. Cells are
+listed in sorted (corpus, embedder, reranker) order, conditions and measures in the order of
+the summary table.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from structablate.report.blocks import fmt, fmt_ci, fmt_p, row_answer
+from structablate.report.blocks import condition_means_block, contrasts_block, guard_notes
+from structablate.report.render import block_markdown, table_markdown
 from structablate.stats.means import condition_means
 from structablate.stats.power import MIN_DOCS, MIN_QUERIES, sample_warnings
 
@@ -70,41 +73,23 @@ def summary_markdown(
             trained = rr.get("trained", True)
             note = "" if trained else " — NOT a trained reranker; these scores are not results"
             lines.append(f"- reranker `{reranker}`: `{rr.get('model', '?')}`{note}")
-        measures = list(dict.fromkeys(df["measure"].to_list()))
-        conds = list(dict.fromkeys(df["condition"].to_list()))
-        n = df["n_queries"].max() if df.height else 0
-        nd = df["n_docs"].max() if df.height else 0
-        lines.append(f"- {n} queries over {nd} documents")
-        lines.append("")
-        lines.append("| condition | " + " | ".join(measures) + " |")
-        lines.append("| --- | " + " | ".join("---:" for _ in measures) + " |")
-        for c in conds:
-            sub = df.filter(pl.col("condition") == c)
-            vals = {r["measure"]: r["mean"] for r in sub.iter_rows(named=True)}
-            lines.append(f"| {c} | " + " | ".join(f"{vals[m]:.4f}" for m in measures) + " |")
-        lines.append("")
+        lines += ["", table_markdown(condition_means_block(df, title="")), ""]
         cell = (contrasts or {}).get((corpus, embedder, reranker))
         if cell is not None and metric is not None and cell.height:
-            lines += _contrast_lines(cell.filter(pl.col("metric") == metric), metric)
+            lines += _contrast_lines(cell, metric)
     return "\n".join(lines)
 
 
 def _contrast_lines(df: pl.DataFrame, metric: str) -> list[str]:
-    if not df.height:
+    """The cell's contrasts of ``metric`` as the report page shows them
+    (:func:`structablate.report.blocks.contrasts_block`), then why each row the guard marked
+    is not testable."""
+    if not df.filter(pl.col("metric") == metric).height:
         return []
-    out = [f"Contrasts of {metric} (Holm over each declared family; answers by the decision "
-           "rule of docs/statistics.md):", "",
-           "| contrast | family | Δ | 95% CI | Holm p | answer |",
-           "| --- | --- | ---: | ---: | ---: | --- |"]
-    for r in df.iter_rows(named=True):
-        answer = row_answer(r)
-        if r.get("not_testable"):
-            answer += f" ({r['not_testable']})"
-        out.append(f"| {r['contrast']}: {r['cond_a']} − {r['cond_b']} | {r.get('family', '')} "
-                   f"| {fmt(r['delta'], 4, True)} | {fmt_ci(r.get('ci_low'), r.get('ci_high'))} "
-                   f"| {fmt_p(r.get('p_holm'))} | {answer} |")
-    out.append("")
-    return out
+    table = contrasts_block(df, [metric], title=f"Contrasts of {metric}")
+    notes = guard_notes(df, lambda pair, r: [r["not_testable"]] if r.get("not_testable")
+                        else [], metric)
+    return [table_markdown(table), "", *(block_markdown(n) + "\n" for n in notes)]
 
 
 def _primary_sentence(cells, contrasts, metric, primary) -> str:
