@@ -100,21 +100,27 @@ def test_contrast_table_has_table1_layout_preregistered_first():
     t = blocks.contrasts_block(_contrast_rows(), ["covNDCG@10", "RR"])
     assert t.columns == ["contrast", "family", "metric", "queries / docs", "tied (Δ = 0)", "Δ",
                          "95% CI", "p", "p (Holm)", "dz", "MDE (80%, family)", "margin",
-                         "p TOST (adj.)", "p (MixedLM slope)", "answer", "role"]
+                         "p TOST (adj.)", "equivalence holds above", "p (MixedLM doc)",
+                         "p (MixedLM query in doc)", "p (MixedLM slope)", "answer", "role"]
     first = t.rows[0]
     assert first[:3] == ["C4: A4 − A3", "pre-registered", "covNDCG@10"]
-    assert first[5:] == ["−0.0147", "[−0.0192, −0.0104]", "<0.001", "<0.001", "−0.11",
-                         "±0.0063", "±0.01", "0.600", "<0.001", "no, it hurts", "confirmatory"]
+    # the fixture's C4 row: delta −0.0147, p 0.0001, Holm 0.0004, dz −0.11, MDE 0.0063,
+    # margin 0.01 (no relative share), TOST 0.6, MixedLM 0.0002 / NaN / 0.0003
+    assert first[3:] == ["40 / 12", "—", "−0.0147", "[−0.0192, −0.0104]", "<0.001", "<0.001",
+                         "−0.110", "±0.0063", "±0.0100", "0.600", "—", "<0.001", "—",
+                         "<0.001", "no, it hurts", "confirmatory"]
     assert [r[0] for r in t.rows] == ["C4: A4 − A3", "C4: A4 − A3", "G2-A0: G2 − A0"]
-    # no MDE recorded (a table from before the column existed); MixedLM not fitted off-primary
-    assert t.rows[1][2] == "RR" and t.rows[1][10] == "—" and t.rows[1][13] == "—"
-    assert t.rows[1][14] == "too small to tell" and t.rows[1][15] == "exploratory"
+    # no MDE recorded (a table from before the column existed); no margin for RR; MixedLM not
+    # fitted off-primary
+    rr = t.rows[1]
+    assert rr[2] == "RR" and rr[10] == "—" and rr[11] == "— (no margin for this measure)"
+    assert rr[16] == "—" and rr[17] == "too small to tell" and rr[18] == "exploratory"
     # the guard's mark travels with the row
     marked = _contrast_rows().with_columns(
         pl.Series("not_testable", ["x", "routing keeps every section", None]))
     t = blocks.contrasts_block(marked, ["covNDCG@10", "RR"])
     # rows sort C4 (covNDCG@10), C4 (RR), G2-A0; the marks were given in input order
-    assert [r[14] for r in t.rows] == ["not testable here", "too small to tell",
+    assert [r[17] for r in t.rows] == ["not testable here", "too small to tell",
                                        "not testable here"]
     only = blocks.contrasts_block(_contrast_rows(), ["RR"])
     assert len(only.rows) == 1

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import polars as pl
 
 from structablate import study
 from structablate.paper import PAPER_BM25_GOLD_TOP1
-from structablate.stats.decision import decide, decision_words, margin_text
+from structablate.stats.decision import decide, decision_words
 from structablate.stats.sizes import size_gap
 
 from .render import Note, TableBlock
@@ -64,16 +64,96 @@ def fmt_ci(lo, hi, digits: int = 4, signed: bool = True) -> str:
     return f"[{fmt(lo, digits, signed)}, {fmt(hi, digits, signed)}]"
 
 
+def format_number(value, kind: str) -> str:
+    """A number as a page prints it, by ``kind``: ``"4"``/``"3"``/``"2"`` fixed decimals;
+    ``"+4"``/``"+3"``/``"+2"`` signed; ``"p"`` a p-value (``<0.001`` below a thousandth);
+    ``"int"`` thousands separators; ``"pct"``/``"+pct"`` a share as a percentage with one
+    decimal; ``"s"`` seconds without decimals. ``—`` for a missing value; minus as U+2212."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if kind == "p":
+        return "<0.001" if value < 0.001 else f"{value:.3f}"
+    if kind == "int":
+        return f"{int(round(value)):,}"
+    if kind == "pct":
+        return f"{100 * value:.1f} %".replace("-", "−")
+    if kind == "+pct":
+        return f"{100 * value:+.1f} %".replace("-", "−")
+    if kind == "s":
+        return f"{value:.0f}"
+    if kind.startswith("+"):
+        return f"{value:+.{int(kind[1:])}f}".replace("-", "−")
+    return f"{value:.{int(kind)}f}".replace("-", "−")
+
+
+Cite = Callable[[object, str, str], str]
+"""``(value, kind, column) -> text``: how a block prints a number of a table row. The report
+page prints it (:func:`plain`); a results page also records where it came from, so ``--check``
+can re-read it (:class:`structablate.report.results.Ledger`)."""
+
+
+def plain(value, kind: str, column: str) -> str:
+    """A :data:`Cite` that only formats (:func:`format_number`)."""
+    return format_number(value, kind)
+
+
 def cell_label(corpus: str, embedder: str, reranker: str) -> str:
     return f"{corpus} / {embedder} / {reranker}"
 
 
 # ---------------------------------------------------------------- contrasts (Table 1)
 
-CONTRAST_COLUMNS = ["contrast", "family", "metric", "queries / docs", "tied (Δ = 0)", "Δ",
-                    "95% CI", "p",
-                    "p (Holm)", "dz", "MDE (80%, family)", "margin", "p TOST (adj.)",
-                    "p (MixedLM slope)", "answer", "role"]
+CONTRAST_CELLS = ["tied (Δ = 0)", "Δ", "95% CI", "p", "p (Holm)", "dz", "MDE (80%, family)",
+                  "margin", "p TOST (adj.)", "equivalence holds above", "p (MixedLM doc)",
+                  "p (MixedLM query in doc)", "p (MixedLM slope)", "answer", "role"]
+"""The columns of one contrast row on every page (:func:`contrast_cells`)."""
+
+CONTRAST_COLUMNS = ["contrast", "family", "metric", "queries / docs", *CONTRAST_CELLS]
+"""The report page's contrast table (:func:`contrasts_block`)."""
+
+CONTRAST_NOTE = (
+    "Δ = mean paired per-query difference (a − b); 95% CI and p from the document-clustered "
+    "bootstrap; tied = questions scored the same under both conditions (shown, never a reason "
+    "to withhold a significant answer); p (Holm) over the family the config declares (per cell "
+    "and metric; a declared contrast that did not run counts with p = 1), with the family's "
+    "size; dz = Cohen's dz; MDE (80%, family) = the smallest |Δ| this design detects with 80% "
+    "power at the family's level (α = 0.05 / family size); margin = the equivalence margin "
+    "(structablate's choice, docs/statistics.md), absolute and as a share of the control's "
+    "mean, and p TOST its two one-sided tests, adjusted over the family; equivalence holds "
+    "above = the smallest margin at which the equivalence test passes at the family's level, "
+    "for a reader who prefers another margin; p MixedLM = the mixed models (document "
+    "intercept; query in document; per-document slope), only where fitted; answer = the one "
+    "decision rule, or 'not testable here' where the structure-quality guard rejects the "
+    "comparison; role = confirmatory for the pre-registered family on the primary measure in "
+    "the primary cell, exploratory for everything else.")
+
+
+def contrast_cells(r: Mapping, cite: Cite = plain) -> list[str]:
+    """One contrast row's cells under :data:`CONTRAST_CELLS`, each number printed by
+    ``cite``."""
+    def n(col: str, kind: str) -> str:
+        return cite(r.get(col), kind, col)
+
+    ci = "—" if r.get("ci_low") is None else f"[{n('ci_low', '+4')}, {n('ci_high', '+4')}]"
+    if not _nan(r.get("margin")) and r.get("p_tost_adj") is not None:
+        margin = "±" + n("margin", "4")
+        if r.get("margin_relative") is not None:
+            margin += f" ({n('margin_relative', 'pct')} of {r['cond_b']})"
+        tost = n("p_tost_adj", "p")
+    else:
+        margin = "— (no margin for this measure)" if r.get("p_holm") is not None else "—"
+        tost = "—"
+    bound = "—" if _nan(r.get("equivalence_bound")) else "±" + n("equivalence_bound", "4")
+    holm = n("p_holm", "p")
+    if r.get("family_size") is not None:
+        holm += f" (of {n('family_size', 'int')})"
+    mde = "—" if _nan(r.get("mde80_family")) else "±" + n("mde80_family", "4")
+    tied = "—" if r.get("n_zero_delta") is None else \
+        f"{n('n_zero_delta', 'int')} of {n('n_queries', 'int')}"
+    return [tied, n("delta", "+4"), ci,
+            n("p", "p"), holm, n("dz", "+3"), mde, margin, tost, bound,
+            n("p_mixedlm", "p"), n("p_mixedlm_query", "p"), n("p_mixedlm_slope", "p"),
+            row_answer(r), "confirmatory" if r.get("primary") else "exploratory"]
 
 
 def _family_order(df: pl.DataFrame) -> pl.DataFrame:
@@ -138,46 +218,17 @@ def contrasts_block(
     df = df.sort(sort, maintain_order=True)
     rows = []
     for r in df.iter_rows(named=True):
-        row = [
-            f"{r['contrast']}: {r['cond_a']} − {r['cond_b']}",
-            r["family"],
-            r["metric"],
-            f"{r.get('n_queries', '—')} / {r.get('n_docs', '—')}",
-            "—" if r.get("n_zero_delta") is None else str(r["n_zero_delta"]),
-            fmt(r["delta"], 4, True),
-            fmt_ci(r.get("ci_low"), r.get("ci_high")),
-            fmt_p(r.get("p")),
-            fmt_p(r.get("p_holm")),
-            fmt(r.get("dz"), 2, True),
-            "±" + fmt(r["mde80_family"], 4) if not _nan(r.get("mde80_family")) else "—",
-            margin_text(r.get("margin"), r.get("margin_relative"))
-            if not _nan(r.get("margin")) else "—",
-            fmt_p(r.get("p_tost_adj")),
-            fmt_p(r.get("p_mixedlm_slope")),
-            row_answer(r),
-            "confirmatory" if r.get("primary") else "exploratory",
-        ]
+        row = [f"{r['contrast']}: {r['cond_a']} − {r['cond_b']}", r["family"], r["metric"],
+               f"{r.get('n_queries', '—')} / {r.get('n_docs', '—')}", *contrast_cells(r)]
         if with_cell:
             row.insert(0, cell_label(r["corpus"], r["embedder"], r["reranker"]))
         rows.append(row)
     cols = (["cell"] if with_cell else []) + CONTRAST_COLUMNS
-    note = ("Δ = mean paired per-query difference (a − b); 95% CI and p from the "
-            "document-clustered bootstrap; tied = questions scored the same under both "
-            "conditions (shown, never a reason to withhold a significant answer); Holm over the "
-            "family the config declares (per cell and metric; a declared contrast that did not "
-            "run counts with p = 1); dz = Cohen's dz; MDE (80%, family) = the smallest |Δ| "
-            "this design detects with 80% power at the "
-            "family's level (α = 0.05 / family size); margin = the equivalence margin "
-            "(structablate's choice, docs/statistics.md) and p TOST its two one-sided tests, "
-            "adjusted over the family; MixedLM slope p = the mixed model with a per-document "
-            "slope, only where fitted; answer = the one decision rule, or 'not testable here' "
-            "where the structure-quality guard rejects the comparison; role = confirmatory for "
-            "the pre-registered family on the primary measure in the primary cell, exploratory "
-            "for everything else.")
+    note = CONTRAST_NOTE
     extra = family_notes(contrasts)
     if extra:
         note += " " + " ".join(extra)
-    align = ["l"] * (4 if with_cell else 3) + ["r"] * 11 + ["l", "l"]
+    align = ["l"] * (4 if with_cell else 3) + ["r"] * (len(CONTRAST_CELLS) - 1) + ["l", "l"]
     return TableBlock(key, title, cols, rows, note=note, align=align)
 
 

@@ -77,7 +77,7 @@ from structablate.stats.contrasts import contrast_difference
 from structablate.stats.embedders import embedder_contrasts, embedder_levels
 from structablate.study import CONTROLS, DOSE_LADDER
 
-from .blocks import row_answer
+from .blocks import CONTRAST_CELLS, contrast_cells, format_number, row_answer
 
 MARK = re.compile(r"^<!-- results: (?P<spec>[^>]*?) -->\s*$")
 END = "<!-- /results -->"
@@ -138,26 +138,7 @@ class Ledger:
 
     entries: list[Entry] = field(default_factory=list)
 
-    @staticmethod
-    def format(value: float | None, kind: str) -> str:
-        """``"4"``/``"3"``/``"2"``: fixed decimals; ``"+4"``/``"+2"``: signed; ``"p"``: p-value
-        (``<0.001`` below a thousandth); ``"int"``: thousands separators; ``"pct"``: a share
-        as a percentage with one decimal; ``"s"``: seconds, no decimals."""
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            return "—"
-        if kind == "p":
-            return "<0.001" if value < 0.001 else f"{value:.3f}"
-        if kind == "int":
-            return f"{int(round(value)):,}"
-        if kind == "pct":
-            return f"{100 * value:.1f} %".replace("-", "−")
-        if kind == "+pct":
-            return f"{100 * value:+.1f} %".replace("-", "−")
-        if kind == "s":
-            return f"{value:.0f}"
-        if kind.startswith("+"):
-            return f"{value:+.{int(kind[1:])}f}".replace("-", "−")
-        return f"{value:.{int(kind)}f}".replace("-", "−")
+    format = staticmethod(format_number)
 
     def num(self, value, kind: str, source: str, key: Mapping[str, object], column: str) -> str:
         text = self.format(value, kind)
@@ -600,43 +581,16 @@ def block_means(run: Run, led: Ledger, **_) -> list[str]:
     return [*out, "", role_line(run)]
 
 
-def _role(r: Mapping) -> str:
-    """confirmatory: the pre-registered family on the primary measure in the primary cell (the
-    row's ``primary``); exploratory: every other row."""
-    return "confirmatory" if r.get("primary") else "exploratory"
-
-
-def _contrast_cells(r: Mapping, led: Ledger, src: str, *, paper_kind: str | None = None
-                    ) -> list[str]:
+def _contrast_cells(r: Mapping, led: Ledger, src: str) -> list[str]:
+    """A contrast row's cells (:func:`structablate.report.blocks.contrast_cells`), each number
+    recorded in the ledger against the row of ``src`` it came from."""
     key = {"family": r.get("family"), "contrast": r["contrast"], "metric": r["metric"]}
     key = {k: v for k, v in key.items() if v is not None}
-
-    def n(col, kind):
-        return led.num(r.get(col), kind, src, key, col)
-
-    ci = led.ci(r, "+4", src, key)
-    if r.get("margin") is not None and r.get("p_tost_adj") is not None:
-        margin = "±" + n("margin", "4")
-        if r.get("margin_relative") is not None:
-            margin += f" ({n('margin_relative', 'pct')} of {r['cond_b']})"
-        margin += ": " + n("p_tost_adj", "p")
-    else:
-        margin = "— (no margin for this measure)" if r.get("p_holm") is not None else "—"
-    bound = ("±" + n("equivalence_bound", "4")) if r.get("equivalence_bound") is not None \
-        and not math.isnan(r["equivalence_bound"]) else "—"
-    return [f"{n('n_zero_delta', 'int')} of {n('n_queries', 'int')}", n("delta", "+4"), ci,
-            n("p", "p"), f"{n('p_holm', 'p')} (of {n('family_size', 'int')})",
-            n("dz", "+3"), "±" + n("mde80_family", "4") if r.get("mde80_family") is not None
-            else "—", margin, bound,
-            n("p_mixedlm", "p"), n("p_mixedlm_query", "p"), n("p_mixedlm_slope", "p"),
-            row_answer(r), _role(r)]
+    return contrast_cells(r, lambda value, kind, column: led.num(value, kind, src, key, column))
 
 
-CONTRAST_HEADER = ["tied (Δ = 0)", "Δ", "95% CI", "p", "Holm p (family size)", "dz",
-                   "MDE 80% (family level)", "margin: TOST p (adj.)",
-                   "equivalence holds above", "p MixedLM (doc)", "p MixedLM (query in doc)",
-                   "p MixedLM (doc slope)", "answer", "role"]
-CONTRAST_ALIGN = "r" * 12 + "ll"
+CONTRAST_HEADER = CONTRAST_CELLS
+CONTRAST_ALIGN = "r" * (len(CONTRAST_CELLS) - 2) + "ll"
 
 ROLE_NOTE = ("Role: confirmatory is the pre-registered family on the primary measure in the "
              "primary cell (`statistics.primary`); every other row, measure and cell is "
