@@ -86,13 +86,14 @@ def format_number(value, kind: str) -> str:
     return f"{value:.{int(kind)}f}".replace("-", "−")
 
 
-Cite = Callable[[object, str, str], str]
-"""``(value, kind, column) -> text``: how a block prints a number of a table row. The report
-page prints it (:func:`plain`); a results page also records where it came from, so ``--check``
-can re-read it (:class:`structablate.report.results.Ledger`)."""
+Cite = Callable[[object, str, str, Mapping[str, object]], str]
+"""``(value, kind, column, key) -> text``: how a block prints the number in ``column`` of the
+source row that ``key`` (column -> value) selects. The report page only prints it
+(:func:`plain`); a results page also records where it came from, so ``--check`` can re-read
+it (:class:`structablate.report.results.Ledger`)."""
 
 
-def plain(value, kind: str, column: str) -> str:
+def plain(value, kind: str, column: str, key: Mapping[str, object]) -> str:
     """A :data:`Cite` that only formats (:func:`format_number`)."""
     return format_number(value, kind)
 
@@ -131,8 +132,10 @@ CONTRAST_NOTE = (
 def contrast_cells(r: Mapping, cite: Cite = plain) -> list[str]:
     """One contrast row's cells under :data:`CONTRAST_CELLS`, each number printed by
     ``cite``."""
+    key = {k: r[k] for k in ("family", "contrast", "metric") if r.get(k) is not None}
+
     def n(col: str, kind: str) -> str:
-        return cite(r.get(col), kind, col)
+        return cite(r.get(col), kind, col, key)
 
     ci = "—" if r.get("ci_low") is None else f"[{n('ci_low', '+4')}, {n('ci_high', '+4')}]"
     if not _nan(r.get("margin")) and r.get("p_tost_adj") is not None:
@@ -243,17 +246,43 @@ def _ordered_conditions(names: Sequence[str], order: Sequence[str] | None) -> li
 
 
 def condition_means_block(summary: pl.DataFrame, conditions: Sequence[str] | None = None, *,
-                          key: str = "condition-means", title: str = "Per-condition means"
-                          ) -> TableBlock:
-    """One cell's summary (condition, measure, mean, n_queries, n_docs): conditions × metrics."""
+                          key: str = "condition-means", title: str = "Per-condition means",
+                          cite: Cite = plain, cis: pl.DataFrame | None = None,
+                          cite_cis: Cite = plain) -> TableBlock:
+    """One cell's summary (condition, measure, mean, n_queries, n_docs): a row per condition,
+    a column per measure, then questions / documents; with ``cis`` (the cell's condition
+    CIs) a last column holds the first measure's 95% clustered-bootstrap interval. Numbers of
+    ``summary`` print through ``cite``, those of ``cis`` through ``cite_cis``."""
     measures = list(dict.fromkeys(summary["measure"]))
     conds = _ordered_conditions(summary["condition"].to_list(), conditions)
     vals = {(r["condition"], r["measure"]): r["mean"] for r in summary.iter_rows(named=True)}
-    n = {r["condition"]: (r["n_queries"], r["n_docs"]) for r in summary.iter_rows(named=True)}
-    rows = [[c, *(fmt(vals.get((c, m))) for m in measures), f"{n[c][0]} / {n[c][1]}"]
-            for c in conds]
-    return TableBlock(key, title, ["condition", *measures, "queries / docs"], rows,
-                      note="Unweighted means of per-query scores.")
+    first = {}
+    for r in summary.iter_rows(named=True):
+        first.setdefault(r["condition"], r)
+    ci_rows = {} if cis is None else {
+        r["condition"]: r for r in cis.filter(pl.col("measure") == measures[0]).iter_rows(
+            named=True)} if measures else {}
+    rows = []
+    for c in conds:
+        row = [c]
+        for m in measures:
+            k = {"condition": c, "measure": m}
+            row.append(cite(vals[(c, m)], "4", "mean", k) if (c, m) in vals else "—")
+        f = first[c]
+        k = {"condition": c, "measure": f["measure"]}
+        row.append(f"{cite(f['n_queries'], 'int', 'n_queries', k)} / "
+                   f"{cite(f['n_docs'], 'int', 'n_docs', k)}")
+        if cis is not None:
+            r = ci_rows.get(c)
+            k = {"condition": c, "measure": measures[0]}
+            row.append("—" if r is None or r.get("ci_low") is None else
+                       f"[{cite_cis(r['ci_low'], '4', 'ci_low', k)}, "
+                       f"{cite_cis(r['ci_high'], '4', 'ci_high', k)}]")
+        rows.append(row)
+    cols = ["condition", *measures, "queries / docs"]
+    if cis is not None:
+        cols.append(f"95% CI, {measures[0]}" if measures else "95% CI")
+    return TableBlock(key, title, cols, rows, note="Unweighted means of per-query scores.")
 
 
 def cross_cell_means_block(summaries: Mapping[tuple[str, str, str], pl.DataFrame], metric: str,

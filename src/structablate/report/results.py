@@ -77,7 +77,15 @@ from structablate.stats.contrasts import contrast_difference
 from structablate.stats.embedders import embedder_contrasts, embedder_levels
 from structablate.study import CONTROLS, DOSE_LADDER
 
-from .blocks import CONTRAST_CELLS, contrast_cells, format_number, row_answer
+from .blocks import (
+    CONTRAST_CELLS,
+    Cite,
+    condition_means_block,
+    contrast_cells,
+    format_number,
+    row_answer,
+)
+from .render import table_markdown
 
 MARK = re.compile(r"^<!-- results: (?P<spec>[^>]*?) -->\s*$")
 END = "<!-- /results -->"
@@ -146,6 +154,11 @@ class Ledger:
             self.entries.append(Entry(text, source, tuple((k, str(v)) for k, v in key.items()),
                                       column, float(value), kind))
         return text
+
+    def cite(self, source: str) -> Cite:
+        """A :data:`~structablate.report.blocks.Cite` that records each number it prints as
+        read from ``source``."""
+        return lambda value, kind, column, key: self.num(value, kind, source, key, column)
 
     def ci(self, row: Mapping, kind: str, source: str, key: Mapping[str, object]) -> str:
         """A row's interval ``[ci_low, ci_high]``, each end recorded; ``—`` without one."""
@@ -553,40 +566,23 @@ def role_line(run: Run) -> str:
 
 
 def block_means(run: Run, led: Ledger, **_) -> list[str]:
+    """The cell's per-condition means as the report page shows them
+    (:func:`structablate.report.blocks.condition_means_block`), with the first measure's
+    95% CI where the run wrote them, and which measure is confirmatory."""
     s, src = run.table("summary"), run.source("summary")
-    measures = list(dict.fromkeys(s["measure"].to_list()))
-    conds = _conds(run)
-    rows = []
-    for m in measures:
-        row = [m]
-        for c in conds:
-            v = s.filter((pl.col("condition") == c) & (pl.col("measure") == m))
-            row.append(led.num(v["mean"][0], "4", src, {"condition": c, "measure": m}, "mean")
-                       if v.height else "—")
-        rows.append(row)
-    out = _table(["measure", *conds], rows, "l" + "r" * len(conds))
     try:
         cis, csrc = run.table("cis"), run.source("cis")
     except ResultsError:
-        return out
-    m0 = measures[0]
-    ci_row = [f"95% CI, {m0}"]
-    for c in conds:
-        r = cis.filter((pl.col("condition") == c) & (pl.col("measure") == m0))
-        if not r.height:
-            ci_row.append("—")
-            continue
-        ci_row.append(led.ci(r.row(0, named=True), "4", csrc, {"condition": c, "measure": m0}))
-    out.append("| " + " | ".join(ci_row) + " |")
-    return [*out, "", role_line(run)]
+        cis, csrc = None, ""
+    block = condition_means_block(s, _conds(run), title="", cite=led.cite(src), cis=cis,
+                                  cite_cis=led.cite(csrc))
+    return [table_markdown(block), "", role_line(run)]
 
 
 def _contrast_cells(r: Mapping, led: Ledger, src: str) -> list[str]:
     """A contrast row's cells (:func:`structablate.report.blocks.contrast_cells`), each number
     recorded in the ledger against the row of ``src`` it came from."""
-    key = {"family": r.get("family"), "contrast": r["contrast"], "metric": r["metric"]}
-    key = {k: v for k, v in key.items() if v is not None}
-    return contrast_cells(r, lambda value, kind, column: led.num(value, kind, src, key, column))
+    return contrast_cells(r, led.cite(src))
 
 
 CONTRAST_HEADER = CONTRAST_CELLS
