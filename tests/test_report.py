@@ -181,7 +181,7 @@ def test_section_recall_per_query_not_per_row():
     assert r["share_backfilled"] == pytest.approx(1 / 3)
     assert 0 <= r["ci_low"] <= r["section_recall"] <= r["ci_high"] <= 1
     t = blocks.section_recall_block(sr)
-    assert t.rows[0][:2] == ["G4", "0.667"] and t.rows[0][4] == "33.3 %"
+    assert t.rows[0][:3] == ["G4", "3 / 2", "0.667"] and t.rows[0][5] == "33.3 %"
     assert section_recall_cis({}, queries).height == 0
 
 

@@ -319,15 +319,32 @@ def two_stage_conditions(conditions: Sequence[str]) -> list[str]:
 
 
 def section_recall_block(sr: pl.DataFrame, *, key: str = "section-recall",
-                         title: str = "Stage-1 section recall (two-stage conditions)"
-                         ) -> TableBlock:
-    rows = [[r["condition"], fmt(r["section_recall"], 3),
-             fmt_ci(r["ci_low"], r["ci_high"], 3, signed=False), fmt(r["mean_backfill"], 1),
-             fmt(100 * r["share_backfilled"], 1) + " %",
-             f"{r['n_queries']} / {r['n_docs']}"] for r in sr.iter_rows(named=True)]
-    return TableBlock(key, title, ["condition", "section recall", "95% CI",
-                                   "mean backfilled results", "queries with backfill",
-                                   "queries / docs"], rows,
+                         title: str = "Stage-1 section recall (two-stage conditions)",
+                         cite: Cite = plain, paper: tuple[str, float, float] | None = None,
+                         cite_paper: Cite = plain) -> TableBlock:
+    """A row per two-stage condition: questions / documents, section recall with its 95% CI,
+    the mean number of results backfilled and the share of questions with any; with
+    ``paper`` (``(corpus kind, low, high)``, the paper's range) a last column holds it,
+    printed through ``cite_paper``."""
+    rows = []
+    for r in sr.iter_rows(named=True):
+        k = {"condition": r["condition"]}
+        row = [r["condition"],
+               f"{cite(r['n_queries'], 'int', 'n_queries', k)} / "
+               f"{cite(r['n_docs'], 'int', 'n_docs', k)}",
+               cite(r["section_recall"], "3", "section_recall", k),
+               "—" if r.get("ci_low") is None else
+               f"[{cite(r['ci_low'], '3', 'ci_low', k)}, {cite(r['ci_high'], '3', 'ci_high', k)}]",
+               cite(r["mean_backfill"], "1", "mean_backfill", k),
+               cite(r["share_backfilled"], "pct", "share_backfilled", k)]
+        if paper is not None:
+            pk = {"corpus": paper[0]}
+            row.append(f"{cite_paper(paper[1], '2', 'low', pk)}–"
+                       f"{cite_paper(paper[2], '2', 'high', pk)}")
+        rows.append(row)
+    cols = ["condition", "queries / docs", "section recall", "95% CI",
+            "mean backfilled results", "queries with backfill"] + (["paper"] if paper else [])
+    return TableBlock(key, title, cols, rows,
                       note="Section recall: share of queries for which stage 1 kept at least "
                            "one section overlapping gold evidence (paper: 0.60–0.68 "
                            "Wikipedia-FA, 0.17–0.20 QASPER).")

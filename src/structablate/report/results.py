@@ -84,6 +84,7 @@ from .blocks import (
     contrast_cells,
     format_number,
     row_answer,
+    section_recall_block,
 )
 from .render import table_markdown
 
@@ -681,27 +682,17 @@ def block_dose(run: Run, led: Ledger, **_) -> list[str]:
 
 
 def block_section_recall(run: Run, led: Ledger, kind: str = "qasper", **_) -> list[str]:
+    """Stage-1 section recall as the report page shows it
+    (:func:`structablate.report.blocks.section_recall_block`), with the paper's range."""
     df, src = run.table("section_recall"), run.source("section_recall")
     if not df.height:
         return ["No two-stage condition ran in this cell."]
     lo, hi = PAPER_SECTION_RECALL.get(kind, (None, None))
-    paper = ("—" if lo is None else
-             f"{led.num(lo, '2', 'paper:section_recall', {'corpus': kind}, 'low')}–"
-             f"{led.num(hi, '2', 'paper:section_recall', {'corpus': kind}, 'high')}")
-    rows = []
-    for r in df.iter_rows(named=True):
-        key = {"condition": r["condition"]}
-        rows.append([r["condition"],
-                     f"{led.num(r['n_queries'], 'int', src, key, 'n_queries')} / "
-                     f"{led.num(r['n_docs'], 'int', src, key, 'n_docs')}",
-                     led.num(r["section_recall"], "3", src, key, "section_recall"),
-                     led.ci(r, "3", src, key),
-                     led.num(r["mean_backfill"], "1", src, key, "mean_backfill"),
-                     led.num(r["share_backfilled"], "pct", src, key, "share_backfilled"),
-                     paper])
-    return _table(["condition", "queries / docs", "section recall", "95% CI",
-                   "mean results backfilled", "queries with backfill", "paper"], rows,
-                  "lrrrrrr")
+    block = section_recall_block(
+        df, title="", cite=led.cite(src), paper=None if lo is None else (kind, lo, hi),
+        cite_paper=led.cite("paper:section_recall"))
+    block.note = ""
+    return [table_markdown(block)]
 
 
 FUNNEL_LIKE = (
