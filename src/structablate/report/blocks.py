@@ -428,25 +428,52 @@ def funnel_block(report: Mapping, *, key: str = "funnel",
 # ---------------------------------------------------------------- structure-quality guard
 
 
+STRUCTURE_DETAIL = (
+    ("boundary_precision", "boundary precision", "3"),
+    ("boundary_recall", "boundary recall", "3"),
+    ("section_span_identity_chance", "section spans = gold by chance", "pct"),
+    ("section_span_identity_kappa", "section spans, chance-corrected", "3"),
+    ("top_boundary_f1_chance", "top-level F1 of random boundaries", "3"),
+    ("top_boundary_f1_kappa", "top-level F1, chance-corrected", "3"),
+    ("docs_depth3_share", "docs reaching depth 3", "pct"),
+)
+"""The structure-quality figures :func:`structure_quality_block` adds with ``detail``:
+(column, label, number kind)."""
+
+
 def structure_quality_block(quality: pl.DataFrame, *, key: str = "structure-quality",
-                            title: str = "Structure quality") -> TableBlock:
-    """One row per structure source (:func:`structablate.structure.quality.structure_quality`)."""
+                            title: str = "Structure quality", cite: Cite = plain,
+                            detail: bool = False) -> TableBlock:
+    """One row per structure source (:func:`structablate.structure.quality.structure_quality`),
+    each number printed through ``cite``; ``detail`` adds every further agreement figure the
+    table holds (:data:`STRUCTURE_DETAIL`: boundary precision and recall, the chance level and
+    chance-corrected value of span identity and of top-level F1, the share of documents
+    reaching depth 3)."""
     rows = []
     for r in quality.iter_rows(named=True):
-        depth = " / ".join(_pct(r[b]).replace(" %", "%") for b in
+        k = {"source": r["source"]}
+
+        def n(col: str, kind: str, r=r, k=k) -> str:
+            return cite(r.get(col), kind, col, k)
+
+        depth = " / ".join(n(b, "pct").replace(" %", "%") for b in
                            ("depth_1", "depth_2", "depth_3", "depth_4plus"))
-        rows.append([r["source"], str(r["n_docs"]), fmt(r["sections_per_doc"], 1),
-                     fmt(r["top_sections_per_doc"], 1), _pct(r["single_top_share"]),
-                     str(r["max_depth"]), depth, _pct(r["section_span_identity"]),
-                     _pct(r["chunk_span_identity"]), fmt(r["boundary_f1"], 3),
-                     fmt(r.get("boundary_f1_chance"), 3), fmt(r.get("boundary_f1_kappa"), 3),
-                     fmt(r["top_boundary_f1"], 3)])
+        rows.append([r["source"], n("n_docs", "int"), n("sections_per_doc", "1"),
+                     n("top_sections_per_doc", "1"), n("single_top_share", "pct"),
+                     n("max_depth", "int"), depth, n("section_span_identity", "pct"),
+                     n("chunk_span_identity", "pct"), n("boundary_f1", "3"),
+                     n("boundary_f1_chance", "3"), n("boundary_f1_kappa", "3"),
+                     n("top_boundary_f1", "3")])
+        if detail:
+            rows[-1] += [n(col, kind) for col, _, kind in STRUCTURE_DETAIL]
+    cols = ["source", "docs", "sections / doc", "top-level / doc", "docs with one top-level",
+            "max depth", "depth 1 / 2 / 3 / 4+", "section spans = gold", "chunk spans = gold",
+            "boundary F1 (±1 para)", "boundary F1 of random boundaries", "chance-corrected",
+            "top-level boundary F1"]
+    if detail:
+        cols += [label for _, label, _ in STRUCTURE_DETAIL]
     return TableBlock(
-        key, title,
-        ["source", "docs", "sections / doc", "top-level / doc", "docs with one top-level",
-         "max depth", "depth 1 / 2 / 3 / 4+", "section spans = gold", "chunk spans = gold",
-         "boundary F1 (±1 para)", "boundary F1 of random boundaries", "chance-corrected",
-         "top-level boundary F1"], rows,
+        key, title, cols, rows,
         note="Depth is the length of a section's heading path (share of sections per depth). "
              "Agreement with gold: identical (doc, start, end) spans of sections and of "
              "structural chunks (paper: 78.9% Wikipedia-FA, 75.8% QASPER), and section-start "
@@ -454,7 +481,7 @@ def structure_quality_block(quality: pl.DataFrame, *, key: str = "structure-qual
              "boundaries with the same count per document and the chance-corrected "
              "(observed − chance) / (1 − chance), on which the guard decides. Two-stage "
              "routing ranks the top-level sections of the whole corpus.",
-        align=["l"] + ["r"] * 5 + ["l"] + ["r"] * 6)
+        align=["l"] + ["r"] * 5 + ["l"] + ["r"] * (len(cols) - 7))
 
 
 def guard_notes(contrasts: pl.DataFrame, flags_of, metric: str) -> list:

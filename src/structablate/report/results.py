@@ -85,6 +85,7 @@ from .blocks import (
     format_number,
     row_answer,
     section_recall_block,
+    structure_quality_block,
 )
 from .render import table_markdown
 
@@ -760,22 +761,14 @@ def block_bm25(run: Run, led: Ledger, kind: str = "qasper", **_) -> list[str]:
     return _table(["BM25 (bm25.json)", "value"], rows, "lr")
 
 
-STRUCTURE_COLUMNS = ("sections_per_doc", "top_sections_per_doc", "single_top_share",
-                     "depth_1", "depth_2", "depth_3", "depth_4plus", "docs_depth3_share",
-                     "section_span_identity", "chunk_span_identity", "boundary_precision",
-                     "boundary_recall", "boundary_f1", "top_boundary_f1")
-
-
 def block_structure(run: Run, led: Ledger, kind: str = "qasper", **_) -> list[str]:
+    """Structure quality as the report page shows it
+    (:func:`structablate.report.blocks.structure_quality_block`), with the paper's chunk-span
+    identity of its LLM inducer."""
     df, src = run.table("structure"), run.source("structure")
-    cols = [c for c in df.columns if c in STRUCTURE_COLUMNS or c.endswith(("_chance",
-                                                                          "_kappa"))]
-    sources = df["source"].to_list()
-    rows = []
-    for c in cols:
-        rows.append([c, *[led.num(df.filter(pl.col("source") == s)[c][0], "3", src,
-                                  {"source": s}, c) for s in sources]])
-    out = _table(["measure", *sources], rows, "l" + "r" * len(sources))
+    block = structure_quality_block(df, title="", cite=led.cite(src), detail=True)
+    block.note = ""
+    out = [table_markdown(block)]
     if kind in PAPER_CHUNK_SPAN_IDENTITY:
         out += ["", f"Paper's LLM inducer, chunk spans identical to gold ({kind}): "
                     f"{led.num(PAPER_CHUNK_SPAN_IDENTITY[kind], '3', 'paper:chunk_span_identity', {'corpus': kind}, 'identity')}."]  # noqa: E501
