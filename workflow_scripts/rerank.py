@@ -27,6 +27,9 @@ def main(smk):
         )
     finally:
         cache.close()
+    if report["dtype"] != settings.precision:  # the trigger recorded another precision
+        raise RuntimeError(f"reranker {rr.model!r} ran in {report['dtype']!r}, the plan said "
+                           f"{settings.precision!r}")
     if not run["reranker_trained"][0]:
         log.warning("%s is not a trained reranker: these scores are not results", rr.model)
     log.info("reranked %s", report)
