@@ -200,7 +200,8 @@ class ContextualizeJob(Job):
 class EmbedJob(Job):
     """``embed_chunks`` and ``embed_queries`` (one glue, ``embed.py``): the embedder's settings
     and ``precision``, the dtype it runs in on its device (``auto`` resolved from the settings
-    alone: changing ``device`` reruns nothing unless it changes the precision)."""
+    alone: changing ``device`` reruns nothing unless it changes the precision; the glue
+    refuses an embedder that resolves another)."""
 
     embedder: EmbedderSettings
     precision: str
@@ -218,8 +219,9 @@ class RetrieveJob(Job):
 
 @dataclass(frozen=True)
 class RerankJob(Job):
-    """``rerank``: the reranker's settings, the precision its ``dtype`` runs in on its device,
-    and the global ``seed`` (ties broken reproducibly)."""
+    """``rerank``: the reranker's settings, the precision its ``dtype`` runs in on its device
+    (the glue refuses a run in another: the trigger recorded this one), and the global
+    ``seed`` (torch's, fixed before the cross-encoder loads)."""
 
     reranker: RerankerSettings
     precision: str
