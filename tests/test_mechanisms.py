@@ -22,7 +22,7 @@ from structablate.corpus.flatten import documents_frame, paragraphs_frame, secti
 from structablate.mechanisms import LLM_STAGE_JOBS, MECHANISMS, RULE_READS
 from structablate.plan import Plan
 from structablate.retrieval.runs import SEARCHES
-from structablate.settings import ChunkingSettings, RetrievalSettings, Settings, dump_outputs
+from structablate.settings import ChunkingSettings, RetrievalSettings, Settings
 from structablate.settings._core import runtime_keys
 from structablate.study import CONDITIONS, LLM_STAGES, Boundaries, Prefix, Retrieval, condition
 
@@ -154,7 +154,7 @@ def _plan(monkeypatch, edit):
 
 
 def _job(plan: Plan, rule: str, w: dict) -> dict:
-    return {k: dump_outputs(v) for k, v in plan.rule_settings(rule, w).items()}
+    return plan.rule_settings(rule, w).dump(outputs_only=True)
 
 
 CHUNK_EDITS = {

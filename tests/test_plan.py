@@ -85,9 +85,13 @@ def test_a_job_sees_and_reruns_on_only_the_keys_it_uses(monkeypatch):
         tb = b.trigger("chunk", REPO / "workflow_scripts/chunk.py")(w)
         assert (ta != tb) is changes, chunkset
     # the G3 job does not even see the fixed-window key
-    assert b.rule_settings("chunk", {"chunkset": "G3"})["chunking"].fixed_snap_tokens == 15
-    assert b.rule_settings("chunk", {"chunkset": "A0"})["chunking"].fixed_snap_tokens == 5
-    assert "seed" in b.rule_settings("chunk", {"chunkset": "P"})
+    assert b.rule_settings("chunk", {"chunkset": "G3"}).chunking.fixed_snap_tokens == 15
+    assert b.rule_settings("chunk", {"chunkset": "A0"}).chunking.fixed_snap_tokens == 5
+    # the placebo job gets the seed; any other chunk job has no seed key at all
+    assert b.rule_settings("chunk", {"chunkset": "P"}).seed == b.settings.seed
+    assert b.rule_settings("chunk", {"chunkset": "G3"}).seed is None
+    assert "seed" not in b.trigger("chunk", REPO / "workflow_scripts/chunk.py")(
+        {"corpus": "qasper", "chunkset": "G3"})
 
 
 def test_runtime_settings_do_not_trigger_reruns(monkeypatch):
@@ -104,7 +108,7 @@ def test_runtime_settings_do_not_trigger_reruns(monkeypatch):
     assert base.trigger("embed_chunks", script)(w) != plan_with(batch_size=16).trigger(
         "embed_chunks", script)(w)
     # the job still gets the device it runs on
-    assert plan_with(device="cuda:1").rule_settings("embed_chunks", w)["embedder"].device == (
+    assert plan_with(device="cuda:1").rule_settings("embed_chunks", w).embedder.device == (
         "cuda:1")
     lw = {"corpus": "qasper"}
     threads = _plan(monkeypatch, lambda cfg: cfg["llm"]["llamacpp"].update(n_threads=16))
@@ -258,7 +262,7 @@ def test_qasper_data_dir_resolves_relative_sources(tmp_path, monkeypatch):
     cfg["corpora"] = {"qasper": {"type": "qasper", "data_dir": str(REPO / "resources/qasper"),
                                  "sources": [{"path": "qasper-sample-v0.3.json"}]}}
     plan = Plan.from_config(cfg)
-    src = plan.rule_settings("build_qasper", {"corpus": "qasper"})["corpus"].sources
+    src = plan.rule_settings("build_qasper", {"corpus": "qasper"}).corpus.sources
     assert [s.path for s in src] == [str(REPO / "resources/qasper/qasper-sample-v0.3.json")]
     cfg["corpora"]["qasper"]["sources"] = [{"path": "qasper-train-v0.3.json"}]
     with pytest.raises(Exception, match=r"corpora.qasper.sources\[0\].path: no file .*"

@@ -47,7 +47,7 @@ def test_auto_on_another_device_kind_reruns_the_embedding(monkeypatch):
                                                                        EMBED)(q))
     # the job reads the precision it must run in
     got = _plan(monkeypatch, dtype="auto", device="cuda").rule_settings("embed_chunks", W)
-    assert got["precision"] == "bfloat16"
+    assert got.precision == "bfloat16"
 
 
 def test_auto_on_another_device_kind_reruns_the_reranking(monkeypatch):

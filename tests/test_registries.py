@@ -144,12 +144,12 @@ def test_the_plan_reads_gpu_need_and_inducer_facts_from_the_registries():
                 induction={"inducer": "llm", "context_tokens": 8192})
     assert gpu.llm_on_gpu("contexts") and gpu.induction_on_gpu
     assert gpu.llm_on_gpu("queries", "wikipedia")  # the corpus's block keeps backend vllm
-    assert gpu.rule_settings("induce_structure")["llm"].backend == "vllm"
+    assert gpu.rule_settings("induce_structure").llm.backend == "vllm"
     # the hybrid inducer gets its stage's llm settings (it writes the headings with them)
     hybrid = _plan(llm={"backend": "llamacpp", "model": "m"},
                    induction={"inducer": "texttiling", "texttiling": {"titles": "llm"}})
     assert hybrid.induction_uses_llm and not hybrid.induction_on_gpu
-    assert hybrid.rule_settings("induce_structure")["llm"].model == "m"
+    assert hybrid.rule_settings("induce_structure").llm.model == "m"
 
 
 def test_an_unstated_context_names_the_backend_key_that_states_it():

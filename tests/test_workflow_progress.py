@@ -78,7 +78,8 @@ smk = SimpleNamespace(
             "conditions": ["G2"], "size_match_structure": "gold"}},
     rule="contrasts", threads=1, wildcards=Namedlist(fromdict={{"corpus": "c"}}),
     log=Namedlist(fromdict={{"log": {str(tmp_path / 'job.log')!r}}}))
-log, settings = wf.setup(smk)
+from structablate.plan.jobs import ContrastsJob
+log, settings = wf.setup(smk, ContrastsJob)
 from structablate.stats.bootstrap import cluster_bootstrap
 cluster_bootstrap(np.arange(40.0), np.ones(40), n_boot=2000, seed=1)
 log.info("done")

@@ -3,6 +3,7 @@ BM25 report (gold-top-1 within the
 question's document, the paper's figure, and over the whole corpus) and its per-query table."""
 
 from structablate.io import read_parquet, write_json, write_parquet
+from structablate.plan.jobs import InputsOnlyJob
 from structablate.retrieval.bm25 import bm25_report
 from structablate.study import BM25_CHUNKSET
 from structablate.tables import check_table
@@ -10,7 +11,7 @@ from structablate.workflow import setup
 
 
 def main(smk):
-    log, _ = setup(smk)
+    log, _ = setup(smk, InputsOnlyJob)
     tables = {name: check_table(read_parquet(smk.input[name]), table, smk.input[name])
               for name, table in (("chunks", "chunks"), ("documents", "documents"),
                                   ("queries", "queries"), ("qrels", "qrels"))}

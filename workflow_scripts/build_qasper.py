@@ -2,13 +2,14 @@
 
 from structablate.corpus.qasper import build_qasper, read_sources
 from structablate.corpus.result import write_corpus
+from structablate.plan.jobs import BuildQasperJob
 from structablate.settings import dump
 from structablate.workflow import setup
 
 
 def main(smk):
-    log, settings = setup(smk)
-    corpus = settings["corpus"]
+    log, settings = setup(smk, BuildQasperJob)
+    corpus = settings.corpus
     sources = [dump(s) for s in corpus.sources]
     build = build_qasper(
         read_sources(sources),

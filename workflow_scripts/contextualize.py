@@ -15,6 +15,7 @@ from structablate.chunking.tokens import TokenCounter
 from structablate.io import read_parquet, write_json, write_parquet
 from structablate.llm.client import client_from_config
 from structablate.llm.contextualize import contextualize_chunks
+from structablate.plan.jobs import ContextualizeJob
 from structablate.settings import with_context_tokens
 from structablate.study import derived_from
 from structablate.tables import check_table
@@ -22,23 +23,23 @@ from structablate.workflow import setup
 
 
 def main(smk):
-    log, settings = setup(smk)
-    cfg = settings["contexts"]
+    log, settings = setup(smk, ContextualizeJob)
+    cfg = settings.contexts
     chunks = check_table(read_parquet(smk.input.chunks), "chunks", smk.input.chunks)
     # A1 takes exactly A0's size-matched windows; only the chunk ids and the prefix differ
     name = smk.wildcards.chunkset
     base = derived_from(name)
     chunks = chunks.with_columns(
         pl.col("chunk_id").str.replace(f"^{re.escape(base)}:", f"{name}:"))
-    client = client_from_config(settings["llm"], base_dir=Path.cwd(),
+    client = client_from_config(settings.llm, base_dir=Path.cwd(),
                                 stage=f"contexts/{smk.wildcards.corpus}")
-    counter = TokenCounter.from_model(settings["tokenizer"])
+    counter = TokenCounter.from_model(settings.tokenizer)
     # the document budget derives from the model's context (contexts.context_tokens, else the
     # stage's llm block): it shapes the prompts, so it is part of what a recording replays
     report: dict = {}
     out = contextualize_chunks(
         chunks, read_parquet(smk.input.documents), client, counter,
-        config=with_context_tokens(cfg, settings["llm"]), progress=True,
+        config=with_context_tokens(cfg, settings.llm), progress=True,
         report=report,
     )
     stats = client.stats.as_dict()

@@ -6,19 +6,20 @@ from pathlib import Path
 from structablate.corpus.result import check_generated_questions
 from structablate.io import read_parquet, write_json, write_parquet
 from structablate.llm.client import client_from_config
+from structablate.plan.jobs import GenerateQueriesJob
 from structablate.queries import generate_queries_from_frames
 from structablate.tables import check_table
 from structablate.workflow import setup
 
 
 def main(smk):
-    log, settings = setup(smk)
-    cfg = settings["queries"]
+    log, settings = setup(smk, GenerateQueriesJob)
+    cfg = settings.queries
     documents = check_table(read_parquet(smk.input.documents), "documents", smk.input.documents)
     paragraphs = check_table(read_parquet(smk.input.paragraphs), "paragraphs",
                              smk.input.paragraphs)
     sections = check_table(read_parquet(smk.input.sections), "sections", smk.input.sections)
-    client = client_from_config(settings["llm"], base_dir=Path.cwd(),
+    client = client_from_config(settings.llm, base_dir=Path.cwd(),
                                 stage=f"queries/{smk.wildcards.corpus}")
     try:
         res = generate_queries_from_frames(documents, paragraphs, sections, client, cfg)

@@ -5,17 +5,18 @@ from pathlib import Path
 
 from structablate.corpus.flatten import documents_from_frames, sections_frame
 from structablate.io import read_parquet, write_json, write_parquet
+from structablate.plan.jobs import InduceStructureJob
 from structablate.structure import induce_documents
 from structablate.workflow import setup
 
 
 def main(smk):
-    log, settings = setup(smk)
+    log, settings = setup(smk, InduceStructureJob)
     docs = documents_from_frames(
         read_parquet(smk.input.documents), read_parquet(smk.input.paragraphs),
         read_parquet(smk.input.gold_sections))
     # an LLM inducer holds the stage lock of its cache, one generator per corpus at a time
-    pairs, report = induce_documents(docs, settings["induction"], settings["llm"],
+    pairs, report = induce_documents(docs, settings.induction, settings.llm,
                                      base_dir=Path.cwd(),
                                      stage=f"induction/{smk.wildcards.corpus}")
     report["corpus"] = smk.wildcards.corpus

@@ -5,6 +5,7 @@ from pathlib import Path
 import polars as pl
 
 from structablate.io import read_parquet, write_json, write_parquet
+from structablate.plan.jobs import ReportCellJob
 from structablate.report import blocks, figures, render
 from structablate.report.provenance import cell_flags
 from structablate.report.testable import dose_flags, mark_contrasts
@@ -14,8 +15,8 @@ from structablate.workflow import setup
 
 
 def main(smk):
-    log, settings = setup(smk)
-    conds = list(settings["conditions"])
+    log, settings = setup(smk, ReportCellJob)
+    conds = list(settings.conditions)
     cell = (smk.wildcards.corpus, smk.wildcards.embedder, smk.wildcards.reranker)
     label = blocks.cell_label(*cell)
     runs = dict(zip(conds, smk.input.runs, strict=True))
@@ -23,14 +24,14 @@ def main(smk):
     contrasts = read_parquet(smk.input.contrasts)
     dose = read_parquet(smk.input.dose_response)
     measures = list(dict.fromkeys(summary["measure"]))
-    metric = settings["metric"] if settings["metric"] in measures else measures[0]
+    metric = settings.metric if settings.metric in measures else measures[0]
 
     cis = read_parquet(smk.input.cis)
     sr = read_parquet(smk.input.section_recall)
     ranking = read_parquet(smk.input.ranking_identity)
     guard = dict(quality=read_parquet(smk.input.structure_quality),
                  checks=read_parquet(smk.input.comparison_checks), ranking=ranking,
-                 guard=settings["guard"])
+                 guard=settings.guard)
     contrasts = mark_contrasts(contrasts, **guard)
     write_parquet(contrasts, smk.output.marked)
     log.info("%d of %d contrast rows not testable here (structure-quality guard)",
@@ -42,7 +43,7 @@ def main(smk):
         first = pl.read_parquet(runs[conds[0]], n_rows=1)
         if "reranker_trained" in first.columns:
             observed = bool(first["reranker_trained"][0])
-    flags = cell_flags(cell, {cell[2]: dump(settings["reranker"])}, observed)
+    flags = cell_flags(cell, {cell[2]: dump(settings.reranker)}, observed)
     for f in flags:
         log.warning(f)
     write_json({"cell": list(cell), "reranker_trained": observed, "flags": flags,

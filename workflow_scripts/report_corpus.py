@@ -7,16 +7,17 @@ from pathlib import Path
 import polars as pl
 
 from structablate.io import read_parquet, write_parquet
+from structablate.plan.jobs import ReportCorpusJob
 from structablate.report import blocks, figures, render
 from structablate.stats import size_matching
 from structablate.workflow import setup
 
 
 def main(smk):
-    log, settings = setup(smk)
+    log, settings = setup(smk, ReportCorpusJob)
     corpus = smk.wildcards.corpus
-    metric = settings["metric"]
-    chunksets, embedders = settings["chunksets"], settings["embedders"]
+    metric = settings.metric
+    chunksets, embedders = settings.chunksets, settings.embedders
 
     frames = [f for f in map(read_parquet, smk.input.contrasts) if f.height]
     contrasts = pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame(
@@ -29,11 +30,11 @@ def main(smk):
     paths = iter(smk.input.embed_stats)  # embedder outer, chunkset inner (rule order)
     stats = {(e, cs): json.loads(Path(next(paths)).read_text())
              for e in embedders for cs in chunksets}
-    sm = size_matching(chunks, stats, settings["conditions"])
+    sm = size_matching(chunks, stats, settings.conditions)
     write_parquet(sm, smk.output.size_matching)
     Path(smk.output.size_matching_table).write_text(render.standalone_html(
         f"Size matching and truncation, {corpus}",
-        [blocks.size_matching_block(sm, settings["size_match_structure"],
+        [blocks.size_matching_block(sm, settings.size_match_structure,
                                     title=f"Size matching and truncation, {corpus}")]),
         encoding="utf-8")
 

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from structablate.io import read_parquet
+from structablate.plan.jobs import ReportPageJob
 from structablate.report import (
     CellData,
     CorpusData,
@@ -33,14 +34,14 @@ def a1_cost(path):
 
 
 def main(smk):
-    log, s = setup(smk)
+    log, settings = setup(smk, ReportPageJob)
     page_dir = Path(smk.output.html).parent
 
     def rel(path):
         return os.path.relpath(path, page_dir).replace(os.sep, "/")
 
     cells = []
-    for i, cell in enumerate(s["cells"]):
+    for i, cell in enumerate(settings.cells):
         d = page_dir.joinpath(cell.corpus, cell.embedder, cell.reranker)
         meta = read_json(smk.input.cell[i])
         cells.append(CellData(
@@ -58,11 +59,11 @@ def main(smk):
         ))
     corpora = []
     question_funnels = iter(smk.input.question_funnels)
-    for i, name in enumerate(s["corpora"]):
+    for i, name in enumerate(settings.corpora):
         d = page_dir / name
-        generated = s["generated_queries"][name]
+        generated = settings.generated_queries[name]
         corpora.append(CorpusData(
-            name=name, kind=s["corpus_types"][name],
+            name=name, kind=settings.corpus_types[name],
             funnel=read_json(smk.input.corpus_reports[i]),
             size_matching=read_parquet(smk.input.size_matching[i]),
             figures={"forest": rel(d / "forest.png"), "funnel": rel(d / "funnel.png")},
@@ -74,14 +75,15 @@ def main(smk):
             **a1_cost(smk.input.a1_stats[i] if smk.input.a1_stats else None),
         ))
     run = PageSettings(
-        embedders=s["embedders"], rerankers=s["rerankers"], conditions=s["conditions"],
-        measures=s["measures"], primary=s["primary"], stage_conditions=s["stage_conditions"],
-        llm=s["llm"], size_match_structure=s["size_match_structure"], inducer=s["inducer"],
-        guard=s["guard"], contrasts=s["contrasts"])
+        embedders=settings.embedders, rerankers=settings.rerankers,
+        conditions=settings.conditions, measures=settings.measures, primary=settings.primary,
+        stage_conditions=settings.stage_conditions, llm=settings.llm,
+        size_match_structure=settings.size_match_structure, inducer=settings.inducer,
+        guard=settings.guard, contrasts=settings.contrasts)
     intro, sections = build_page(cells, corpora, run)
     write_page(intro, sections, smk.output.markdown, smk.output.html)
     Path(smk.output.overview).write_text(overview_html(intro, sections), encoding="utf-8")
-    for name, path in zip(s["corpora"], smk.output.verdicts, strict=True):
+    for name, path in zip(settings.corpora, smk.output.verdicts, strict=True):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(corpus_html(sections, name), encoding="utf-8")
     log.info("summary page: %d cells, %d corpora", len(cells), len(corpora))

@@ -3,12 +3,13 @@ every condition scored in one process (each chunkset's layout prepared once)."""
 
 from structablate.io import read_parquet, write_parquet
 from structablate.metrics import score_runs
+from structablate.plan.jobs import ScoreJob
 from structablate.workflow import setup
 
 
 def main(smk):
-    log, settings = setup(smk)
-    conditions, measures = list(settings["conditions"]), list(settings["measures"])
+    log, settings = setup(smk, ScoreJob)
+    conditions, measures = list(settings.conditions), list(settings.measures)
     # one frame per chunk file: conditions reading the same chunkset share one layout
     chunk_frames = {p: read_parquet(p) for p in dict.fromkeys(smk.input.chunks)}
     runs = {c: read_parquet(p) for c, p in zip(conditions, smk.input.runs, strict=True)}

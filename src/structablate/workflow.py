@@ -3,16 +3,19 @@ limits, and the job's settings from the plan.
 
 Each glue script has one shape::
 
+    from structablate.plan.jobs import ChunkJob
     from structablate.workflow import setup
 
     def main(smk):
-        log, settings = setup(smk)
+        log, settings = setup(smk, ChunkJob)
         ...  # read smk.input, call one package function, write smk.output
 
     main(snakemake)  # noqa: F821
 
-``settings`` is :meth:`structablate.plan.Plan.rule_settings` for the job's rule and wildcards:
-the same typed values the rule's ``params`` (its rerun trigger) were computed from.
+``settings`` is :meth:`structablate.plan.Plan.rule_settings` for the job's rule and wildcards,
+an instance of the rule's job class (:mod:`structablate.plan.jobs`) read by attribute
+(``settings.chunking``): the same typed values the rule's ``params`` (its rerun trigger) were
+computed from.
 
 Progress: the job's ``sys.stderr`` is a :class:`ProgressTee`. Log records, warnings and
 library chatter go to the rule's log file only; every progress bar (tqdm) becomes whole lines
@@ -34,9 +37,15 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from structablate.errors import StructablateError
+
+if TYPE_CHECKING:
+    from structablate.plan.jobs import Job
+
+J = TypeVar("J", bound="Job")
+"""The job class a glue script reads (:mod:`structablate.plan.jobs`)."""
 
 PROGRESS_INTERVAL_S = 15.0
 """Seconds between two progress lines of one bar (the first and the last always print)."""
@@ -172,9 +181,10 @@ def job_label(smk: Any) -> str:
     return " ".join([str(smk.rule), "/".join(values)]).strip()
 
 
-def setup(smk: Any) -> tuple[logging.Logger, dict[str, Any]]:
+def setup(smk: Any, job: type[J]) -> tuple[logging.Logger, J]:
     """Send this job's log records, warnings and progress bars to the rule's ``log:`` file,
-    set thread limits, and return ``(logger, settings)``.
+    set thread limits, and return ``(logger, settings)``: ``settings`` the job's
+    (:func:`job_settings`), an instance of ``job``, the job class the glue reads.
 
     ``smk`` is the ``snakemake`` object Snakemake injects into a script.
     """
@@ -203,20 +213,24 @@ def setup(smk: Any) -> tuple[logging.Logger, dict[str, Any]]:
             os.environ[var] = str(int(threads))
         if "torch" in sys.modules:
             sys.modules["torch"].set_num_threads(int(threads))
+    return logging.getLogger(f"structablate.{smk.rule}"), job_settings(smk, job, record=True)
+
+
+def job_settings(smk: Any, job: type[J], *, record: bool = False) -> J:
+    """The job's settings from the plan (built from ``smk.config``): the rule's job class
+    instance for its wildcards, refused with ``TypeError`` unless it is a ``job`` (a glue
+    script reading another rule's class). ``record``: write the job's record first
+    (:func:`record_job`)."""
     from structablate.plan import Plan
 
     plan = Plan.from_config(smk.config, check_files=False)
-    record_job(smk, plan.settings.results)
-    return (logging.getLogger(f"structablate.{smk.rule}"),
-            plan.rule_settings(smk.rule, dict(smk.wildcards.items())))
-
-
-def job_settings(smk: Any) -> dict[str, Any]:
-    """The job's settings from the plan (built from ``smk.config``)."""
-    from structablate.plan import Plan
-
-    plan = Plan.from_config(smk.config, check_files=False)
-    return plan.rule_settings(smk.rule, dict(smk.wildcards.items()))
+    if record:
+        record_job(smk, plan.settings.results)
+    settings = plan.rule_settings(smk.rule, dict(smk.wildcards.items()))
+    if not isinstance(settings, job):
+        raise TypeError(f"rule {smk.rule}: the plan gives its jobs a {type(settings).__name__}, "
+                        f"its glue reads a {job.__name__}")
+    return settings
 
 
 # ------------------------------------------------------------------------------- job records

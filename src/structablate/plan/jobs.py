@@ -1,26 +1,49 @@
-"""What each rule's job is given: :func:`rule_settings` maps a rule name and a job's
-wildcards to the typed values that job uses and nothing else (a key a job does not use is
-reset to its default by :func:`only`, so changing it reruns nothing), and :func:`trigger`
-turns the same values, without their ``runtime`` keys and with the fingerprint of the code the
-job runs, into the rule's ``params``, so Snakemake reruns a job exactly when something that can
-change its outputs changes."""
+"""What each rule's job is given: one frozen, typed dataclass per rule's job (:class:`Job` and
+its subclasses, each declared once, here), :func:`rule_settings` mapping a rule name and a
+job's wildcards to the rule's instance, holding the typed values that job uses and nothing
+else (a key a job does not use is reset to its default by :func:`only`, so changing it reruns
+nothing), and :func:`trigger` turning the same instance, without its ``runtime`` keys and with
+the fingerprint of the code the job runs, into the rule's ``params``, so Snakemake reruns a
+job exactly when something that can change its outputs changes. The glue reads the instance
+by attribute (``settings.chunking``; :func:`structablate.workflow.setup`)."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from structablate import mechanisms, study
-from structablate.settings import Settings, dump_outputs, planned_dtype
+from structablate.settings import (
+    ChunkingSettings,
+    ContextsSettings,
+    EmbedderSettings,
+    GuardSettings,
+    InductionSettings,
+    LLMSettings,
+    PrimaryCell,
+    QasperCorpus,
+    QueryGenSettings,
+    RerankerSettings,
+    RetrievalSettings,
+    Settings,
+    StatisticsSettings,
+    UserCorpus,
+    WikipediaApiSource,
+    WikipediaSelection,
+    WikipediaXmlSource,
+    dump,
+    planned_dtype,
+)
 from structablate.settings.corpora import USER_QUESTION_KEYS
 
 if TYPE_CHECKING:
-    from structablate.plan import Plan
+    from structablate.plan import Cell, Plan
 
-__all__ = ["CORPUS_RULES", "only", "rule_settings", "trigger", "wildcards_dict"]
+__all__ = ["CORPUS_RULES", "Job", "job_class", "only", "planned_rules", "rule_settings", "trigger",
+           "wildcards_dict"]
 
 
 def only(obj: Any, keep: Iterable[str]) -> Any:
@@ -47,39 +70,323 @@ def wildcards_dict(w: Any) -> dict[str, str]:
     return {k: str(v) for k, v in w.items()} if hasattr(w, "items") else dict(vars(w))
 
 
-def _user_documents(plan: Plan, s: Settings, w: dict[str, str]) -> dict[str, Any]:
+# ------------------------------------------------------------------------------ job classes
+
+_ABSENT_WHEN_NONE = "structablate.plan.jobs.absent_when_none"
+
+
+def absent_when_none() -> Any:
+    """A field a job is given only where its builder fills it (the placebo's ``seed`` of a
+    chunk job): left ``None``, the job's params and :meth:`Job.dump` hold no such key at all,
+    so the jobs that never read it keep the params they always had. A field declared plainly
+    keeps its key with ``None`` (an induction without an LLM: ``llm: None``)."""
+    return dataclasses.field(default=None, metadata={_ABSENT_WHEN_NONE: True})
+
+
+@dataclass(frozen=True)
+class Job:
+    """The settings one job of a rule is given: a subclass per rule (or per glue script two
+    rules share), whose fields, in order, are the keys of the rule's ``params`` (less
+    ``code``) and the attributes its glue reads. Values are the plan's typed settings objects,
+    names and numbers, sliced to what the job's outputs depend on."""
+
+    def given(self) -> dict[str, Any]:
+        """``field -> value`` of what the job is given, in field order: every field but an
+        :func:`absent_when_none` one that holds ``None``."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if not (f.metadata.get(_ABSENT_WHEN_NONE) and getattr(self, f.name) is None)}
+
+    def dump(self, *, outputs_only: bool = False) -> dict[str, Any]:
+        """Plain data (dicts, lists, scalars) of :meth:`given`; with ``outputs_only`` the
+        ``runtime`` settings fields are left out at every depth (the rule's trigger)."""
+        return {k: dump(v, outputs_only=outputs_only) for k, v in self.given().items()}
+
+
+@dataclass(frozen=True)
+class InputsOnlyJob(Job):
+    """``bm25_check`` and ``trec_export``: nothing from the config. The BM25 check reads the G2
+    chunks without their prefix with fixed parameters, and the TREC export writes a run and its
+    qrels as they are, so only their inputs (and code) rerun them."""
+
+
+@dataclass(frozen=True)
+class BuildQasperJob(Job):
+    """``build_qasper``: the QASPER corpus block with its ``sources`` resolved against
+    ``data_dir`` and ``data_dir`` itself dropped (``None``): the files read are the rule's
+    inputs, so moving the same files under another folder reruns nothing."""
+
+    corpus: QasperCorpus
+
+
+@dataclass(frozen=True)
+class BuildWikipediaJob(Job):
+    """``build_wikipedia``: where pages come from and which are kept, not the corpus's
+    ``queries`` block (question generation is :class:`GenerateQueriesJob`'s), so a question
+    setting reruns no page selection."""
+
+    source: WikipediaXmlSource | WikipediaApiSource
+    selection: WikipediaSelection
+
+
+@dataclass(frozen=True)
+class BuildUserDocumentsJob(Job):
+    """``build_user_documents``: the user corpus block with the keys only its questions read
+    (:data:`~structablate.settings.corpora.USER_QUESTION_KEYS`) reset to their defaults, so a
+    question edit reruns only :class:`MapUserQuestionsJob`'s rule."""
+
+    corpus: UserCorpus
+
+
+@dataclass(frozen=True)
+class MapUserQuestionsJob(Job):
+    """``map_user_questions``: the whole user corpus block, its ``queries`` resolved to the
+    questions file the plan names (:meth:`Plan.user_queries`: a path, or ``None``)."""
+
+    corpus: UserCorpus
+
+
+@dataclass(frozen=True)
+class GenerateQueriesJob(Job):
+    """``generate_queries``: the corpus's question-generation settings without their ``llm``
+    override (``None``), and the ``queries`` stage's LLM settings with that override laid over
+    the ``llm`` block (:meth:`Plan.stage_llm`): the override reaches the job once, merged."""
+
+    queries: QueryGenSettings
+    llm: LLMSettings
+
+
+@dataclass(frozen=True)
+class InduceStructureJob(Job):
+    """``induce_structure``: the induction block without its ``llm`` override, and the
+    ``induction`` stage's merged LLM settings, ``None`` (the key kept) where the inducer calls
+    no LLM, so an LLM edit reruns no such induction."""
+
+    induction: InductionSettings
+    llm: LLMSettings | None
+
+
+@dataclass(frozen=True)
+class TokenizeCorpusJob(Job):
+    """``tokenize_corpus``: the resolved tokenizer (:attr:`Plan.tokenizer`), the one model
+    whose token counts every chunk job of the corpus reads."""
+
+    tokenizer: str
+
+
+@dataclass(frozen=True)
+class ChunkJob(Job):
+    """``chunk``: the ``chunking`` keys the chunkset's mechanisms read
+    (:func:`structablate.mechanisms.reads`; the rest reset to their defaults), the resolved
+    tokenizer, and the global ``seed`` only where a mechanism reads it (the placebo's
+    permutation of P and GP; absent from every other chunk job's params)."""
+
+    chunking: ChunkingSettings
+    tokenizer: str
+    seed: int | None = absent_when_none()
+
+
+@dataclass(frozen=True)
+class ContextualizeJob(Job):
+    """``contextualize`` (A1's situating contexts): the contexts block without its ``llm``
+    override, the ``contexts`` stage's merged LLM settings, and the tokenizer that recounts
+    each chunk's prefix tokens."""
+
+    contexts: ContextsSettings
+    llm: LLMSettings
+    tokenizer: str
+
+
+@dataclass(frozen=True)
+class EmbedJob(Job):
+    """``embed_chunks`` and ``embed_queries`` (one glue, ``embed.py``): the embedder's settings
+    and ``precision``, the dtype it runs in on its device (``auto`` resolved from the settings
+    alone: changing ``device`` reruns nothing unless it changes the precision; the glue
+    refuses an embedder that resolves another)."""
+
+    embedder: EmbedderSettings
+    precision: str
+
+
+@dataclass(frozen=True)
+class RetrieveJob(Job):
+    """``retrieve``: the ``retrieval`` keys the condition's mechanisms read (the HNSW
+    parameters only when ``method`` is ``hnsw``: exact search reads none of them), and the
+    condition's name."""
+
+    retrieval: RetrievalSettings
+    condition: str
+
+
+@dataclass(frozen=True)
+class RerankJob(Job):
+    """``rerank``: the reranker's settings, the precision its ``dtype`` runs in on its device
+    (the glue refuses a run in another: the trigger recorded this one), and the global
+    ``seed`` (torch's, fixed before the cross-encoder loads)."""
+
+    reranker: RerankerSettings
+    precision: str
+    seed: int
+
+
+@dataclass(frozen=True)
+class ScoreJob(Job):
+    """``score``: the configured measures and the grid's conditions, in grid order (the order
+    of the rule's ``runs`` and ``scores`` files)."""
+
+    measures: tuple[str, ...]
+    conditions: list[str]
+
+
+@dataclass(frozen=True)
+class SummarizeCellJob(Job):
+    """``summarize_cell``: the grid's conditions, in the order of the rule's ``scores``
+    files."""
+
+    conditions: list[str]
+
+
+@dataclass(frozen=True)
+class SummaryMarkdownJob(Job):
+    """``summary_markdown``: every embedder's and reranker's settings (named in the text), the
+    grid's cells in the order of the rule's inputs, and the primary metric."""
+
+    embedders: dict[str, EmbedderSettings]
+    rerankers: dict[str, RerankerSettings]
+    cells: list[Cell]
+    metric: str
+
+
+@dataclass(frozen=True)
+class ContrastsJob(Job):
+    """``contrasts``: the statistics block with the primary cell's embedder filled in, the
+    global ``seed`` (bootstrap), and the grid's conditions in the order of the rule's
+    ``scores`` files."""
+
+    statistics: StatisticsSettings
+    seed: int
+    conditions: list[str]
+
+
+@dataclass(frozen=True)
+class CellStatisticsJob(Job):
+    """``cell_statistics``: the grid's conditions in input order, the bootstrap replicates
+    (``n_boot``: ``statistics.bootstrap_iters``) and the global ``seed``, nothing else of the
+    statistics block."""
+
+    conditions: list[str]
+    n_boot: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class ReportCellJob(Job):
+    """``report_cell``: the grid's conditions, the primary metric, this cell's reranker
+    settings (its provenance flags) and the structure-quality guard that marks contrasts not
+    testable."""
+
+    conditions: list[str]
+    metric: str
+    reranker: RerankerSettings
+    guard: GuardSettings
+
+
+@dataclass(frozen=True)
+class StructureQualityJob(Job):
+    """``structure_quality``: the grid's conditions and chunksets (in the order of the rule's
+    chunk inputs), the sections two-stage routing keeps (``hier_top_sections``), the inducer's
+    name and the global ``seed`` (chance baselines)."""
+
+    conditions: list[str]
+    chunksets: list[str]
+    hier_top_sections: int
+    inducer: str
+    seed: int
+
+
+@dataclass(frozen=True)
+class ReportCorpusJob(Job):
+    """``report_corpus``: the primary metric, the grid's conditions, chunksets and embedders
+    (the order of the rule's inputs: embedder outer, chunkset inner) and the structure fixed
+    windows are size-matched to."""
+
+    metric: str
+    conditions: list[str]
+    chunksets: list[str]
+    embedders: list[str]
+    size_match_structure: str
+
+
+@dataclass(frozen=True)
+class ReportPageJob(Job):
+    """``report_page``: what the report page states about the run, the fields of
+    :class:`structablate.report.PageSettings` and the grid the page walks (cells in input
+    order, corpora with their kind and whether their questions are generated). ``primary``:
+    the primary cell with its embedder filled in; ``llm``: each LLM stage's settings (``None``:
+    it does not run); ``contrasts``: the configured families, ``statistics.contrasts`` and
+    ``statistics.extra_contrasts``, so a contrast that did not run is named as configured."""
+
+    cells: list[Cell]
+    corpora: list[str]
+    corpus_types: dict[str, str]
+    generated_queries: dict[str, bool]
+    embedders: dict[str, EmbedderSettings]
+    rerankers: dict[str, RerankerSettings]
+    llm: dict[str, LLMSettings | None]
+    conditions: list[str]
+    measures: tuple[str, ...]
+    primary: PrimaryCell
+    size_match_structure: str
+    inducer: str
+    stage_conditions: dict[str, list[str]]
+    guard: GuardSettings
+    contrasts: dict[str, dict[str, tuple[str, str]]]
+
+
+# ------------------------------------------------------------------------------ builders
+
+J = TypeVar("J", bound=Job)
+
+
+@dataclass(frozen=True)
+class _RuleJob(Generic[J]):
+    """A rule's job class and the function that builds its instance from the plan, the
+    settings and a job's wildcards."""
+
+    job: type[J]
+    build: Callable[[Plan, Settings, dict[str, str]], J]
+
+
+def _user_documents(plan: Plan, s: Settings, w: dict[str, str]) -> BuildUserDocumentsJob:
     c = s.corpora[w["corpus"]]
-    return {"corpus": only(c, {f.name for f in dataclasses.fields(c)} - USER_QUESTION_KEYS)}
+    return BuildUserDocumentsJob(
+        corpus=only(c, {f.name for f in dataclasses.fields(c)} - USER_QUESTION_KEYS))
 
 
-def _user_questions(plan: Plan, s: Settings, w: dict[str, str]) -> dict[str, Any]:
+def _user_questions(plan: Plan, s: Settings, w: dict[str, str]) -> MapUserQuestionsJob:
     c = s.corpora[w["corpus"]]
-    return {"corpus": replace(c, queries=plan.user_queries(w["corpus"]))}
+    return MapUserQuestionsJob(corpus=replace(c, queries=plan.user_queries(w["corpus"])))
 
 
-def _chunk(plan: Plan, s: Settings, w: dict[str, str]) -> dict[str, Any]:
+def _chunk(plan: Plan, s: Settings, w: dict[str, str]) -> ChunkJob:
     """The ``chunking`` keys the chunkset's mechanisms read (:func:`mechanisms.reads`), the
     resolved tokenizer, and the ``seed`` where one of them reads it (the placebo's)."""
     keys = mechanisms.reads(w["chunkset"], "chunk")
-    out: dict[str, Any] = {
-        "chunking": only(s.chunking, mechanisms.block_keys(keys, "chunking") - {"tokenizer"}),
-        "tokenizer": plan.tokenizer}
-    if "seed" in keys:
-        out["seed"] = s.seed
-    return out
+    return ChunkJob(
+        chunking=only(s.chunking, mechanisms.block_keys(keys, "chunking") - {"tokenizer"}),
+        tokenizer=plan.tokenizer, seed=s.seed if "seed" in keys else None)
 
 
-def _retrieve(plan: Plan, s: Settings, w: dict[str, str]) -> dict[str, Any]:
+def _retrieve(plan: Plan, s: Settings, w: dict[str, str]) -> RetrieveJob:
     """The ``retrieval`` keys the condition's mechanisms read; the HNSW parameters only when
     the method is ``hnsw`` (exact search reads none of them)."""
     r = s.retrieval
     keep = mechanisms.block_keys(mechanisms.reads(w["condition"], "retrieve"), "retrieval")
     if r.method != "hnsw":
         keep.discard("hnsw")
-    return {"retrieval": only(r, keep), "condition": w["condition"]}
+    return RetrieveJob(retrieval=only(r, keep), condition=w["condition"])
 
 
-def _statistics(plan: Plan, s: Settings) -> Any:
+def _statistics(plan: Plan, s: Settings) -> StatisticsSettings:
     """The statistics block with the primary cell resolved (embedder filled in)."""
     st = s.statistics
     return replace(st, primary=replace(st.primary, embedder=plan.primary.embedder))
@@ -96,86 +403,111 @@ their fingerprints, even where their glue imports it (``embed_queries`` shares `
 with ``embed_chunks``)."""
 
 
-def _model_job(key: str, model: Any) -> dict[str, Any]:
-    """An embedder's or reranker's settings and ``precision``, the precision its ``dtype``
-    runs in on its device (``auto`` resolved from the settings: changing ``device`` alone
-    reruns nothing, unless it changes the precision)."""
-    return {key: model, "precision": planned_dtype(model.dtype, model.device)}
+def _embed(plan: Plan, s: Settings, w: dict[str, str]) -> EmbedJob:
+    """An embedder's settings and the precision its ``dtype`` runs in on its device."""
+    model = s.embedders[w["embedder"]]
+    return EmbedJob(embedder=model, precision=planned_dtype(model.dtype, model.device))
 
 
-_RULES: dict[str, Callable[[Plan, Settings, dict[str, str]], dict[str, Any]]] = {
-    "build_qasper": lambda p, s, w: {
-        "corpus": replace(s.corpora[w["corpus"]], sources=tuple(p.qasper_sources(w["corpus"])),
-                          data_dir=None)},
-    "build_wikipedia": lambda p, s, w: {
-        "source": s.corpora[w["corpus"]].source, "selection": s.corpora[w["corpus"]].selection},
-    "build_user_documents": _user_documents,
-    "map_user_questions": _user_questions,
-    "generate_queries": lambda p, s, w: {
-        "queries": replace(p.query_generation(w["corpus"]), llm=None),
-        "llm": p.stage_llm("queries", w["corpus"])},
-    "bm25_check": lambda p, s, w: {},
-    "induce_structure": lambda p, s, w: {
-        "induction": replace(s.induction, llm=None),
-        "llm": p.stage_llm("induction") if p.induction_uses_llm else None},
-    "tokenize_corpus": lambda p, s, w: {"tokenizer": p.tokenizer},
-    "chunk": _chunk,
-    "contextualize": lambda p, s, w: {
-        "contexts": replace(s.contexts, llm=None), "llm": p.stage_llm("contexts"),
-        "tokenizer": p.tokenizer},
-    "embed_chunks": lambda p, s, w: _model_job("embedder", s.embedders[w["embedder"]]),
-    "embed_queries": lambda p, s, w: _model_job("embedder", s.embedders[w["embedder"]]),
-    "retrieve": _retrieve,
-    "rerank": lambda p, s, w: {**_model_job("reranker", s.rerankers[w["reranker"]]),
-                               "seed": s.seed},
-    "score": lambda p, s, w: {"measures": s.metrics.measures, "conditions": p.conditions},
-    "summarize_cell": lambda p, s, w: {"conditions": p.conditions},
-    "summary_markdown": lambda p, s, w: {"embedders": s.embedders, "rerankers": s.rerankers,
-                                         "cells": p.cells(), "metric": p.primary_metric},
-    "contrasts": lambda p, s, w: {"statistics": _statistics(p, s), "seed": s.seed,
-                                  "conditions": p.conditions},
-    "trec_export": lambda p, s, w: {},
-    "cell_statistics": lambda p, s, w: {
-        "conditions": p.conditions, "n_boot": s.statistics.bootstrap_iters, "seed": s.seed},
-    "report_cell": lambda p, s, w: {
-        "conditions": p.conditions, "metric": p.primary_metric,
-        "reranker": s.rerankers[w["reranker"]], "guard": s.report.guard},
-    "structure_quality": lambda p, s, w: {
-        "conditions": p.conditions, "chunksets": p.chunksets,
-        "hier_top_sections": s.retrieval.hier_top_sections, "inducer": s.induction.inducer,
-        "seed": s.seed},
-    "report_corpus": lambda p, s, w: {
-        "metric": p.primary_metric, "conditions": p.conditions, "chunksets": p.chunksets,
-        "embedders": p.embedders, "size_match_structure": s.size_match_structure},
-    "report_page": lambda p, s, w: {
-        "cells": p.cells(), "corpora": p.corpora,
-        "corpus_types": {c: s.corpora[c].type for c in p.corpora},
-        "generated_queries": {c: p.generates_queries(c) for c in p.corpora},
-        "embedders": s.embedders, "rerankers": s.rerankers, "llm": p.llm_stages(),
-        "conditions": p.conditions, "measures": s.metrics.measures,
-        "primary": _statistics(p, s).primary, "size_match_structure": s.size_match_structure,
-        "inducer": s.induction.inducer, "stage_conditions": p.stage_conditions(),
-        "guard": s.report.guard,
-        # the configured families, so a contrast that did not run is named as configured
-        "contrasts": {"statistics.contrasts": s.statistics.contrasts,
-                      "statistics.extra_contrasts": s.statistics.extra_contrasts}},
+def _rerank(plan: Plan, s: Settings, w: dict[str, str]) -> RerankJob:
+    """A reranker's settings, the precision its ``dtype`` runs in on its device, the seed."""
+    model = s.rerankers[w["reranker"]]
+    return RerankJob(reranker=model, precision=planned_dtype(model.dtype, model.device),
+                     seed=s.seed)
+
+
+def _report_page(plan: Plan, s: Settings, w: dict[str, str]) -> ReportPageJob:
+    """What the report page states about the run (see :class:`ReportPageJob`)."""
+    return ReportPageJob(
+        cells=plan.cells(), corpora=plan.corpora,
+        corpus_types={c: s.corpora[c].type for c in plan.corpora},
+        generated_queries={c: plan.generates_queries(c) for c in plan.corpora},
+        embedders=s.embedders, rerankers=s.rerankers, llm=plan.llm_stages(),
+        conditions=plan.conditions, measures=s.metrics.measures,
+        primary=_statistics(plan, s).primary, size_match_structure=s.size_match_structure,
+        inducer=s.induction.inducer, stage_conditions=plan.stage_conditions(),
+        guard=s.report.guard,
+        contrasts={"statistics.contrasts": s.statistics.contrasts,
+                   "statistics.extra_contrasts": s.statistics.extra_contrasts})
+
+
+_RULES: dict[str, _RuleJob[Any]] = {
+    "build_qasper": _RuleJob(BuildQasperJob, lambda p, s, w: BuildQasperJob(
+        corpus=replace(s.corpora[w["corpus"]], sources=tuple(p.qasper_sources(w["corpus"])),
+                       data_dir=None))),
+    "build_wikipedia": _RuleJob(BuildWikipediaJob, lambda p, s, w: BuildWikipediaJob(
+        source=s.corpora[w["corpus"]].source, selection=s.corpora[w["corpus"]].selection)),
+    "build_user_documents": _RuleJob(BuildUserDocumentsJob, _user_documents),
+    "map_user_questions": _RuleJob(MapUserQuestionsJob, _user_questions),
+    "generate_queries": _RuleJob(GenerateQueriesJob, lambda p, s, w: GenerateQueriesJob(
+        queries=replace(p.query_generation(w["corpus"]), llm=None),
+        llm=p.stage_llm("queries", w["corpus"]))),
+    "bm25_check": _RuleJob(InputsOnlyJob, lambda p, s, w: InputsOnlyJob()),
+    "induce_structure": _RuleJob(InduceStructureJob, lambda p, s, w: InduceStructureJob(
+        induction=replace(s.induction, llm=None),
+        llm=p.stage_llm("induction") if p.induction_uses_llm else None)),
+    "tokenize_corpus": _RuleJob(TokenizeCorpusJob,
+                                lambda p, s, w: TokenizeCorpusJob(tokenizer=p.tokenizer)),
+    "chunk": _RuleJob(ChunkJob, _chunk),
+    "contextualize": _RuleJob(ContextualizeJob, lambda p, s, w: ContextualizeJob(
+        contexts=replace(s.contexts, llm=None), llm=p.stage_llm("contexts"),
+        tokenizer=p.tokenizer)),
+    "embed_chunks": _RuleJob(EmbedJob, _embed),
+    "embed_queries": _RuleJob(EmbedJob, _embed),
+    "retrieve": _RuleJob(RetrieveJob, _retrieve),
+    "rerank": _RuleJob(RerankJob, _rerank),
+    "score": _RuleJob(ScoreJob, lambda p, s, w: ScoreJob(
+        measures=s.metrics.measures, conditions=p.conditions)),
+    "summarize_cell": _RuleJob(SummarizeCellJob,
+                               lambda p, s, w: SummarizeCellJob(conditions=p.conditions)),
+    "summary_markdown": _RuleJob(SummaryMarkdownJob, lambda p, s, w: SummaryMarkdownJob(
+        embedders=s.embedders, rerankers=s.rerankers, cells=p.cells(),
+        metric=p.primary_metric)),
+    "contrasts": _RuleJob(ContrastsJob, lambda p, s, w: ContrastsJob(
+        statistics=_statistics(p, s), seed=s.seed, conditions=p.conditions)),
+    "trec_export": _RuleJob(InputsOnlyJob, lambda p, s, w: InputsOnlyJob()),
+    "cell_statistics": _RuleJob(CellStatisticsJob, lambda p, s, w: CellStatisticsJob(
+        conditions=p.conditions, n_boot=s.statistics.bootstrap_iters, seed=s.seed)),
+    "report_cell": _RuleJob(ReportCellJob, lambda p, s, w: ReportCellJob(
+        conditions=p.conditions, metric=p.primary_metric,
+        reranker=s.rerankers[w["reranker"]], guard=s.report.guard)),
+    "structure_quality": _RuleJob(StructureQualityJob, lambda p, s, w: StructureQualityJob(
+        conditions=p.conditions, chunksets=p.chunksets,
+        hier_top_sections=s.retrieval.hier_top_sections, inducer=s.induction.inducer,
+        seed=s.seed)),
+    "report_corpus": _RuleJob(ReportCorpusJob, lambda p, s, w: ReportCorpusJob(
+        metric=p.primary_metric, conditions=p.conditions, chunksets=p.chunksets,
+        embedders=p.embedders, size_match_structure=s.size_match_structure)),
+    "report_page": _RuleJob(ReportPageJob, _report_page),
 }
 
 
-def rule_settings(plan: Plan, rule: str, wildcards: Mapping[str, str] | Any = None
-                  ) -> dict[str, Any]:
-    """The typed settings a job of ``rule`` uses (see the module docstring); ``wildcards``: the
-    job's (a Snakemake wildcards object or a mapping; ``None``: a job without any)."""
+def planned_rules() -> list[str]:
+    """Every rule the plan gives settings to, in table order."""
+    return list(_RULES)
+
+
+def job_class(rule: str) -> type[Job]:
+    """The :class:`Job` subclass of ``rule``'s jobs."""
+    if rule not in _RULES:
+        raise KeyError(f"no settings are planned for rule {rule!r}")
+    return _RULES[rule].job
+
+
+def rule_settings(plan: Plan, rule: str, wildcards: Mapping[str, str] | Any = None) -> Job:
+    """The typed settings a job of ``rule`` uses, an instance of :func:`job_class` (see the
+    module docstring); ``wildcards``: the job's (a Snakemake wildcards object or a mapping;
+    ``None``: a job without any)."""
     w = wildcards_dict(wildcards)
     s = plan.settings
     if rule not in _RULES:
         raise KeyError(f"no settings are planned for rule {rule!r}")
-    return _RULES[rule](plan, s, w)
+    return _RULES[rule].build(plan, s, w)
 
 
 def trigger(plan: Plan, rule: str, script: str | Path) -> Callable[[Any], dict[str, Any]]:
-    """A ``params`` function: the rule's settings without ``runtime`` keys, plus the
-    fingerprint of the package code its job runs (``code``)."""
+    """A ``params`` function: the rule's settings without ``runtime`` keys
+    (:meth:`Job.dump`), plus the fingerprint of the package code its job runs (``code``)."""
     from structablate.plan.code import fingerprint
 
     def params(wildcards: Any = None) -> dict[str, Any]:
@@ -187,7 +519,7 @@ def trigger(plan: Plan, rule: str, script: str | Path) -> Callable[[Any], dict[s
             serves = [study.condition(c) for c in plan.conditions]
         else:  # one condition's (or chunkset's) job
             serves = [study.condition(name)] if study.is_condition(name) else []
-        out = {k: dump_outputs(v) for k, v in rule_settings(plan, rule, w).items()}
+        out = rule_settings(plan, rule, w).dump(outputs_only=True)
         out["code"] = fingerprint(script, serves)
         return out
 
