@@ -346,9 +346,9 @@ class Plan:
 
     # ------------------------------------------------------------------ per-rule settings
     def rule_settings(self, rule: str, wildcards: Mapping[str, str] | Any = None
-                      ) -> dict[str, Any]:
-        """The typed settings a job of ``rule`` uses
-        (:func:`structablate.plan.jobs.rule_settings`)."""
+                      ) -> jobs.Job:
+        """The typed job settings of ``rule`` (its :class:`structablate.plan.jobs.Job`
+        class; :func:`structablate.plan.jobs.rule_settings`)."""
         return jobs.rule_settings(self, rule, wildcards)
 
     def trigger(self, rule: str, script: str | Path) -> Callable[[Any], dict[str, Any]]:
