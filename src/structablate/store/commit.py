@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from structablate.store.files import StoreUnwritable, fsync_dir, write_all
+from structablate.store.files import StoreUnwritable, fsync_dir, write_new
 from structablate.store.layout import Folder, temp_name
 from structablate.store.shard import HEADER, KEY_BYTES, Shard, encode_shard, key_matrix
 
@@ -71,12 +71,7 @@ def write_shard(folder: Folder, name: str, records: Sequence[tuple[bytes, bytes]
     tmp = folder.shards_dir / temp_name(name)
     chunks = encode_shard(records, folder.kind)
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        try:
-            write_all(fd, [b"".join(chunks)])  # one write call, not one per record
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        write_new(tmp, b"".join(chunks))  # one write call, not one per record
         try:
             os.rename(tmp, final)
         except FileNotFoundError:

@@ -37,7 +37,7 @@ from structablate.store.files import (
     host_key,
     hostname,
     safe_name,
-    write_all,
+    write_new,
 )
 from structablate.store.shard import FORMAT, VERSION
 
@@ -177,12 +177,7 @@ class Folder:
         want = {"format": FORMAT, "version": VERSION, "kind": self.kind}
         if create and not marker.exists():
             tmp = self.root / f".{MARKER}.{writer}.tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            try:
-                write_all(fd, [json.dumps(want, sort_keys=True).encode() + b"\n"])
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            write_new(tmp, json.dumps(want, sort_keys=True).encode() + b"\n")
             try:
                 os.link(tmp, marker)
             except FileExistsError:
