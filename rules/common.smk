@@ -123,6 +123,20 @@ def corpora_where(test):
     return [c for c in PLAN.corpora if test(c)]
 
 
+def built_by(rule_name):
+    """A wildcard regex of the corpora whose documents rule `rule_name` builds."""
+    return _alternatives(corpora_where(
+        lambda c: PLAN.source_facts(c).build_rule == rule_name))
+
+
+def questions_mapped_by(rule_name):
+    """A wildcard regex of the corpora whose own questions rule `rule_name` maps apart from
+    their documents (none whose questions are generated)."""
+    return _alternatives(corpora_where(
+        lambda c: not PLAN.generates_queries(c)
+        and PLAN.source_facts(c).questions_rule == rule_name))
+
+
 def glue(name):
     """The script path of glue `name` (workflow_scripts/<name>.py)."""
     return f"../workflow_scripts/{name}.py"
@@ -170,7 +184,7 @@ def all_targets():
     for corpus in PLAN.corpora:
         targets += [*CORPUS_TABLES.values(), *QUESTIONS.values(), P.funnel(W["corpus"]),
                     P.tokens(W["corpus"]), P.bm25(W["corpus"]), P.bm25_per_query(W["corpus"])]
-        if PLAN.generates_queries(corpus) or PLAN.corpus_kind(corpus) == "user":
+        if PLAN.source_facts(corpus).build_report:
             targets.append(P.corpus_report(W["corpus"]))
         if PLAN.generates_queries(corpus):
             targets.append(P.query_candidates(W["corpus"]))

@@ -1,4 +1,8 @@
 # Corpus construction: flat documents, paragraph table, gold sections, questions and qrels.
+# Which corpora each rule builds comes from the facts of their kind (settings.CORPUS_SOURCES:
+# build_rule, questions_rule; built_by and questions_mapped_by in common.smk), never from the
+# kind's name.
+
 
 rule build_qasper:
     input:
@@ -10,7 +14,7 @@ rule build_qasper:
     params:
         settings=trigger("build_qasper"),
     wildcard_constraints:
-        corpus=_alternatives(corpora_where(lambda c: PLAN.corpus_kind(c) == "qasper")),
+        corpus=built_by("build_qasper"),
     threads: SIZE.threads_of(PLAN, "build_qasper")
     resources:
         **SIZE.resources_of(PLAN, "build_qasper"),
@@ -35,7 +39,7 @@ rule build_wikipedia:
         settings=trigger("build_wikipedia"),
         cache_dir=P.wikipedia_pages(W["corpus"]),
     wildcard_constraints:
-        corpus=_alternatives(corpora_where(lambda c: PLAN.corpus_kind(c) == "wikipedia")),
+        corpus=built_by("build_wikipedia"),
     localrule: "api" in [getattr(PLAN.settings.corpora[c], "source", None) and PLAN.settings.corpora[c].source.mode for c in PLAN.corpora]
     # From the MediaWiki API the build is network-bound (about one request per second) and
     # light (measured: 17 ms CPU per page, 90 MB), and compute nodes are usually offline: it
@@ -63,7 +67,7 @@ rule build_user_documents:
     params:
         settings=trigger("build_user_documents"),
     wildcard_constraints:
-        corpus=_alternatives(corpora_where(lambda c: PLAN.corpus_kind(c) == "user")),
+        corpus=built_by("build_user_documents"),
     threads: SIZE.threads_of(PLAN, "build_user_documents")
     resources:
         **SIZE.resources_of(PLAN, "build_user_documents"),
@@ -90,8 +94,7 @@ rule map_user_questions:
     params:
         settings=trigger("map_user_questions"),
     wildcard_constraints:
-        corpus=_alternatives(corpora_where(lambda c: PLAN.corpus_kind(c) == "user"
-                                           and not PLAN.generates_queries(c))),
+        corpus=questions_mapped_by("map_user_questions"),
     threads: SIZE.threads_of(PLAN, "map_user_questions")
     resources:
         **SIZE.resources_of(PLAN, "map_user_questions"),

@@ -5,6 +5,7 @@ the same names."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import typing
 
 import pytest
@@ -128,6 +129,59 @@ def test_corpus_kinds_and_who_writes_their_questions():
     brings = [CORPUS_SOURCES[corpus_kind(c)].brings_questions(c)
               for c in (qasper, wiki, mine, asked)]
     assert brings == [True, False, False, True]
+    hub = parse(QasperCorpus, {"type": "qasper", "sources": [
+        {"path": "q.json"}, {"path": "allenai/qasper", "format": "hf", "split": "test"}]})
+    assert [CORPUS_SOURCES[corpus_kind(c)].datasets(c) for c in (qasper, hub, wiki, asked)] == [
+        [], [("sources[1]", "allenai/qasper")], [], []]
+
+
+def test_every_corpus_kind_has_its_rules_and_the_plan_tables():
+    """A new corpus source names its build rule (and the rule mapping its own questions, if
+    any) in CORPUS_SOURCES, and the plan's per-kind tables hold it: no rule or plan function
+    tells kinds apart by name."""
+    from structablate.plan import SOURCE_FILES
+    from structablate.plan.resources import SOURCE_MB
+
+    assert list(SOURCE_FILES) == list(CORPUS_SOURCES) == list(SOURCE_MB)
+    text = (REPO / "rules" / "corpus.smk").read_text()
+    rules = dict(re.findall(r"^rule (\w+):\n(.*?)(?=^rule |\Z)", text, re.M | re.S))
+    selectors = {name: re.findall(r"corpus=(built_by|questions_mapped_by)\(\"(\w+)\"\)", body)
+                 for name, body in rules.items()}
+    for kind, facts in CORPUS_SOURCES.items():
+        assert selectors.get(facts.build_rule) == [("built_by", facts.build_rule)], kind
+        if facts.questions_rule is not None:
+            assert selectors.get(facts.questions_rule) == [
+                ("questions_mapped_by", facts.questions_rule)], kind
+        assert facts.build_report or not facts.selection_funnel, kind  # its funnel is written
+    named = {r for f in CORPUS_SOURCES.values() for r in (f.build_rule, f.questions_rule)}
+    assert {r for r, sel in selectors.items() if sel} <= named
+    assert "corpus_kind(" not in text
+
+
+def test_the_plan_reads_what_a_corpus_writes_and_reads_from_its_facts(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("# A\n\nText.\n")
+    (tmp_path / "q.jsonl").write_text("")
+    corpora = yaml.safe_load((REPO / "config.yaml").read_text())["corpora"]
+    corpora["qasper"]["sources"].append({"path": "allenai/qasper", "format": "hf",
+                                         "split": "test"})
+    corpora["mine"] = {"type": "markdown", "path": str(tmp_path / "docs"),
+                       "queries": {"llm": {"model": "some-model"}}}
+    corpora["asked"] = {"type": "markdown", "path": str(tmp_path / "docs"),
+                        "queries": str(tmp_path / "q.jsonl")}
+    plan = _plan(corpora=corpora)
+    assert plan.corpora == ["qasper", "wikipedia", "mine", "asked"]
+    p = plan.paths
+    assert [plan.funnel_file(c) for c in plan.corpora] == [
+        p.funnel("qasper"), p.corpus_report("wikipedia"), p.funnel("mine"), p.funnel("asked")]
+    assert [plan.source_facts(c).build_report for c in plan.corpora] == [
+        False, True, True, True]
+    files = plan.source_files()
+    assert files["corpora.qasper.sources"] == ["resources/qasper/qasper-sample-v0.3.json"]
+    assert files["corpora.wikipedia.source.path"] == ["resources/wikipedia/sample.xml"]
+    assert files["corpora.mine.path"] == [str(tmp_path / "docs" / "a.md")]
+    assert files["corpora.asked.path"] == [str(tmp_path / "docs" / "a.md"),
+                                           str(tmp_path / "q.jsonl")]
 
 
 def _plan(**over):

@@ -199,13 +199,13 @@ def test_duplicate_keys_resolve_by_content_not_by_timing(tmp_path):
 _WRITER = textwrap.dedent("""
     import os, sys, time
     import numpy as np
-    import structablate.store.folder as folder
+    import structablate.store.files as files
     from structablate.store.shard import digest
     from structablate.store.typed import VectorStore
     root, lo, hi, mode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     s = VectorStore(root)
     commits = 0
-    real_write_all = folder.write_all
+    real_write_all = files.write_all
 
     def torn(fd, chunks):  # half of a shard reaches the disk, then the process is killed
         data = b"".join(bytes(c) for c in chunks)
@@ -215,7 +215,7 @@ _WRITER = textwrap.dedent("""
 
     for b in range(lo, hi, 25):
         if mode == "torn" and commits == 3:
-            folder.write_all = torn
+            files.write_all = torn
         s.put_vectors((digest("k", str(i)), np.arange(@DIM@, dtype=np.float32) * 0.5 + i)
                       for i in range(b, min(b + 25, hi)))
         s.flush()
@@ -451,7 +451,7 @@ def test_an_unwritable_folder_is_named_with_what_to_do(shared_tmp, exists):
 def test_a_full_disk_while_committing_names_the_path(tmp_path, monkeypatch):
     import errno
 
-    import structablate.store.folder as folder
+    import structablate.store.files as files
 
     s = VectorStore(tmp_path / "v")
     s.put_vectors([(key(1), vec(1))])
@@ -459,7 +459,7 @@ def test_a_full_disk_while_committing_names_the_path(tmp_path, monkeypatch):
     def full(fd, chunks):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(folder, "write_all", full)
+    monkeypatch.setattr(files, "write_all", full)
     with pytest.raises(StoreUnwritable, match="free space") as err:
         s.flush()
     assert str(tmp_path / "v") in str(err.value)

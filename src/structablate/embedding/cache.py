@@ -18,38 +18,42 @@ import numpy as np
 from structablate.store.files import StoreError
 from structablate.store.folder import StoreSettings
 from structablate.store.lock import LockSettings, StageLock
-from structablate.store.typed import VectorStore, fill_found
+from structablate.store.typed import (
+    VectorStore,
+    fill_found,
+    per_second,
+    report_dict,
+    reported,
+    rounded,
+    share,
+)
 
 from .embedder import Embedder, embedder_signature
 
 
 @dataclass
 class EmbeddingStats:
-    """Bookkeeping of one :func:`embed_texts` call."""
+    """Bookkeeping of one :func:`embed_texts` call: ``texts`` asked for, ``unique_texts`` among
+    them, ``cache_hits`` (unique texts served from the cache), ``computed`` (unique texts run
+    through the model), ``truncated`` (texts cut at the model's input limit),
+    ``seconds_computing`` (wall seconds in the model), ``extra`` (further report entries).
+    :meth:`as_dict` adds ``truncation_rate`` (truncated / texts) and ``texts_per_second``
+    (computed / seconds_computing)."""
 
-    texts: int = 0
-    unique_texts: int = 0
-    cache_hits: int = 0
-    computed: int = 0
-    truncated: int = 0
-    seconds_computing: float = 0.0
+    texts: int = reported()
+    unique_texts: int = reported()
+    cache_hits: int = reported()
+    computed: int = reported()
+    truncated: int = reported(then={"truncation_rate": share("truncated", "texts")})
+    seconds_computing: float = reported(
+        0.0, form=rounded(3),
+        then={"texts_per_second": per_second("computed", "seconds_computing")})
     extra: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
-        d = {
-            "texts": self.texts,
-            "unique_texts": self.unique_texts,
-            "cache_hits": self.cache_hits,
-            "computed": self.computed,
-            "truncated": self.truncated,
-            "truncation_rate": self.truncated / self.texts if self.texts else 0.0,
-            "seconds_computing": round(self.seconds_computing, 3),
-            "texts_per_second": (
-                round(self.computed / self.seconds_computing, 2) if self.seconds_computing else None
-            ),
-        }
-        d.update(self.extra)
-        return d
+        """The report (:func:`~structablate.store.typed.report_dict`): the fields above, the
+        two derived entries, then ``extra``."""
+        return report_dict(self)
 
 
 class EmbeddingCache:

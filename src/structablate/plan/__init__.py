@@ -35,6 +35,7 @@ from structablate.settings import (
     QasperSource,
     QueryGenSettings,
     Settings,
+    SourceFacts,
     corpus_kind,
     dump,
     generates_on_gpu,
@@ -134,6 +135,11 @@ class Plan:
         """``qasper``, ``wikipedia`` or ``user`` (Markdown, HTML, JSONL)."""
         return corpus_kind(self.settings.corpora[corpus])
 
+    def source_facts(self, corpus: str) -> SourceFacts:
+        """The :data:`~structablate.settings.CORPUS_SOURCES` facts of a corpus's kind: its
+        rules, what they write, the datasets it reads."""
+        return CORPUS_SOURCES[self.corpus_kind(corpus)]
+
     def user_queries(self, corpus: str) -> str | None:
         """The questions file of a user corpus, or None (questions are generated)."""
         return questions_file(self.settings.corpora[corpus])
@@ -219,7 +225,7 @@ class Plan:
     def funnel_file(self, corpus: str) -> str:
         """The funnel the report draws for a corpus: Wikipedia's selection report, or the
         question funnel every other corpus writes (QASPER, user and generated questions)."""
-        if self.corpus_kind(corpus) == "wikipedia":
+        if self.source_facts(corpus).selection_funnel:
             return self.paths.corpus_report(corpus)
         return self.paths.funnel(corpus)
 
@@ -241,18 +247,9 @@ class Plan:
         questions file (files that do not exist are left to the checks and builds that name
         them), and the recorded generations a replaying stage reads."""
         out: dict[str, list[str]] = {}
-        for name, c in self.settings.corpora.items():
-            kind = self.corpus_kind(name)
-            if kind == "qasper":
-                out[f"corpora.{name}.sources"] = [s.path for s in self.qasper_sources(name)
-                                                  if s.format == "v0.3"]
-            elif kind == "wikipedia" and c.source.mode == "xml":
-                out[f"corpora.{name}.source.path"] = [c.source.path]
-            elif kind == "user":
-                try:
-                    out[f"corpora.{name}.path"] = input_files(c)
-                except ByoInputError:  # no files: the build names why
-                    out[f"corpora.{name}.path"] = []
+        for name in self.settings.corpora:
+            for key, files in SOURCE_FILES[self.corpus_kind(name)](self, name).items():
+                out[f"corpora.{name}.{key}"] = files
             if self.generates_queries(name):
                 out[f"corpora.{name}.queries.llm.cache"] = self.recorded_generations(
                     "queries", name)
@@ -366,3 +363,30 @@ class Plan:
         """One block naming every missing model or dataset and the commands that fetch them
         (:func:`structablate.plan.checks.models_message`)."""
         return checks.models_message(self, problems)
+
+
+def _qasper_files(plan: Plan, name: str) -> dict[str, list[str]]:
+    return {"sources": [s.path for s in plan.qasper_sources(name) if s.format == "v0.3"]}
+
+
+def _wikipedia_files(plan: Plan, name: str) -> dict[str, list[str]]:
+    source = plan.settings.corpora[name].source
+    return {"source.path": [source.path]} if source.mode == "xml" else {}
+
+
+def _user_files(plan: Plan, name: str) -> dict[str, list[str]]:
+    try:
+        return {"path": input_files(plan.settings.corpora[name])}
+    except ByoInputError:  # no files: the build names why
+        return {"path": []}
+
+
+SOURCE_FILES: dict[str, Callable[[Plan, str], dict[str, list[str]]]] = {
+    "qasper": _qasper_files,
+    "wikipedia": _wikipedia_files,
+    "user": _user_files,
+}
+"""Corpus kind (:data:`~structablate.settings.CORPUS_SOURCES`) -> the files a corpus of that
+kind reads that no job writes, by their config key below ``corpora.<name>``: QASPER's v0.3
+files (``data_dir`` resolved), a Wikipedia XML export, a user corpus's documents
+(:meth:`Plan.source_files`). Every kind has an entry (``tests/test_registries.py``)."""

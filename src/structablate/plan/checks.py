@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from structablate.errors import ConfigError
 from structablate.settings import (
     LLM_BACKENDS,
+    QasperCorpus,
     WikipediaCorpus,
     backend_device_problem,
     context_tokens,
@@ -59,8 +60,7 @@ def check_plan(plan: Plan, check_files: bool, check_models: bool = True) -> None
         raise ConfigError(f"{src}: {key}: {message}")
 
     for name, c in s.corpora.items():
-        kind = plan.corpus_kind(name)
-        if kind == "qasper" and check_files:
+        if isinstance(c, QasperCorpus) and check_files:  # QASPER's own keys: sources, data_dir
             for i, source in enumerate(plan.qasper_sources(name)):
                 if source.format == "v0.3" and not Path(source.path).exists():
                     fail(f"corpora.{name}.sources[{i}].path", f"no file {source.path}"

@@ -71,11 +71,8 @@ def required(plan: Any) -> list[Need]:
     uses: list[tuple[str, Use]] = []
 
     for corpus in plan.corpora:
-        if plan.corpus_kind(corpus) != "qasper":
-            continue
-        for i, src in enumerate(s.corpora[corpus].sources):
-            if src.format == "hf":
-                uses.append((src.path, Use(f"corpora.{corpus}.sources[{i}]", "dataset")))
+        for key, dataset in plan.source_facts(corpus).datasets(s.corpora[corpus]):
+            uses.append((dataset, Use(f"corpora.{corpus}.{key}", "dataset")))
 
     tok_key = ("chunking.tokenizer" if s.chunking.tokenizer
                else f"chunking.tokenizer (null: embedders.{plan.embedders[0]}.model)")

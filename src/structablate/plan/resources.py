@@ -188,27 +188,43 @@ def corpus_mb(plan: Any, corpus: str) -> float:
     """The size of a corpus's source in MB, the measure every per-corpus rate below is given
     in: its files' sizes where it is read from files (a v0.3 JSON, an XML export, a user's
     documents), else its paper or article count times :data:`QASPER_PAPER_MB` or
-    :data:`WIKIPEDIA_ARTICLE_MB`."""
+    :data:`WIKIPEDIA_ARTICLE_MB` (:data:`SOURCE_MB`, by the corpus's kind)."""
+    return SOURCE_MB[plan.corpus_kind(corpus)](plan, corpus)
+
+
+def _qasper_mb(plan: Any, corpus: str) -> float:
+    total = 0.0
+    for s in plan.qasper_sources(corpus):
+        if s.format == "v0.3":
+            total += _file_mb(s.path, 1585 * QASPER_PAPER_MB)
+        else:
+            papers = (QASPER_SPLIT_PAPERS.get(s.split, 1585) if s.split
+                      else sum(QASPER_SPLIT_PAPERS.values()))
+            total += papers * QASPER_PAPER_MB
+    return total
+
+
+def _wikipedia_mb(plan: Any, corpus: str) -> float:
     c = plan.settings.corpora[corpus]
-    kind = plan.corpus_kind(corpus)
-    if kind == "qasper":
-        total = 0.0
-        for s in plan.qasper_sources(corpus):
-            if s.format == "v0.3":
-                total += _file_mb(s.path, 1585 * QASPER_PAPER_MB)
-            else:
-                papers = (QASPER_SPLIT_PAPERS.get(s.split, 1585) if s.split
-                          else sum(QASPER_SPLIT_PAPERS.values()))
-                total += papers * QASPER_PAPER_MB
-        return total
-    if kind == "wikipedia":
-        if c.source.mode == "xml":
-            return _file_mb(c.source.path, c.selection.n_docs * WIKIPEDIA_ARTICLE_MB)
-        return c.selection.n_docs * WIKIPEDIA_ARTICLE_MB
+    if c.source.mode == "xml":
+        return _file_mb(c.source.path, c.selection.n_docs * WIKIPEDIA_ARTICLE_MB)
+    return c.selection.n_docs * WIKIPEDIA_ARTICLE_MB
+
+
+def _user_mb(plan: Any, corpus: str) -> float:
     try:
-        return sum(_file_mb(f, 0.0) for f in input_files(c))
+        return sum(_file_mb(f, 0.0) for f in input_files(plan.settings.corpora[corpus]))
     except ByoInputError:  # missing files are refused elsewhere
         return 0.0
+
+
+SOURCE_MB: dict[str, Callable[[Any, str], float]] = {
+    "qasper": _qasper_mb,
+    "wikipedia": _wikipedia_mb,
+    "user": _user_mb,
+}
+"""Corpus kind (:data:`~structablate.settings.CORPUS_SOURCES`) -> the size in MB of a
+corpus's source (:func:`corpus_mb`). Every kind has an entry (``tests/test_registries.py``)."""
 
 
 def _file_mb(path: str, default: float) -> float:

@@ -61,7 +61,14 @@ from structablate.embedding import (
     use_sdpa,
 )
 from structablate.settings import is_gpu
-from structablate.store.typed import ScoreStore, fill_found
+from structablate.store.typed import (
+    ScoreStore,
+    fill_found,
+    per_second,
+    report_dict,
+    reported,
+    rounded,
+)
 
 log = logging.getLogger(__name__)
 
@@ -75,34 +82,28 @@ class RerankStats:
     """Bookkeeping of one :func:`score_pairs` call: ``pairs`` asked for, ``unique_pairs``
     among them, ``cache_hits`` (unique pairs served from the cache), ``scored`` (unique pairs
     run through the model), ``padded_tokens`` (tokens of the batches run, padding included),
-    ``seconds_scoring`` (wall seconds in the model)."""
+    ``seconds_scoring`` (wall seconds in the model). :meth:`as_dict` reports ``cache_hits`` as
+    ``pairs_from_cache``, ``scored`` as ``pairs_scored``, ``batches`` as
+    ``batches_per_length`` and adds ``pairs_per_second`` (scored / seconds_scoring)."""
 
-    pairs: int = 0
-    unique_pairs: int = 0
-    cache_hits: int = 0
-    scored: int = 0
-    truncated: int = 0
-    padded_tokens: int = 0
-    seconds_scoring: float = 0.0
-    batches: dict[int, int] = field(default_factory=dict)
+    pairs: int = reported()
+    unique_pairs: int = reported()
+    cache_hits: int = reported(key="pairs_from_cache")
+    scored: int = reported(key="pairs_scored")
+    truncated: int = reported()
+    padded_tokens: int = reported()
+    batches: dict[int, int] = reported(
+        key="batches_per_length", default_factory=dict,
+        form=lambda b: {str(k): v for k, v in sorted(b.items())})
     """Batches run per padded length (tokens)."""
+    seconds_scoring: float = reported(
+        0.0, form=rounded(3), then={"pairs_per_second": per_second("scored", "seconds_scoring")})
     extra: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
-        d = {
-            "pairs": self.pairs,
-            "unique_pairs": self.unique_pairs,
-            "pairs_from_cache": self.cache_hits,
-            "pairs_scored": self.scored,
-            "truncated": self.truncated,
-            "padded_tokens": self.padded_tokens,
-            "batches_per_length": {str(k): v for k, v in sorted(self.batches.items())},
-            "seconds_scoring": round(self.seconds_scoring, 3),
-            "pairs_per_second": (round(self.scored / self.seconds_scoring, 2)
-                                 if self.seconds_scoring else None),
-        }
-        d.update(self.extra)
-        return d
+        """The report (:func:`~structablate.store.typed.report_dict`): the fields above under
+        their report keys, ``pairs_per_second``, then ``extra``."""
+        return report_dict(self)
 
 
 @dataclass(frozen=True)

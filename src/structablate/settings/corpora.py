@@ -227,23 +227,54 @@ class SourceFacts:
     ``settings``: its settings class (told apart from the others by its ``type`` key);
     ``brings_questions(corpus)``: its questions come with its documents (QASPER's, a user's
     questions file), else an LLM generates them from the documents (Wikipedia, a user corpus
-    without questions). Each kind has its build rule in ``rules/corpus.smk`` and its reader
-    in :mod:`structablate.corpus`.
+    without questions). Its reader is in :mod:`structablate.corpus`; the rest says which rules
+    of ``rules/corpus.smk`` build it and what they write:
+
+    ``build_rule``: the rule that builds its documents (and QASPER's questions);
+    ``questions_rule``: the rule that maps the questions it brings apart from its documents
+    (a user's questions file), None where the build rule writes them or they are generated;
+    ``build_report``: the build rule writes a document build report (``corpus_report``: the
+    Wikipedia selection, a user's files) beside the tables; QASPER's writes the question
+    funnel only;
+    ``selection_funnel``: that build report holds the funnel of documents selected from a
+    larger source (Wikipedia's Featured Articles), the funnel the report draws instead of the
+    question funnel;
+    ``datasets(corpus)``: (config key below ``corpora.<name>``, hub dataset id) of each Hugging
+    Face dataset its build reads, in config order (QASPER's ``hf`` sources).
     """
 
     settings: type
     brings_questions: Callable[[Any], bool]
     doc: str
+    build_rule: str
+    questions_rule: str | None
+    build_report: bool
+    selection_funnel: bool
+    datasets: Callable[[Any], list[tuple[str, str]]]
+
+
+def _no_datasets(corpus: Any) -> list[tuple[str, str]]:
+    return []
+
+
+def _qasper_datasets(corpus: QasperCorpus) -> list[tuple[str, str]]:
+    return [(f"sources[{i}]", s.path) for i, s in enumerate(corpus.sources) if s.format == "hf"]
 
 
 CORPUS_SOURCES: dict[str, SourceFacts] = {
     "qasper": SourceFacts(QasperCorpus, lambda corpus: True,
-                          doc="QASPER papers with their questions"),
+                          doc="QASPER papers with their questions",
+                          build_rule="build_qasper", questions_rule=None, build_report=False,
+                          selection_funnel=False, datasets=_qasper_datasets),
     "wikipedia": SourceFacts(WikipediaCorpus, lambda corpus: False,
-                             doc="Wikipedia Featured Articles, questions generated"),
+                             doc="Wikipedia Featured Articles, questions generated",
+                             build_rule="build_wikipedia", questions_rule=None,
+                             build_report=True, selection_funnel=True, datasets=_no_datasets),
     "user": SourceFacts(UserCorpus, lambda corpus: questions_file(corpus) is not None,
                         doc="your own Markdown/MyST, reStructuredText, HTML or JSONL files "
-                            "(docs/byo.md)"),
+                            "(docs/byo.md)",
+                        build_rule="build_user_documents", questions_rule="map_user_questions",
+                        build_report=True, selection_funnel=False, datasets=_no_datasets),
 }
 """Corpus kind -> facts (order: the schema's)."""
 

@@ -15,8 +15,16 @@ The package, from the ground up (import each name from the module that defines i
   :class:`Shard`, and the 32-byte keys (:func:`digest`, :func:`key_from_hex`);
 * :mod:`~structablate.store.lock` — :class:`StageLock`: one live holder per stage and cache,
   across nodes, with heartbeats and stale-lock breaking;
+* :mod:`~structablate.store.layout` — the folder: its ``STORE.json`` marker, subfolders and
+  file names, and the checks on opening it (:class:`Folder`);
+* :mod:`~structablate.store.index` — the committed shards a store knows and the lookup of a
+  key's shard and row (:class:`ShardIndex`);
+* :mod:`~structablate.store.commit` — a writer's buffer and the commit of a shard;
+* :mod:`~structablate.store.maintenance` — garbage collection, quarantine, verification and
+  the merging of shards;
 * :mod:`~structablate.store.folder` — :class:`Store`: one folder of shards (reading, writing,
-  quarantine, garbage collection, compaction) and its :class:`StoreSettings`;
+  quarantine, garbage collection, compaction, built from the four above) and its
+  :class:`StoreSettings`;
 * :mod:`~structablate.store.typed` — :class:`VectorStore` (the embedding cache),
   :class:`JsonStore` (the LLM cache) and :class:`ScoreStore` (the reranker score cache);
 * :mod:`~structablate.store.sqlite` — import of the SQLite caches of earlier versions;

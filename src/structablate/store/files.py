@@ -4,7 +4,8 @@ Every other module of :mod:`structablate.store` writes and reads through these, 
 guarantees below are stated once:
 
 * :func:`write_all` writes every byte of its chunks to a file descriptor (``os.write`` may
-  write less than asked; it loops), :func:`pread_exact` reads ``n`` bytes at a byte offset
+  write less than asked; it loops), :func:`write_new` creates a file exclusively with its
+  bytes ``fsync``-ed, :func:`pread_exact` reads ``n`` bytes at a byte offset
   (fewer only at the end of the file), :func:`fsync_dir` makes a rename or link in a folder
   durable (best effort: a filesystem that cannot ``fsync`` a folder is not an error).
 * A *host identity* is hostname + boot id + pid namespace: two processes with equal
@@ -97,6 +98,17 @@ def write_all(fd: int, chunks: Iterable[bytes | memoryview]) -> None:
         while view:
             n = os.write(fd, view)
             view = view[n:]
+
+
+def write_new(path: Path, data: bytes) -> None:
+    """Create the file ``path`` (exclusively: FileExistsError when it exists), write every
+    byte of ``data`` with one :func:`write_all` and ``fsync`` it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        write_all(fd, [data])
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def pread_exact(fd: int, n: int, offset: int) -> bytes:

@@ -38,7 +38,7 @@ from structablate.store.files import (
     hostname,
     pid_alive,
     safe_name,
-    write_all,
+    write_new,
 )
 
 log = logging.getLogger(__name__)
@@ -141,12 +141,7 @@ class StageLock:
     def _try_create(self, token: str) -> bool:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}_{os.getpid()}_{host_key()}_{token}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        try:
-            write_all(fd, [self._content(token)])
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        write_new(tmp, self._content(token))
         try:
             try:
                 os.link(tmp, self.path)
@@ -165,14 +160,9 @@ class StageLock:
 
     def _try_create_excl(self, token: str) -> bool:
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            write_new(self.path, self._content(token))
         except FileExistsError:
             return False
-        try:
-            write_all(fd, [self._content(token)])
-            os.fsync(fd)
-        finally:
-            os.close(fd)
         return True
 
     def _break(self, holder: dict[str, Any], reason: str) -> None:

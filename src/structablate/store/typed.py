@@ -10,11 +10,14 @@
 
 The kind is written into every shard header and the folder's marker, so a folder of one kind
 is never read as another. :func:`fill_found` is the one cache-fill step the embedding and
-reranking code share.
+reranking code share, and :func:`reported` with :func:`report_dict` the one form of their
+bookkeeping (``EmbeddingStats``, ``RerankStats``): a dataclass whose fields say their report
+keys.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -89,3 +92,65 @@ def fill_found(found: Mapping[bytes, Any], keys: Sequence[bytes], rows: Sequence
         else:
             place(i, v)
     return still
+
+
+@dataclasses.dataclass(frozen=True)
+class Reported:
+    """How a bookkeeping field enters its report (:func:`reported`)."""
+
+    key: str | None
+    form: Callable[[Any], Any] | None
+    then: tuple[tuple[str, Callable[[Any], Any]], ...]
+
+
+def reported(default: Any = 0, *, key: str | None = None,
+             form: Callable[[Any], Any] | None = None,
+             then: Mapping[str, Callable[[Any], Any]] | None = None,
+             default_factory: Callable[[], Any] | None = None) -> Any:
+    """A dataclass field of a bookkeeping class, with its entry in :func:`report_dict`: under
+    ``key`` (the field's own name when None), its value passed through ``form`` (as it is when
+    None), followed by the entries of ``then``, each key's value a function of the whole
+    bookkeeping object (a rate, a share)."""
+    meta = {"reported": Reported(key, form, tuple((then or {}).items()))}
+    if default_factory is not None:
+        return dataclasses.field(default_factory=default_factory, metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def report_dict(stats: Any) -> dict[str, Any]:
+    """The report of a bookkeeping dataclass: each :func:`reported` field in the order the
+    class declares it, with its ``then`` entries after it, then the items of its ``extra``
+    mapping (a key already reported takes the extra value in its place)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(stats):
+        how = f.metadata.get("reported")
+        if how is None:
+            continue
+        value = getattr(stats, f.name)
+        out[how.key or f.name] = value if how.form is None else how.form(value)
+        for k, fn in how.then:
+            out[k] = fn(stats)
+    out.update(getattr(stats, "extra", {}))
+    return out
+
+
+def rounded(digits: int) -> Callable[[float], float]:
+    """A ``form`` rounding to ``digits`` decimals (seconds to the millisecond: 3)."""
+    return lambda x: round(x, digits)
+
+
+def per_second(done: str, seconds: str) -> Callable[[Any], float | None]:
+    """A ``then`` entry: field ``done`` (a count) per second of field ``seconds``, to two
+    decimals; None when no second was spent."""
+    def rate(stats: Any) -> float | None:
+        s = getattr(stats, seconds)
+        return round(getattr(stats, done) / s, 2) if s else None
+    return rate
+
+
+def share(part: str, whole: str) -> Callable[[Any], float]:
+    """A ``then`` entry: field ``part`` over field ``whole`` (0.0 when ``whole`` is 0)."""
+    def fraction(stats: Any) -> float:
+        w = getattr(stats, whole)
+        return getattr(stats, part) / w if w else 0.0
+    return fraction
