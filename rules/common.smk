@@ -10,13 +10,14 @@ from snakemake.settings.types import DeploymentMethod
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
-from structablate.user_files import document_files, questions_file
+from structablate.settings import questions_file
+from structablate.user_files import document_files
 from structablate.errors import ConfigError
 from structablate.plan import Plan
 from structablate.plan.checks import container_warning
 from structablate.plan.resources import Sizer
-from structablate.slurm import (check_status_command, cpu_group, embed_group, gpu_group,
-                                slurm_extra_problems)
+from structablate.slurm import (FAILURES, check_status_command, cpu_group, embed_group,
+                                gpu_group, slurm_extra_problems)
 from structablate.workflow import (
     forced_rules,
     guard_results,
@@ -86,7 +87,7 @@ onstart:
 
 # Each job's threads, memory and runtime from the work it is given, fitted to the SLURM
 # profile's partitions (structablate.plan.resources; docs/cluster.md, "Sizes").
-SIZE = Sizer.for_workflow(workflow)
+SIZE = Sizer.for_workflow(workflow, FAILURES)
 
 
 P = PLAN.paths

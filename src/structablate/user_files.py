@@ -17,11 +17,29 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from structablate.errors import StructablateError
-from structablate.settings import UserCorpus, questions_file
 
 log = logging.getLogger(__name__)
+
+
+class UserFileSettings(Protocol):
+    """What the listing reads of a user corpus's settings
+    (:class:`structablate.settings.UserCorpus`, which this module does not import, so that it
+    stands below the settings and the plan that dates and sizes these files)."""
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def path(self) -> str | Sequence[str]: ...
+
+    @property
+    def extensions(self) -> Sequence[str] | None: ...
+
+    @property
+    def questions_path(self) -> str | None: ...
 
 USER_EXTENSIONS: dict[str, tuple[str, ...]] = {
     "markdown": (".md", ".markdown"),
@@ -180,7 +198,7 @@ def _glob_split(pattern: str) -> tuple[Path, tuple[str, ...]]:
     return (Path(*root) if root else Path(".")), tuple(parts[len(root):])
 
 
-def corpus_roots(corpus: UserCorpus) -> tuple[str, ...]:
+def corpus_roots(corpus: UserFileSettings) -> tuple[str, ...]:
     """The folders a corpus entry's ``path`` names (a folder itself; a file's folder; a glob's
     folder before its first wildcard): where an ``include`` may read from."""
     specs = [corpus.path] if isinstance(corpus.path, str) else list(corpus.path)
@@ -197,13 +215,13 @@ def corpus_roots(corpus: UserCorpus) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def extensions(corpus: UserCorpus) -> tuple[str, ...]:
+def extensions(corpus: UserFileSettings) -> tuple[str, ...]:
     """The extensions a folder of ``corpus`` is searched for: its ``extensions`` key, else its
     ``type``'s (:data:`USER_EXTENSIONS`)."""
     return tuple(corpus.extensions or USER_EXTENSIONS[corpus.type])
 
 
-def document_files(corpus: UserCorpus) -> list[str]:
+def document_files(corpus: UserFileSettings) -> list[str]:
     """The document files of a corpus entry (its questions file excluded), in the order they
     are read: the ``input`` of the documents build, so that editing a question reruns only
     the jobs that read questions. A path that names nothing, or a folder with no file of the
@@ -211,7 +229,7 @@ def document_files(corpus: UserCorpus) -> list[str]:
     return [str(sf.path) for sf in list_files(corpus.path, extensions(corpus))]
 
 
-def input_files(corpus: UserCorpus) -> list[str]:
+def input_files(corpus: UserFileSettings) -> list[str]:
     """Every file a corpus entry reads (documents, then its questions file, if any)."""
-    q = questions_file(corpus)
+    q = corpus.questions_path
     return document_files(corpus) + ([q] if q else [])

@@ -48,8 +48,8 @@ from structablate.corpus.result import CorpusBuild
 from structablate.corpus.user_queries import map_user_queries, read_user_queries
 from structablate.corpus.verify import VerificationError, verify_document
 from structablate.ids import IdError, check_distinct_tokens, check_doc_id, id_token
-from structablate.settings import UserCorpus
-from structablate.user_files import document_files, input_files, questions_file
+from structablate.settings import UserCorpus, questions_file
+from structablate.user_files import document_files, input_files
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,8 @@ wanting 8 threads gets 2 on 2-CPU nodes), while memory and runtime below what th
 are refused at plan time, naming the rule, its request and the partitions. A retry grows
 only what the failure showed: a job SLURM ended ``OUT_OF_MEMORY`` asks twice the memory, one
 ended ``TIMEOUT`` twice the runtime; any other failure (a cancelled job, an error) asks the
-same again (:data:`structablate.slurm.FAILURES` holds what SLURM reported).
+same again (:data:`structablate.slurm.FAILURES`, handed to :meth:`Sizer.for_workflow`, holds
+what SLURM reported).
 
 Units are Snakemake's: ``mem_mb`` in megabytes (10^6 bytes), ``runtime`` in minutes, ``gpu`` a
 count of GPUs. A local run has no partitions: only its ``--cores`` caps the threads.
@@ -341,14 +342,15 @@ class Sizer:
                                                                      "").isdigit() else None
 
     @classmethod
-    def for_workflow(cls, workflow: Any) -> Sizer:
+    def for_workflow(cls, workflow: Any, failures: Mapping[tuple, Mapping[str, int]]
+                     ) -> Sizer:
         """The sizer of a run: the partitions of its ``slurm-partition-config`` (the SLURM
         profile's partitions.yaml), read when the first job is sized (Snakemake knows its
         executor settings only then); none in a local run or in a job's own Snakemake, whose
-        threads follow the CPUs SLURM gave the job."""
-        from structablate.slurm import FAILURES
-
-        sizer = cls(None, FAILURES, workflow=workflow)
+        threads follow the CPUs SLURM gave the job. ``failures``: how SLURM ended this run's
+        failed jobs (:data:`structablate.slurm.FAILURES`, filled as they fail), from which a
+        retry's request grows."""
+        sizer = cls(None, failures, workflow=workflow)
         if sizer.cpus_here is not None and (getattr(workflow, "remote_exec", False)
                                             or getattr(workflow, "subprocess_exec", False)):
             mem = os.environ.get("SLURM_MEM_PER_NODE", "")

@@ -214,6 +214,15 @@ class UserCorpus:
                     "the snippet), or keep it scored against the part that maps (listed in "
                     "the funnel)")
 
+    @property
+    def questions_path(self) -> str | None:
+        """Your questions file (``queries: file`` or ``queries: {path: file}``); None when the
+        questions are generated."""
+        q = self.queries
+        if isinstance(q, str):
+            return q
+        return q.path if isinstance(q, UserQueriesFile) else None
+
 
 USER_QUESTION_KEYS: frozenset[str] = frozenset({"queries", "fuzzy_min_ratio", "partial_evidence"})
 """The :class:`UserCorpus` keys only its questions read (their mapping, or their generation):
@@ -290,10 +299,5 @@ def corpus_kind(corpus: CorpusSettings) -> str:
 
 def questions_file(corpus: CorpusSettings) -> str | None:
     """A user corpus's own questions file (``queries: file`` or ``{path: file}``), else
-    None."""
-    q = getattr(corpus, "queries", None)
-    if isinstance(q, str):
-        return q
-    if isinstance(q, UserQueriesFile):
-        return q.path
-    return None
+    None (:attr:`UserCorpus.questions_path`)."""
+    return corpus.questions_path if isinstance(corpus, UserCorpus) else None
