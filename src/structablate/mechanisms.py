@@ -21,7 +21,7 @@ What reads the table:
 
 Adding a deterministic mechanism is a member in :mod:`structablate.study`, its entry here and
 its code (with a :data:`structablate.chunking.build.PREFIX_RENDERERS` entry for a prefix);
-docs/architecture.md, "Adding a mechanism", walks through it. Standard library only, like
+docs/architecture.md, "The mechanism table", walks through it. Standard library only, like
 :mod:`structablate.study`: the settings and the plan read it without importing any code that
 runs a mechanism.
 """

@@ -104,8 +104,7 @@ def build_documents(
     tokens: dict[str, str] = {}  # chunk-id form -> doc_id
     skipped: list[dict] = []
     # a progress bar where stderr is a terminal or a workflow job's log (structablate.workflow)
-    files = None if corpus.type == "jsonl" else len(input_files(corpus)) - bool(
-        questions_file(corpus))
+    files = None if corpus.type == "jsonl" else len(document_files(corpus))
     units = tqdm(iter_units(corpus, source_name), total=files, unit="document",
                  desc=f"build {source_name}", disable=None)
     for where, guess, make in units:
