@@ -186,3 +186,23 @@ def test_glue_asking_for_another_rules_job_is_refused(plan):
     assert isinstance(job_settings(smk, ChunkJob), ChunkJob)
     with pytest.raises(TypeError, match="ChunkJob, its glue reads a RetrieveJob"):
         job_settings(smk, RetrieveJob)
+
+
+def test_a_new_grid_level_llm_stage_gets_its_block_and_merged_llm_without_a_class():
+    """The generic job of an LLM stage without a class of its own gives exactly what A1's
+    hand-written ContextualizeJob gives, under the generic names: built for ``contexts``,
+    the same block without its llm override, the same merged LLM settings, the same
+    tokenizer (so a stage added to the table is planned with no edit here)."""
+    from structablate.plan.jobs import LLMStageJob, llm_stage_job
+
+    cfg = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
+    cfg["conditions"] = [*cfg["conditions"], "A1"]
+    cfg["contexts"] = {"max_doc_chars": 9000, "llm": {"model": "ctx-model"}}
+    plan = Plan.from_config(cfg)
+    generic = llm_stage_job("contexts")(plan, plan.settings, {})
+    own = plan.rule_settings("contextualize", {"corpus": "qasper", "chunkset": "A1"})
+    assert isinstance(generic, LLMStageJob)
+    assert generic.block == own.contexts and generic.block.llm is None
+    assert generic.block.max_doc_chars == 9000
+    assert generic.llm == own.llm and generic.llm.model == "ctx-model"
+    assert generic.tokenizer == own.tokenizer == plan.tokenizer

@@ -222,3 +222,65 @@ def test_condition_modules_follow_the_table():
         "structablate.chunking.prefix": {"A3-d1", "A3-d2", "A3", "P", "A4", "G3", "G4", "GP"},
         "structablate.retrieval.two_stage": {"A4", "G4"},
     }
+
+
+# ------------------------------------------------------------------ the LLM stage table
+
+
+def test_every_stage_entry_names_keys_blocks_and_sizes_that_exist():
+    from structablate.plan import jobs, resources
+
+    for stage, job in LLM_STAGE_JOBS.items():
+        # its own llm block is a settings key (per corpus: under a corpus's queries block)
+        assert _is_key(job.llm_key.replace("{corpus}", "*")), stage
+        assert job.rule in jobs.planned_rules(), stage
+        assert job.rule in resources.RATES and job.rule in resources.LLM_ON_GPU, stage
+        assert mechanisms.STAGE_OF_RULE[job.rule] == stage
+        if job.budget_key is not None:  # a fixed character budget of the stage's own block
+            assert _is_key(f"{stage}.{job.budget_key}"), stage
+            assert _is_key(f"{stage}.context_tokens"), stage
+        assert "{corpus}" in job.without_llm or not job.per_corpus
+
+
+def test_the_plan_checks_and_hints_cover_every_stage_of_the_table():
+    """Each site that lists LLM stages iterates the table: the plan's stage answers, the
+    refusal of an API key in any stage's llm block, the replay hint and the model needs."""
+    from structablate.errors import ConfigError
+    from structablate.llm.cache import replay_hint
+    from structablate.plan.checks import refuse_secrets
+
+    cfg = copy.deepcopy(BASE)
+    cfg["corpora"] = {"wiki": {"type": "wikipedia"}, **cfg["corpora"]}
+    plan = Plan.from_config(BASE)
+    grid = [s for s, j in LLM_STAGE_JOBS.items() if not j.per_corpus]
+    assert list(plan.stage_conditions()) == grid
+    assert list(plan.llm_stages())[:len(grid)] == [LLM_STAGE_JOBS[s].name() for s in grid]
+    hint = replay_hint(None)
+    for stage, job in LLM_STAGE_JOBS.items():
+        assert f"`{job.key()}:" in hint and job.without_llm.format(corpus="<name>") in hint
+        assert replay_hint(f"{stage}/wiki").count("For ") == 0
+        for corpus in (["wiki"] if job.per_corpus else [None]):
+            bad = copy.deepcopy(cfg)
+            node = bad
+            for part in job.key(corpus).split("."):
+                node = node.setdefault(part, {})
+            node["openai"] = {"api_key": "sk-secret"}
+            with pytest.raises(ConfigError, match=re.escape(f"{job.key(corpus)}.openai.api_key")):
+                refuse_secrets(bad, "cfg")
+
+
+def test_a_stage_reaches_the_conditions_whose_mechanisms_it_writes():
+    plan = Plan.from_config({**BASE, "conditions": list(CONDITIONS)})
+    for stage, job in LLM_STAGE_JOBS.items():
+        if job.per_corpus or stage == "induction":
+            continue
+        writes = {m for m, e in MECHANISMS.items() if e.stage == stage}
+        assert writes, stage
+        assert plan.reaching_conditions(stage) == [
+            c for c in CONDITIONS if {condition(c).prefix, condition(c).boundaries,
+                                      condition(c).retrieval} & writes]
+    assert plan.reaching_conditions("contexts") == ["A1"]
+    assert plan.reaching_conditions("induction") == [
+        c for c in CONDITIONS if plan.reads_induced(c)]
+    with pytest.raises(ValueError, match="per corpus"):
+        plan.reaching_conditions("queries")

@@ -256,6 +256,19 @@ def test_glue_closure_is_read_from_imports(plan):
     assert "structablate.plan.code" not in mods  # decides reruns, computes nothing
 
 
+def test_the_mechanism_table_reruns_jobs_through_their_params_only():
+    """The chunk and embedding glue import chunking.build, which reads the mechanism table to
+    name a refused member's rule: an edit to the table (an LLM stage's label, a new
+    member's entry) must not rerun every chunk and every embedding through the code
+    fingerprint; what the table changes for a job reaches it through its params."""
+    for script in ("chunk.py", "embed.py", "rerank.py", "report_cell.py"):
+        path = (REPO / "workflow_scripts" / script).resolve()
+        assert "structablate.mechanisms" in code_mod.closure(path), script
+        assert "structablate.mechanisms" not in code_mod.relevant_modules(path), script
+    assert "structablate.chunking.build" in code_mod.relevant_modules(
+        (REPO / "workflow_scripts" / "chunk.py").resolve())
+
+
 def test_qasper_data_dir_resolves_relative_sources(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the sources are not where the workflow runs
     cfg = copy.deepcopy(BASE)

@@ -103,24 +103,84 @@ and :class:`~structablate.study.Retrieval` -> where it is carried out."""
 
 @dataclass(frozen=True)
 class StageJob:
-    """Where an LLM stage runs: its rule, the config block it reads (its ``llm`` sub-block or
-    the shared ``llm`` block gives the model), and ``"module:function"`` of its code."""
+    """Where an LLM stage runs and what the rest of the workflow needs to know of it, declared
+    once: the plan, the checks, the model needs, the sizes, the SLURM groups, the replay
+    hint and the report iterate over :data:`LLM_STAGE_JOBS` rather than naming stages.
+
+    ``rule``: the workflow rule of its jobs; ``reads``: the config blocks it reads; ``runs``:
+    ``"module:function"`` of its code; ``label``: its name in the report's provenance;
+    ``llm_key``: the dotted config key of its own ``llm`` block (laid over the shared ``llm``
+    block; ``{corpus}`` in it marks a per-corpus stage, one job per corpus, named there);
+    ``without_llm``: how a run goes on without this stage's LLM (the replay hint, the check
+    that refuses a stage with no model; ``{corpus}`` as in ``llm_key``); ``budget_key``: the
+    field of its block that fixes its prompt budget in characters (None: its prompts are not
+    sized by a context window); ``gpu``: what one job books under vLLM on one GPU (threads,
+    host memory in MB, runtime in minutes: bookings, not measured, no GPU was lent);
+    ``cpu_rate``: its footprint on CPUs, replaying or calling a server (the fields of
+    :class:`structablate.plan.resources.Rate`: base MB, MB per corpus MB, base seconds, CPU
+    seconds per corpus MB); ``cpu_threads``: its threads there; ``hint_label``: its name in
+    the replay hint where that is not ``label`` (``{corpus}`` there is the quoted name)."""
 
     rule: str
     reads: tuple[str, ...]
     runs: str
+    label: str
+    llm_key: str
+    without_llm: str
+    budget_key: str | None = None
+    gpu: tuple[int, int, int] = (8, 128000, 240)
+    cpu_rate: tuple[float, float, float, float] = (600, 20, 60, 30)
+    cpu_threads: int = 2
+    hint_label: str | None = None
+
+    @property
+    def per_corpus(self) -> bool:
+        """Whether the stage runs once per corpus (its keys name the corpus)."""
+        return "{corpus}" in self.llm_key
+
+    def key(self, corpus: str | None = None) -> str:
+        """The dotted key of the stage's ``llm`` block (for ``corpus``: a per-corpus stage)."""
+        return self.llm_key.format(corpus=corpus or "<name>")
+
+    def name(self, corpus: str | None = None) -> str:
+        """The stage's label in the report (for ``corpus``: a per-corpus stage)."""
+        return self.label.format(corpus=corpus or "<name>")
 
 
 LLM_STAGE_JOBS: Mapping[LLMStage, StageJob] = MappingProxyType({
-    "induction": StageJob("induce_structure", ("induction",),
-                          "structablate.structure:induce_documents"),
-    "contexts": StageJob("contextualize", ("contexts",),
-                         "structablate.llm.contextualize:contextualize_chunks"),
-    "queries": StageJob("generate_queries", ("corpora.*.queries",),
-                        "structablate.queries:generate_queries_from_frames"),
+    "induction": StageJob(
+        "induce_structure", ("induction",), "structablate.structure:induce_documents",
+        label="structure induction", llm_key="induction.llm",
+        without_llm="set `induction.inducer: texttiling` (no LLM)",
+        budget_key="max_prompt_chars", cpu_rate=(900, 20, 30, 130)),
+    "contexts": StageJob(
+        "contextualize", ("contexts",), "structablate.llm.contextualize:contextualize_chunks",
+        label="A1 contexts", llm_key="contexts.llm",
+        without_llm="leave A1 out of `conditions`", budget_key="max_doc_chars",
+        gpu=(8, 128000, 720)),
+    "queries": StageJob(
+        "generate_queries", ("corpora.*.queries",),
+        "structablate.queries:generate_queries_from_frames",
+        label="queries ({corpus})", llm_key="corpora.{corpus}.queries.llm",
+        without_llm="give it a questions file (`corpora.{corpus}.queries: my-queries.jsonl`)",
+        hint_label="generated questions of corpus {corpus}"),
 })
-"""Each of :data:`~structablate.study.LLM_STAGES` -> its job (per corpus for ``induction`` and
-``queries``, per chunkset for ``contexts``)."""
+"""Each of :data:`~structablate.study.LLM_STAGES` -> its job (per corpus for ``queries``, per
+corpus and chunkset for ``contexts``, per corpus for ``induction``; ``per_corpus`` marks the
+stage whose settings differ by corpus). ``cpu_rate`` of ``induction`` is TextTiling's,
+measured (:data:`structablate.plan.resources.RATES`)."""
+
+STAGE_OF_RULE: Mapping[str, LLMStage] = MappingProxyType(
+    {job.rule: stage for stage, job in LLM_STAGE_JOBS.items()})
+"""The rule of each LLM stage -> the stage."""
+
+
+def mechanism_stages(c: str | Condition) -> tuple[LLMStage, ...]:
+    """The LLM stages that write the text of condition ``c``'s own mechanisms (``contexts``
+    for A1). Induced structure is a stage of the corpus, not of a mechanism: a condition reads
+    it through its structure (:meth:`structablate.plan.Plan.reads_induced`)."""
+    return tuple(dict.fromkeys(m.stage for m in mechanisms_of(c) if m.stage is not None))
+
 
 if tuple(LLM_STAGE_JOBS) != LLM_STAGES:
     raise RuntimeError(f"mechanisms: LLM_STAGE_JOBS {tuple(LLM_STAGE_JOBS)} is not "

@@ -27,7 +27,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from structablate.mechanisms import LLM_STAGE_JOBS
 from structablate.settings import is_gpu
+from structablate.study import condition
 
 __all__ = ["CPU_GROUPS", "PLUGIN_RESOURCE", "StatusChoice", "booked_gpu_hours",
            "check_status_command", "choose_status_command", "cpu_group", "embed_group",
@@ -87,20 +89,22 @@ def slurm_extra_problems(extras: Mapping[str, str]) -> list[str]:
 def upstream_stages(plan: Any, corpus: str, chunksets: list[str] | None,
                     questions: bool) -> list[str]:
     """The long stages (hours) an embedding or reranking job of ``corpus`` waits for, in
-    pipeline order: ``induction`` when one of ``chunksets`` is cut from induced structure or
-    sized to it (whichever inducer runs), ``contexts`` when one is A1's, ``queries`` when the job
-    reads the corpus's generated questions (``questions``). Pure: reads the plan only."""
-    from structablate import study
-
-    conds = [c for c in plan.conditions if chunksets is not None
-             and study.condition(c).chunkset in chunksets]
+    pipeline order (:data:`structablate.mechanisms.LLM_STAGE_JOBS`): a grid-level stage when
+    one of ``chunksets`` belongs to a condition it reaches
+    (:meth:`structablate.plan.Plan.reaching_conditions`: ``induction`` for chunks cut from
+    induced structure or sized to it, whichever inducer runs; ``contexts`` for A1's), a
+    per-corpus stage (``queries``) when the job reads the corpus's generated questions
+    (``questions``). Pure: reads the plan only."""
+    conds = {c for c in plan.conditions if chunksets is not None
+             and condition(c).chunkset in chunksets}
+    running = plan.running_stages()
     out = []
-    if any(plan.reads_induced(c) for c in conds):
-        out.append("induction")
-    if any(study.needs_llm_contexts(c) for c in conds):
-        out.append("contexts")
-    if questions and plan.generates_queries(corpus):
-        out.append("queries")
+    for stage, job in LLM_STAGE_JOBS.items():
+        if job.per_corpus:
+            if questions and (stage, corpus) in running:
+                out.append(stage)
+        elif conds & set(plan.reaching_conditions(stage)):
+            out.append(stage)
     return out
 
 
@@ -160,7 +164,7 @@ def cpu_group(workflow: Any, plan: Any, rule: str, wildcards: Any) -> str | None
     if rule in CPU_GROUPS["corpus"]:
         if rule == "induce_structure" and plan.induction_on_gpu:
             return None
-        if rule == "structure_quality" and plan.contextualized:
+        if rule == "structure_quality" and plan.llm_written:
             return None  # it reads A1's chunks, written by contextualize from A0's
         kind, gid = "corpus", f"corpus-{corpus}"
     elif rule in ("embed_chunks", "embed_queries"):

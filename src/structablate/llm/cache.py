@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from structablate.errors import StructablateError
+from structablate.mechanisms import LLM_STAGE_JOBS
 from structablate.store.folder import StoreSettings
 from structablate.store.lock import stage_lock_name
 from structablate.store.shard import key_from_hex
@@ -82,21 +83,19 @@ _GENERATE = "{mode: cached, cache: null}`"
 
 def replay_hint(stage: str | None) -> str:
     """What to set when a replayed stage misses: its LLM-free alternative and the keys that
-    make it generate instead (docs/byo.md, "Run it on your corpus"). ``stage`` as
-    :class:`CacheMiss` takes it; None names every stage."""
+    make it generate instead (docs/byo.md, "Run it on your corpus"), from each stage's
+    :class:`~structablate.mechanisms.StageJob`. ``stage`` as :class:`CacheMiss` takes it
+    (``queries/<corpus>`` for a per-corpus stage); None names every stage."""
     kind, _, corpus = (stage or "").partition("/")
-    name = corpus or "<name>"
-    hints = {
-        "induction": "structure induction: set `induction.inducer: texttiling` (no LLM), or "
-                     "generate with `induction.llm: " + _GENERATE + ".",
-        "contexts": "A1 contexts: leave A1 out of `conditions`, or generate with "
-                    "`contexts.llm: " + _GENERATE + ".",
-        "queries": f"generated questions of corpus {name!r}: give it a questions file "
-                   f"(`corpora.{name}.queries: my-queries.jsonl`), or generate with "
-                   f"`corpora.{name}.queries.llm: " + _GENERATE + ".",
-    }
-    chosen = [hints[kind]] if kind in hints else list(hints.values())
-    return ("To go on, for " + " For ".join(chosen) + " Generated answers are recorded under "
+    chosen = [kind] if kind in LLM_STAGE_JOBS else list(LLM_STAGE_JOBS)
+    hints = []
+    for name in chosen:
+        job = LLM_STAGE_JOBS[name]
+        where = corpus or "<name>"
+        hints.append(f"{(job.hint_label or job.label).format(corpus=repr(where))}: "
+                     f"{job.without_llm.format(corpus=where)}, or generate with "
+                     f"`{job.key(where)}: " + _GENERATE + ".")
+    return ("To go on, for " + " For ".join(hints) + " Generated answers are recorded under "
             "<results>/cache/llm; the llama.cpp backend needs `pip install -e '.[llamacpp]'`. "
             "See docs/byo.md (Run it on your corpus).")
 

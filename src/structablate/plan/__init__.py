@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from structablate import study
+from structablate.mechanisms import LLM_STAGE_JOBS, mechanism_stages
 from structablate.plan import checks, jobs
 from structablate.plan.jobs import CORPUS_RULES, only
 from structablate.results_paths import Paths
@@ -108,11 +109,21 @@ class Plan:
         return [c for c in dict.fromkeys([*self.chunksets, study.BM25_CHUNKSET])
                 if study.is_cut(c)]
 
+    def written_by(self, stage: str) -> list[str]:
+        """Chunksets LLM ``stage``'s rule makes: those with a mechanism whose text the stage
+        writes onto another chunkset's windows (:func:`structablate.mechanisms.
+        mechanism_stages`; ``contexts``: A1, from A0's windows)."""
+        return [c for c in self.chunksets if stage in mechanism_stages(c)]
+
     @property
     def contextualized(self) -> list[str]:
-        """Chunksets the ``contextualize`` rule makes: those whose prefix an LLM writes onto
-        another chunkset's windows (A1 from A0's, :func:`structablate.study.derived_from`)."""
-        return [c for c in self.chunksets if study.needs_llm_contexts(c)]
+        """Chunksets the ``contextualize`` rule makes (:meth:`written_by` ``contexts``: A1)."""
+        return self.written_by("contexts")
+
+    @property
+    def llm_written(self) -> list[str]:
+        """Chunksets some LLM stage writes text into (A1), whichever stage."""
+        return [c for c in self.chunksets if mechanism_stages(c)]
 
     @staticmethod
     def windows_of(chunkset: str) -> str:
@@ -250,25 +261,50 @@ class Plan:
         for name in self.settings.corpora:
             for key, files in SOURCE_FILES[self.corpus_kind(name)](self, name).items():
                 out[f"corpora.{name}.{key}"] = files
-            if self.generates_queries(name):
-                out[f"corpora.{name}.queries.llm.cache"] = self.recorded_generations(
-                    "queries", name)
-        for stage, needs in self.stage_conditions().items():
-            if needs:
-                out[f"{stage}.llm.cache"] = self.recorded_generations(stage)
+        for stage, corpus in self.running_stages():
+            out[f"{LLM_STAGE_JOBS[stage].key(corpus)}.cache"] = self.recorded_generations(
+                stage, corpus)
         return {k: v for k, v in out.items() if v}
 
     # ------------------------------------------------------------------ LLM stages
+    def stage_runs_llm(self, stage: str) -> bool:
+        """Whether ``stage``, where it runs, calls its LLM: every stage does except induction
+        by an inducer that uses none (TextTiling, :data:`~structablate.settings.INDUCERS`)."""
+        return stage != "induction" or self.induction_uses_llm
+
+    def reaching_conditions(self, stage: str) -> list[str]:
+        """The conditions whose chunks wait for grid-level ``stage``'s output, whether or not
+        it calls an LLM: ``induction``, those on induced structure and fixed windows sized to
+        it (:meth:`reads_induced`); any other, those with a mechanism whose text the stage
+        writes (:func:`structablate.mechanisms.mechanism_stages`: A1 for ``contexts``)."""
+        if LLM_STAGE_JOBS[stage].per_corpus:
+            raise ValueError(f"stage {stage!r} runs per corpus, not for conditions")
+        if stage == "induction":
+            return [c for c in self.conditions if self.reads_induced(c)]
+        return [c for c in self.conditions if stage in mechanism_stages(c)]
+
     def stage_conditions(self) -> dict[str, list[str]]:
-        """For each grid-level LLM stage, the conditions that need it: ``induction`` (with
-        the LLM inducer: conditions on induced structure, and fixed windows sized to induced
-        structure, :meth:`reads_induced`) and ``contexts`` (A1)."""
-        s = self.settings
-        induced = [c for c in self.conditions if self.reads_induced(c)]
-        return {
-            "induction": induced if INDUCERS[s.induction.inducer].uses_llm(s.induction) else [],
-            "contexts": [c for c in self.conditions if study.needs_llm_contexts(c)],
-        }
+        """For each grid-level LLM stage (:data:`structablate.mechanisms.LLM_STAGE_JOBS`
+        without the per-corpus ones), the conditions that need its LLM: those it reaches
+        (:meth:`reaching_conditions`) when it calls one (:meth:`stage_runs_llm`), else
+        none."""
+        return {stage: self.reaching_conditions(stage) if self.stage_runs_llm(stage) else []
+                for stage, job in LLM_STAGE_JOBS.items() if not job.per_corpus}
+
+    def running_stages(self) -> list[tuple[str, str | None]]:
+        """Every LLM stage that calls its LLM in this run, as ``(stage, corpus)`` (corpus:
+        None for a grid-level stage), in :data:`~structablate.study.LLM_STAGES` order and a
+        per-corpus stage in corpus order: a grid-level stage runs when some condition needs
+        it (:meth:`stage_conditions`), a per-corpus one (questions) for each corpus whose
+        questions are generated."""
+        needs = self.stage_conditions()
+        out: list[tuple[str, str | None]] = []
+        for stage, job in LLM_STAGE_JOBS.items():
+            if job.per_corpus:
+                out += [(stage, c) for c in self.corpora if self.generates_queries(c)]
+            elif needs[stage]:
+                out.append((stage, None))
+        return out
 
     @property
     def needs_induced_structure(self) -> bool:
@@ -281,9 +317,9 @@ class Plan:
         if stage not in LLM_STAGES:
             raise ValueError(f"unknown LLM stage {stage!r} (one of {', '.join(LLM_STAGES)})")
         s = self.settings
-        if stage == "queries":
+        if LLM_STAGE_JOBS[stage].per_corpus:  # the corpus's questions block (queries)
             if corpus is None:
-                raise ValueError("stage 'queries' needs the corpus name")
+                raise ValueError(f"stage {stage!r} needs the corpus name")
             over = self.query_generation(corpus).llm
         else:
             over = getattr(s, stage).llm
@@ -298,9 +334,10 @@ class Plan:
         return build_settings(LLMSettings, merged)
 
     def llm_on_gpu(self, stage: str, corpus: str | None = None) -> bool:
-        """Whether ``stage`` (for ``corpus``: queries) generates on a GPU: its backend needs
-        one (:data:`~structablate.settings.LLM_BACKENDS`) and it does not only replay."""
-        return generates_on_gpu(self.stage_llm(stage, corpus))
+        """Whether ``stage`` (for ``corpus``: a per-corpus stage) generates on a GPU: it calls
+        its LLM (:meth:`stage_runs_llm`), whose backend needs one
+        (:data:`~structablate.settings.LLM_BACKENDS`), and does not only replay."""
+        return self.stage_runs_llm(stage) and generates_on_gpu(self.stage_llm(stage, corpus))
 
     @property
     def induction_uses_llm(self) -> bool:
@@ -313,7 +350,7 @@ class Plan:
     def induction_on_gpu(self) -> bool:
         """Whether structure induction generates on a GPU (an LLM-using inducer whose stage
         generates on one)."""
-        return self.induction_uses_llm and self.llm_on_gpu("induction")
+        return self.llm_on_gpu("induction")
 
     @property
     def induction_embeds_paragraphs(self) -> bool:
@@ -330,15 +367,16 @@ class Plan:
 
     def llm_stages(self) -> dict[str, LLMSettings | None]:
         """Label -> llm settings of every LLM stage (None: the stage does not run), for the
-        report's provenance: "structure induction", "A1 contexts", "queries (<corpus>)"."""
-        needs = self.stage_conditions()
+        report's provenance: each grid-level stage's :attr:`~structablate.mechanisms.
+        StageJob.label` ("structure induction", "A1 contexts"), then "queries (<corpus>)" for
+        each corpus whose questions are generated."""
+        running = self.running_stages()
         out: dict[str, LLMSettings | None] = {
-            label: self.stage_llm(stage) if needs[stage] else None
-            for label, stage in (("structure induction", "induction"),
-                                 ("A1 contexts", "contexts"))}
-        for name in self.corpora:
-            if self.generates_queries(name):
-                out[f"queries ({name})"] = self.stage_llm("queries", name)
+            job.name(): self.stage_llm(stage) if (stage, None) in running else None
+            for stage, job in LLM_STAGE_JOBS.items() if not job.per_corpus}
+        for stage, corpus in running:
+            if corpus is not None:
+                out[LLM_STAGE_JOBS[stage].name(corpus)] = self.stage_llm(stage, corpus)
         return out
 
     # ------------------------------------------------------------------ per-rule settings

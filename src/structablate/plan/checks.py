@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from structablate.errors import ConfigError
+from structablate.mechanisms import LLM_STAGE_JOBS
 from structablate.settings import (
     LLM_BACKENDS,
     QasperCorpus,
@@ -34,12 +35,11 @@ def refuse_secrets(config: Mapping[str, Any], source: str) -> None:
     """API keys belong in the environment: a key written into the config would end up in
     Snakemake's metadata and logs in plain text."""
     blocks: list[tuple[str, Any]] = [("llm", config.get("llm"))]
-    blocks += [(f"{st}.llm", (config.get(st) or {}).get("llm")) for st in ("induction",
-                                                                           "contexts")]
-    for name, c in (config.get("corpora") or {}).items():
-        q = c.get("queries") if isinstance(c, Mapping) else None
-        if isinstance(q, Mapping):
-            blocks.append((f"corpora.{name}.queries.llm", q.get("llm")))
+    corpora = config.get("corpora") or {}
+    for job in LLM_STAGE_JOBS.values():  # every stage's own llm block, per corpus where so
+        for corpus in (corpora if job.per_corpus else [None]):
+            key = job.key(corpus)
+            blocks.append((key, _at(config, key)))
     for where, block in blocks:
         openai = (block or {}).get("openai") if isinstance(block, Mapping) else None
         if isinstance(openai, Mapping) and "api_key" in openai:
@@ -47,6 +47,15 @@ def refuse_secrets(config: Mapping[str, Any], source: str) -> None:
                 f"{source}: {where}.openai.api_key: API keys are not read from the config "
                 "(they would be stored in plain text in .snakemake/metadata); put the key in "
                 "an environment variable and name it in api_key_env (default OPENAI_API_KEY)")
+
+
+def _at(config: Any, dotted: str) -> Any:
+    """The value at dotted key ``dotted`` of a raw config, None where a level is missing or
+    not a mapping."""
+    node = config
+    for part in dotted.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return node
 
 
 def check_plan(plan: Plan, check_files: bool, check_models: bool = True) -> None:
@@ -107,10 +116,9 @@ def check_plan(plan: Plan, check_files: bool, check_models: bool = True) -> None
     _check_cutoffs(plan, fail)
     for stage, needs in plan.stage_conditions().items():
         if needs and not plan.stage_llm(stage).model:
+            job = LLM_STAGE_JOBS[stage]
             fail("llm.model", f"conditions {', '.join(needs)} need an LLM for {stage} "
-                 f"(set llm.model or {stage}.llm.model"
-                 + (", or induction.inducer: texttiling for the A family)"
-                    if stage == "induction" else ")"))
+                 f"(set llm.model or {job.key()}.model, or {job.without_llm})")
     _check_prompt_budgets(plan, fail)
     if s.chunking.t_min > s.chunking.t_max:
         fail("chunking.t_min", "must not exceed chunking.t_max")
@@ -216,7 +224,10 @@ def _check_prompt_budgets(plan: Plan, fail: Callable[[str, str], None]) -> None:
     inside its first job."""
     s = plan.settings
     needs = plan.stage_conditions()
-    for stage, fixed in (("induction", "max_prompt_chars"), ("contexts", "max_doc_chars")):
+    for stage, job in LLM_STAGE_JOBS.items():
+        fixed = job.budget_key
+        if fixed is None or job.per_corpus:
+            continue
         block = getattr(s, stage)
         if not needs[stage] or getattr(block, fixed) is not None \
                 or block.context_tokens is not None:

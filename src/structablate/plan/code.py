@@ -42,16 +42,20 @@ CONDITION_MODULES: dict[str, Callable[[Condition], bool]] = mechanisms.condition
 prefixes, two-stage routing)."""
 
 NOT_OUTPUT_CODE = frozenset({
+    "structablate.mechanisms",
     "structablate.plan", "structablate.plan.checks", "structablate.plan.code",
     "structablate.plan.jobs", "structablate.plan.needs", "structablate.plan.resources",
     "structablate.results_paths"})
 """Modules that decide when jobs rerun, where outputs go and what is refused, but never what a
 job computes: the plan's package, and the results folder's paths it hands on
-(:mod:`structablate.results_paths`, which the report also reads). A glue script reaches the
-plan only through :func:`structablate.workflow.setup`, whose settings are the job's params
-themselves (less the ``runtime`` keys, which change no output), so a change the plan makes
-to what a job is given reruns it through its params, and a plan edit that changes nothing a
-job receives reruns nothing. The modules the plan imports (settings, study, …) still count
+(:mod:`structablate.results_paths`, which the report also reads), and the mechanism table
+(:mod:`structablate.mechanisms`: which keys a job is given and where a mechanism runs; the
+job code reads it only to name the rule of a member it refuses, or a stage in a message,
+and a label the report prints reaches the report's jobs through their params). A glue script
+reaches the plan only through :func:`structablate.workflow.setup`, whose settings are the
+job's params themselves (less the ``runtime`` keys, which change no output), so a change the
+plan makes to what a job is given reruns it through its params, and a plan edit that changes
+nothing a job receives reruns nothing. The modules the plan imports (settings, study, …) still count
 where a glue script reaches them."""
 
 

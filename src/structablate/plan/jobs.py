@@ -197,6 +197,25 @@ class ContextualizeJob(Job):
 
 
 @dataclass(frozen=True)
+class LLMStageJob(Job):
+    """The job of a grid-level LLM stage of :data:`structablate.mechanisms.LLM_STAGE_JOBS`
+    that has no class of its own (a stage added to the table after these): its config block
+    (the settings field named as the stage) without its ``llm`` override, the stage's merged
+    LLM settings (:meth:`Plan.stage_llm`), and the resolved tokenizer. The glue reads
+    ``settings.block``, ``settings.llm``, ``settings.tokenizer``."""
+
+    block: Any
+    llm: LLMSettings
+    tokenizer: str
+
+
+def llm_stage_job(stage: str) -> Callable[[Plan, Settings, dict[str, str]], LLMStageJob]:
+    """The builder of :class:`LLMStageJob` for grid-level ``stage``."""
+    return lambda p, s, w: LLMStageJob(block=replace(getattr(s, stage), llm=None),
+                                       llm=p.stage_llm(stage), tokenizer=p.tokenizer)
+
+
+@dataclass(frozen=True)
 class EmbedJob(Job):
     """``embed_chunks`` and ``embed_queries`` (one glue, ``embed.py``): the embedder's settings
     and ``precision``, the dtype it runs in on its device (``auto`` resolved from the settings
@@ -480,6 +499,10 @@ _RULES: dict[str, _RuleJob[Any]] = {
         embedders=p.embedders, size_match_structure=s.size_match_structure)),
     "report_page": _RuleJob(ReportPageJob, _report_page),
 }
+for _stage, _stage_job in mechanisms.LLM_STAGE_JOBS.items():
+    # a grid-level LLM stage without a class of its own gets the generic one
+    if _stage_job.rule not in _RULES and not _stage_job.per_corpus:
+        _RULES[_stage_job.rule] = _RuleJob(LLMStageJob, llm_stage_job(_stage))
 
 
 def planned_rules() -> list[str]:

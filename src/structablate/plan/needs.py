@@ -23,6 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from structablate.mechanisms import LLM_STAGE_JOBS
+from structablate.settings import LLM_BACKENDS, served_model
+
 __all__ = ["KINDS", "Need", "Use", "cached_hub_dataset", "datasets_cache_dir",
            "offline_problems", "prefetch_command", "required"]
 
@@ -65,8 +68,6 @@ def required(plan: Any) -> list[Need]:
     """Every model and dataset ``plan`` (a :class:`~structablate.plan.Plan`) reads, in the order
     a run first needs them: corpus sources, the tokenizer, embedders, rerankers, the structure
     inducer, then the LLM of each stage that generates. Pure: reads the plan only."""
-    from structablate.settings import LLM_BACKENDS, served_model
-
     s = plan.settings
     uses: list[tuple[str, Use]] = []
 
@@ -89,16 +90,8 @@ def required(plan: Any) -> list[Need]:
         uses.append((s.induction.texttiling.model,
                      Use("induction.texttiling.model", "sentence-transformers")))
 
-    needs = plan.stage_conditions()
-    stages: list[tuple[str, str, str | None]] = []
-    if needs["induction"]:
-        stages.append(("induction", "induction.llm", None))
-    if needs["contexts"]:
-        stages.append(("contexts", "contexts.llm", None))
-    for corpus in plan.corpora:
-        if plan.generates_queries(corpus):
-            stages.append(("queries", f"corpora.{corpus}.queries.llm", corpus))
-    for stage, key, corpus in stages:
+    for stage, corpus in plan.running_stages():
+        key = LLM_STAGE_JOBS[stage].key(corpus)
         llm = plan.stage_llm(stage, corpus)
         kind = LLM_BACKENDS[llm.backend].model_kind
         if llm.mode == "replay" or kind is None:

@@ -28,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from structablate.mechanisms import LLM_STAGE_JOBS, STAGE_OF_RULE
 from structablate.settings import is_gpu
 from structablate.user_files import ByoInputError, input_files
 
@@ -261,7 +262,6 @@ RATES: dict[str, Rate] = {
     "build_wikipedia": Rate(450, 20, 20, 5),
     "build_user_documents": Rate(450, 20, 20, 5),
     "map_user_questions": Rate(450, 20, 20, 5),
-    "generate_queries": Rate(600, 20, 60, 30),
     "tokenize_corpus": Rate(450, 6, 20, 0.4),
     "chunk": Rate(450, 20, 30, 5),
     "bm25_check": Rate(450, 20, 20, 5),
@@ -273,11 +273,12 @@ RATES: dict[str, Rate] = {
     "report_cell": Rate(500, 20, 40, 5),
     "contrasts": Rate(500, 20, 60, 30),
     "cell_statistics": Rate(500, 20, 60, 30),
-    "induce_structure": Rate(900, 20, 30, 130),
-    "contextualize": Rate(600, 20, 60, 30),
     "embed_chunks": Rate(800, 0.2, 30, 200, per_model=True),
     "embed_queries": Rate(800, 0.05, 30, 50, per_model=True),
     "rerank": Rate(800, 0.2, 30, 1000, per_model=True),
+    # the LLM stages' rules on CPUs (TextTiling induction measured as above; replaying or
+    # calling a server taken as 30 CPU s per corpus MB): declared with each stage
+    **{job.rule: Rate(*job.cpu_rate) for job in LLM_STAGE_JOBS.values()},
 }
 """Measured footprints per rule (see :class:`Rate`)."""
 
@@ -470,13 +471,10 @@ def limit_group_jobs(workflow: Any, cores: float, mem_mb: float) -> None:
 
 # ------------------------------------------------------------------ each rule's need
 
-LLM_ON_GPU: dict[str, Need] = {
-    "induce_structure": Need(8, 128000, 240, 1),
-    "contextualize": Need(8, 128000, 720, 1),
-    "generate_queries": Need(8, 128000, 240, 1),
-}
+LLM_ON_GPU: dict[str, Need] = {job.rule: Need(*job.gpu, 1) for job in LLM_STAGE_JOBS.values()}
 """The LLM stages under vLLM on one GPU (not measured: no GPU was lent; the model's weights,
-its KV cache and vLLM's host buffers): the bookings the paper grid was planned with."""
+its KV cache and vLLM's host buffers): the bookings the paper grid was planned with, declared
+with each stage (:attr:`structablate.mechanisms.StageJob.gpu`)."""
 
 GPU_HOST_MB = 3000
 """Host memory a CUDA context and its libraries add to a job on a GPU."""
@@ -499,14 +497,12 @@ def job_need(plan: Any, rule: str, w: Any,
         if gpu:
             need = Need(need.threads, need.mem_mb + GPU_HOST_MB, need.runtime, gpu)
         return need
-    if rule == "induce_structure":
-        if plan.induction_on_gpu:
+    stage = STAGE_OF_RULE.get(rule)
+    if stage is not None:  # an LLM stage: on a GPU under vLLM, else on CPUs
+        job = LLM_STAGE_JOBS[stage]
+        if plan.llm_on_gpu(stage, w.corpus if job.per_corpus else None):
             return LLM_ON_GPU[rule]
-        return estimate(rule, size, threads=cap(8 if plan.induction_embeds_paragraphs else 2, 0))
-    if rule == "contextualize":
-        return (LLM_ON_GPU[rule] if plan.llm_on_gpu("contexts")
-                else estimate(rule, size, threads=cap(2, 0)))
-    if rule == "generate_queries":
-        return (LLM_ON_GPU[rule] if plan.llm_on_gpu("queries", w.corpus)
-                else estimate(rule, size, threads=cap(2, 0)))
+        # TextTiling (induction without an LLM) embeds every paragraph on 8 threads
+        embeds = stage == "induction" and plan.induction_embeds_paragraphs
+        return estimate(rule, size, threads=cap(8 if embeds else job.cpu_threads, 0))
     return estimate(rule, size)

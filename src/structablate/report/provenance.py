@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from structablate import study
+from structablate.mechanisms import LLM_STAGE_JOBS
 
 from .blocks import cell_label
 from .render import Note, TableBlock
@@ -209,11 +210,11 @@ def answer_provenance(
         return f"{block.get('model', '?')}" + (", replayed from a recording" if replay else "")
 
     if inducer == "llm":
-        m = stage("structure induction")
+        m = stage(LLM_STAGE_JOBS["induction"].name())
         out["induced"] = "structure induced by the LLM inducer" + (f" ({m})" if m else "")
     else:
         out["induced"] = f"structure induced by the {inducer} inducer (no LLM)"
-    c = stage("A1 contexts")
+    c = stage(LLM_STAGE_JOBS["contexts"].name())
     if c:
         out["contexts"] = f"A1 contexts by {c}"
     return out
