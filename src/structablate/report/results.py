@@ -87,6 +87,7 @@ from .blocks import (
     section_recall_block,
     structure_quality_block,
 )
+from .folder import ResultsError, cell_file, corpus_file, read_json, read_scores, read_table
 from .render import table_markdown
 
 MARK = re.compile(r"^<!-- results: (?P<spec>[^>]*?) -->\s*$")
@@ -123,10 +124,6 @@ rule, one run)."""
 
 _WORD = re.compile(r"(?<!-)\b(" + "|".join(NUMBER_WORDS) + r")\b(?!-)", re.IGNORECASE)
 """A number word standing alone (``two-stage`` is a method's name, not a count)."""
-
-
-class ResultsError(ValueError):
-    """A page or a results folder the generator cannot use; the message names the file."""
 
 
 # ---------------------------------------------------------------- the ledger
@@ -185,9 +182,9 @@ def _read_source(results: Path, source: str) -> pl.DataFrame:
         return pl.DataFrame(rows)
     path = results / source
     if source.endswith(".parquet"):
-        return pl.read_parquet(path)
+        return read_table(path)
     if source.endswith(".json"):
-        return pl.DataFrame([_flat_json(json.loads(path.read_text()))])
+        return pl.DataFrame([_flat_json(read_json(path))])
     if source.endswith(".tsv"):
         return pl.DataFrame([_benchmark(path)])
     raise ResultsError(f"{source}: no reader for this kind of file")
@@ -343,51 +340,36 @@ class Run:
     def rel(self, path: str) -> str:
         return Path(path).relative_to(self.results).as_posix()
 
-    def file(self, which: str) -> str:
-        p, c = self.paths, (self.corpus, self.embedder, self.reranker)
-        return self.rel({
-            "summary": p.cell_table(*c, "summary"),
-            "contrasts": p.report_cell(*c, "contrasts_marked.parquet"),
-            "contrasts_raw": p.cell_table(*c, "contrasts"),
-            "qtype": p.cell_table(*c, "contrasts_qtype"),
-            "dose": p.cell_table(*c, "dose_response"),
-            "cis": p.report_cell(*c, "condition_cis.parquet"),
-            "section_recall": p.report_cell(*c, "section_recall.parquet"),
-            "structure": p.report_corpus(self.corpus, "structure_quality.parquet"),
-            "funnel": p.funnel(self.corpus),
-            "bm25": p.bm25(self.corpus),
-        }[which])
+    CORPUS_NAMES = {"structure": "structure_quality", "funnel": "funnel", "bm25": "bm25"}
+    """The corpus files a page reads, by the name a block asks for (the rest are the cell's,
+    :data:`~structablate.results_paths.CELL_FILES`)."""
 
-    def table(self, which: str) -> pl.DataFrame:
-        name = self.file(which)
-        if which == "contrasts" and not (self.results / name).exists():
-            name = self.file("contrasts_raw")  # before the report ran: no guard marks
-        path = self.results / name
-        if not path.exists():
-            raise ResultsError(f"{path}: missing (the run has not written it)")
-        return pl.read_parquet(path)
+    def file(self, which: str) -> str:
+        """The file of table ``which``, relative to ``results`` (the ledger's source name),
+        from the folder's layout (:mod:`structablate.report.folder`)."""
+        if which in self.CORPUS_NAMES:
+            return self.rel(corpus_file(self.paths, self.corpus, self.CORPUS_NAMES[which]))
+        return self.rel(cell_file(self.paths, (self.corpus, self.embedder, self.reranker),
+                                  which))
 
     def source(self, which: str) -> str:
+        """The file table ``which`` is read from: the contrasts as the guard marked them, or
+        before the report ran, as the statistics wrote them."""
         name = self.file(which)
         if which == "contrasts" and not (self.results / name).exists():
             return self.file("contrasts_raw")
         return name
 
+    def table(self, which: str) -> pl.DataFrame:
+        return read_table(self.results / self.source(which))
+
     def scores(self) -> dict[str, pl.DataFrame]:
         """condition -> the cell's per-query score table (``scores/<condition>.parquet``)."""
-        out = {}
-        for c in _conds(self):
-            path = Path(self.paths.scores(self.corpus, self.embedder, self.reranker, c))
-            if not path.exists():
-                raise ResultsError(f"{path}: missing (the run has not written it)")
-            out[c] = pl.read_parquet(path)
-        return out
+        return read_scores(self.paths, (self.corpus, self.embedder, self.reranker),
+                           _conds(self))
 
     def json(self, which: str) -> dict:
-        path = self.results / self.file(which)
-        if not path.exists():
-            raise ResultsError(f"{path}: missing (the run has not written it)")
-        return json.loads(path.read_text())
+        return read_json(self.results / self.file(which))
 
     @staticmethod
     def cells(results: str | Path) -> list[tuple[str, str, str]]:
