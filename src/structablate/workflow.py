@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from structablate.errors import StructablateError
-from structablate.results_paths import Paths
 
 if TYPE_CHECKING:
     from structablate.plan.jobs import Job
@@ -232,16 +231,6 @@ def job_settings(smk: Any, job: type[J], *, record: bool = False) -> J:
         raise TypeError(f"rule {smk.rule}: the plan gives its jobs a {type(settings).__name__}, "
                         f"its glue reads a {job.__name__}")
     return settings
-
-
-def results_layout(smk: Any) -> Paths:
-    """The results folder's layout of this run (the plan's :class:`~structablate.
-    results_paths.Paths`, from ``smk.config``): for a glue script whose reader names the files
-    it reads through the layout the rule's inputs were built from
-    (:mod:`structablate.report.folder`)."""
-    from structablate.plan import Plan
-
-    return Plan.from_config(smk.config, check_files=False).paths
 
 
 # ------------------------------------------------------------------------------- job records
