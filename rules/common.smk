@@ -16,6 +16,7 @@ from structablate.errors import ConfigError
 from structablate.plan import Plan
 from structablate.plan.checks import container_warning
 from structablate.plan.resources import Sizer
+from structablate.results_paths import page_files
 from structablate.slurm import (FAILURES, check_status_command, cpu_group, embed_group,
                                 gpu_group, slurm_extra_problems)
 from structablate.workflow import (

@@ -109,25 +109,11 @@ rule report_corpus:
 
 
 rule report_page:
+    # the files the report's reader opens (structablate.results_paths.page_files, read by
+    # structablate.report.folder), so the page's inputs and what its glue reads are one list
     input:
-        summaries=tables_of_cells("summary"),
-        contrasts=report_of_cells("contrasts_marked.parquet"),
-        dose=tables_of_cells("dose_response"),
-        cis=[P.condition_cis(c.corpus, c.embedder, c.reranker) for c in PLAN.cells()],
-        section_recall=[P.section_recall(c.corpus, c.embedder, c.reranker) for c in PLAN.cells()],
-        cell=report_of_cells("cell.json"),
-        ranking_identity=[P.ranking_identity(c.corpus, c.embedder, c.reranker)
-                          for c in PLAN.cells()],
-        structure_quality=[P.report_corpus(c, "structure_quality.parquet") for c in PLAN.corpora],
-        comparison_checks=[P.report_corpus(c, "comparison_checks.parquet") for c in PLAN.corpora],
-        bm25=[P.bm25(c) for c in PLAN.corpora],
-        question_funnels=[f for c in PLAN.corpora if (f := PLAN.question_funnel_file(c))],
-        size_matching=[P.report_corpus(c, "size_matching.parquet") for c in PLAN.corpora],
-        corpus_reports=[PLAN.build_report_file(c) for c in PLAN.corpora],
-        a1_stats=[P.chunk_stats(c, cs) for c in PLAN.corpora for cs in PLAN.contextualized],
-        figures=[p for f in ("condition_bars", "dose_response", "section_recall")
-                 for p in report_of_cells(f"{f}.png")]
-        + [P.report_corpus(c, f"{f}.png") for c in PLAN.corpora for f in ("forest", "funnel")],
+        **page_files(P, [(c.corpus, c.embedder, c.reranker) for c in PLAN.cells()],
+                     {c: PLAN.generates_queries(c) for c in PLAN.corpora}, PLAN.contextualized),
     output:
         markdown=P.report_page("index.md"),
         html=P.report_page("index.html"),

@@ -125,6 +125,40 @@ def test_the_page_names_the_configured_contrasts_that_did_not_run(project):
     assert "extra_contrasts X9 (G4 − A3) lacks A3" in text, text[:3000]
 
 
+def test_the_page_reads_exactly_its_rule_inputs(project, monkeypatch):
+    """The report page's reader (structablate.report.folder) opens, through the plan's layout,
+    exactly the files its rule declares (less the figures, which the page only links), as
+    Snakemake lists them for the page's output."""
+    from structablate.plan import Plan
+    from structablate.report import folder
+
+    proc = snakemake(project, "--detailed-summary")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [ln.split("\t") for ln in proc.stdout.splitlines() if "\t" in ln]
+    header = next(ln for ln in lines if ln[0] == "output_file")
+    row = next(ln for ln in lines if ln[0] == "results/report/index.md")
+    declared = set(row[header.index("input-file(s)")].split(","))
+
+    opened: list[str] = []
+    for name in ("read_table", "read_json"):
+        real = getattr(folder, name)
+        monkeypatch.setattr(folder, name, lambda path, real=real: (opened.append(str(path)),
+                                                                   real(path))[1])
+    monkeypatch.chdir(project)
+    plan = Plan.from_config(yaml.safe_load((project / "config.yaml").read_text()),
+                            check_files=False)
+    job = plan.rule_settings("report_page", {})
+    for c in job.cells:
+        folder.read_cell(plan.paths, (c.corpus, c.embedder, c.reranker))
+    for name in job.corpora:
+        folder.read_corpus(plan.paths, name, kind=job.corpus_types[name],
+                           questions_generated=job.generated_queries[name],
+                           conditions=job.conditions)
+    figures = {p for p in declared if p.endswith(".png")}
+    assert opened and len(opened) == len(set(opened))
+    assert set(opened) == declared - figures
+
+
 def test_snakemake_report_is_self_contained_with_captions(project):
     proc = snakemake(project, "--report", "report.html")
     assert proc.returncode == 0, proc.stderr[-3000:]

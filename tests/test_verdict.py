@@ -13,7 +13,6 @@ from structablate.report.page import (
     CorpusData,
     PageSettings,
     build_page,
-    synthetic_queries,
 )
 from structablate.report.render import page_markdown
 from structablate.report.verdict import _numbers, answer, mixedlm_disagreement, verdict_blocks
@@ -294,19 +293,6 @@ def test_identical_runs_have_no_effect_size():
                                     METRIC)
 
 
-def test_synthetic_queries_are_flagged_for_generated_funnels():
-    def corpus(kind, funnel, **kw):
-        return CorpusData(name="c", kind=kind, funnel=funnel, size_matching=pl.DataFrame(),
-                          **kw)
-
-    assert synthetic_queries(corpus("wikipedia", {"n_accepted": 5}))
-    assert synthetic_queries(corpus("markdown", {"funnel": [], "per_type": {}}))
-    assert not synthetic_queries(corpus("markdown", {"queries": {"funnel": []}}))
-    assert not synthetic_queries(corpus("qasper", {"funnel": []}))
-    assert synthetic_queries(corpus("markdown", {"documents": 3}, question_funnel={}))
-    assert not synthetic_queries(corpus("wikipedia", {}, questions_generated=False))
-
-
 def test_dropped_inputs_and_bm25_headline():
     byo = {"skipped": [{"where": "a.md", "reason": "not UTF-8"},
                        {"where": "b.html", "reason": "no body text"}],
@@ -350,7 +336,8 @@ def test_page_verdict_section_shows_guard_table_bm25_and_left_out():
                         pl.DataFrame(), structure_quality=_quality(0.11, 1.0, 2),
                         comparison_checks=DEGENERATE,
                         bm25={"gold_top1_within_document": 0.5, "gold_top1_corpus_wide": 0.1},
-                        question_funnel={"statuses": {"final": 33, "query_leak": 4}})
+                        question_funnel={"statuses": {"final": 33, "query_leak": 4}},
+                        questions_generated=True)
     def replayed(model):
         return LLMSettings(backend="llamacpp", model=model, mode="replay")
 

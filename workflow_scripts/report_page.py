@@ -1,79 +1,29 @@
-"""Glue: every cell's and corpus's report data -> {results}/report/index.{md,html} and the
-overview document of `snakemake --report`."""
+"""Glue: every cell's and corpus's report facts, read from the results folder
+(:mod:`structablate.report.folder`, the same files the rule declares as inputs) ->
+{results}/report/index.{md,html} and the overview document of `snakemake --report`."""
 
-import json
-import os
 from pathlib import Path
 
-from structablate.io import read_parquet
-from structablate.plan.jobs import ReportPageJob
+from structablate.plan.jobs import ReportPageJob, results_layout
 from structablate.report import (
-    CellData,
-    CorpusData,
     PageSettings,
     build_page,
     corpus_html,
     overview_html,
     write_page,
 )
+from structablate.report.folder import read_cell, read_corpus
 from structablate.workflow import setup
-
-
-def read_json(path):
-    return json.loads(Path(path).read_text())
-
-
-def a1_cost(path):
-    """Mean A1 context length (tokens) and the LLM calls behind it, from chunks/A1.json."""
-    if not path:
-        return {}
-    stats = read_json(path)
-    llm = stats.get("llm", {})
-    return {"a1_prefix_tokens": stats.get("prefix_tokens_mean"),
-            "a1_llm_calls": llm.get("generated", 0) + llm.get("cache_hits", 0)}
 
 
 def main(smk):
     log, settings = setup(smk, ReportPageJob)
-    page_dir = Path(smk.output.html).parent
-
-    def rel(path):
-        return os.path.relpath(path, page_dir).replace(os.sep, "/")
-
-    cells = []
-    for i, cell in enumerate(settings.cells):
-        d = page_dir.joinpath(cell.corpus, cell.embedder, cell.reranker)
-        meta = read_json(smk.input.cell[i])
-        cells.append(CellData(
-            cell=(cell.corpus, cell.embedder, cell.reranker),
-            summary=read_parquet(smk.input.summaries[i]),
-            contrasts=read_parquet(smk.input.contrasts[i]),
-            cis=read_parquet(smk.input.cis[i]),
-            section_recall=read_parquet(smk.input.section_recall[i]),
-            dose=read_parquet(smk.input.dose[i]),
-            observed_trained=meta["reranker_trained"],
-            ranking_identity=read_parquet(smk.input.ranking_identity[i]),
-            figures={"bars": rel(d / "condition_bars.png"),
-                     "dose": rel(d / "dose_response.png"),
-                     "section_recall": rel(d / "section_recall.png")},
-        ))
-    corpora = []
-    question_funnels = iter(smk.input.question_funnels)
-    for i, name in enumerate(settings.corpora):
-        d = page_dir / name
-        generated = settings.generated_queries[name]
-        corpora.append(CorpusData(
-            name=name, kind=settings.corpus_types[name],
-            funnel=read_json(smk.input.corpus_reports[i]),
-            size_matching=read_parquet(smk.input.size_matching[i]),
-            figures={"forest": rel(d / "forest.png"), "funnel": rel(d / "funnel.png")},
-            structure_quality=read_parquet(smk.input.structure_quality[i]),
-            comparison_checks=read_parquet(smk.input.comparison_checks[i]),
-            bm25=read_json(smk.input.bm25[i]),
-            question_funnel=read_json(next(question_funnels)) if generated else None,
-            questions_generated=generated,
-            **a1_cost(smk.input.a1_stats[i] if smk.input.a1_stats else None),
-        ))
+    paths = results_layout(smk.config)
+    cells = [read_cell(paths, (c.corpus, c.embedder, c.reranker)) for c in settings.cells]
+    corpora = [read_corpus(paths, name, kind=settings.corpus_types[name],
+                           questions_generated=settings.generated_queries[name],
+                           conditions=settings.conditions)
+               for name in settings.corpora]
     run = PageSettings(
         embedders=settings.embedders, rerankers=settings.rerankers,
         conditions=settings.conditions, measures=settings.measures, primary=settings.primary,

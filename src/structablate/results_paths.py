@@ -11,6 +11,7 @@ way. Logs and benchmarks live under the results folder too, so two runs with dif
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -151,3 +152,109 @@ class Paths:
     def benchmark(self, name: str) -> str:
         """A job's Snakemake ``benchmark:`` file (wall time, peak memory)."""
         return f"{self.results}/benchmarks/{name}.tsv"
+
+
+# ---------------------------------------------------------------- the files the report reads
+
+CELL_FILES: dict[str, Callable[[Paths, str, str, str], str]] = {
+    "summary": lambda p, c, e, r: p.cell_table(c, e, r, "summary"),
+    "contrasts": lambda p, c, e, r: p.report_cell(c, e, r, "contrasts_marked.parquet"),
+    "contrasts_raw": lambda p, c, e, r: p.cell_table(c, e, r, "contrasts"),
+    "qtype": lambda p, c, e, r: p.cell_table(c, e, r, "contrasts_qtype"),
+    "dose": lambda p, c, e, r: p.cell_table(c, e, r, "dose_response"),
+    "cis": Paths.condition_cis,
+    "section_recall": Paths.section_recall,
+    "ranking_identity": Paths.ranking_identity,
+    "cell": lambda p, c, e, r: p.report_cell(c, e, r, "cell.json"),
+}
+"""A cell's files the report reads, by name: its summary (per-condition means), the contrasts
+as the guard marked them (``contrasts``) and as the statistics wrote them (``contrasts_raw``),
+the contrasts per question type, the breadcrumb-depth dose-response, the condition CIs,
+stage-1 section recall, ranking identity, and ``cell.json`` (what the report recorded of the
+cell). Read by :mod:`structablate.report.folder`."""
+
+CORPUS_FILES: dict[str, Callable[[Paths, str], str]] = {
+    "funnel": Paths.funnel,
+    "corpus_report": Paths.corpus_report,
+    "bm25": Paths.bm25,
+    "structure_quality": lambda p, c: p.report_corpus(c, "structure_quality.parquet"),
+    "comparison_checks": lambda p, c: p.report_corpus(c, "comparison_checks.parquet"),
+    "size_matching": lambda p, c: p.report_corpus(c, "size_matching.parquet"),
+}
+"""A corpus's files the report reads, by name: the question funnel (``funnel.json``: QASPER's,
+user questions', generated questions'), the document build report of a corpus whose questions
+are generated afterwards (``corpus_report.json``), the BM25 report, the structure-quality
+guard's two tables and the size-matching table."""
+
+CELL_FIGURES = {"bars": "condition_bars", "dose": "dose_response",
+                "section_recall": "section_recall"}
+"""A cell's figures on the report page: name -> file stem (PNG) under the cell's report
+folder."""
+
+CORPUS_FIGURES = {"forest": "forest", "funnel": "funnel"}
+"""A corpus's figures on the report page: name -> file stem under the corpus's report
+folder."""
+
+PAGE_CELL_FILES = ("summary", "contrasts", "cis", "section_recall", "dose", "cell",
+                   "ranking_identity")
+"""The files of a cell the report page reads (:data:`CELL_FILES` names)."""
+
+
+def page_corpus_files(paths: Paths, corpus: str, *, questions_generated: bool,
+                      contextualized: Sequence[str]) -> dict[str, str | None]:
+    """The files of a corpus the report page reads, ``None`` where the corpus has none:
+    ``build_report`` (the question funnel of a corpus that brings its questions, the document
+    build report of one whose questions are generated), ``question_funnel`` (the
+    query-generation funnel, generated questions only), the structure-quality tables, BM25,
+    size matching, and ``a1_stats`` (the statistics of the first chunkset of
+    ``contextualized``, those whose prefix an LLM writes, where one ran)."""
+    f = {k: CORPUS_FILES[k](paths, corpus) for k in CORPUS_FILES}
+    return {
+        "build_report": f["corpus_report"] if questions_generated else f["funnel"],
+        "question_funnel": f["funnel"] if questions_generated else None,
+        "size_matching": f["size_matching"],
+        "structure_quality": f["structure_quality"],
+        "comparison_checks": f["comparison_checks"],
+        "bm25": f["bm25"],
+        "a1_stats": paths.chunk_stats(corpus, contextualized[0]) if contextualized else None,
+    }
+
+
+def page_files(paths: Paths, cells: Sequence[tuple[str, str, str]],
+               corpora: Mapping[str, bool], contextualized: Sequence[str]
+               ) -> dict[str, list[str]]:
+    """Every file the report page reads or links, by kind: :data:`PAGE_CELL_FILES` of each
+    cell ``(corpus, embedder, reranker)``, :func:`page_corpus_files` of each corpus
+    (``corpora``: name -> whether its questions are generated), and the figures the page
+    links. The rule ``report_page`` declares exactly these as its inputs, and its reader
+    (:mod:`structablate.report.folder`) opens exactly these."""
+    per_corpus = [page_corpus_files(paths, name, questions_generated=generated,
+                                    contextualized=contextualized)
+                  for name, generated in corpora.items()]
+
+    def of_cells(which: str) -> list[str]:
+        return [CELL_FILES[which](paths, *c) for c in cells]
+
+    def of_corpora(which: str) -> list[str]:
+        return [f[which] for f in per_corpus if f[which] is not None]
+
+    return {
+        "summaries": of_cells("summary"),
+        "contrasts": of_cells("contrasts"),
+        "dose": of_cells("dose"),
+        "cis": of_cells("cis"),
+        "section_recall": of_cells("section_recall"),
+        "cell": of_cells("cell"),
+        "ranking_identity": of_cells("ranking_identity"),
+        "structure_quality": of_corpora("structure_quality"),
+        "comparison_checks": of_corpora("comparison_checks"),
+        "bm25": of_corpora("bm25"),
+        "question_funnels": of_corpora("question_funnel"),
+        "size_matching": of_corpora("size_matching"),
+        "corpus_reports": of_corpora("build_report"),
+        "a1_stats": of_corpora("a1_stats"),
+        "figures": [paths.report_cell(*c, f"{stem}.png") for stem in CELL_FIGURES.values()
+                    for c in cells]
+        + [paths.report_corpus(name, f"{stem}.png") for name in corpora
+           for stem in CORPUS_FIGURES.values()],
+    }

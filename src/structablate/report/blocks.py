@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 import polars as pl
 
 from structablate import study
-from structablate.paper import PAPER_BM25_GOLD_TOP1
+from structablate.paper import PAPER_BM25_GOLD_TOP1, PAPER_QASPER_FUNNEL
 from structablate.stats.decision import decide, decision_words
 from structablate.stats.sizes import size_gap
 
@@ -640,3 +640,151 @@ def bm25_sentence(bm25: Mapping | None, corpus_kind: str | None = None) -> str:
     chunkset = bm25.get("chunkset")
     return text + (f", {chunkset} chunks." if chunkset else ".") + \
         " A low figure means word overlap alone does not find the evidence."
+
+
+# ---------------------------------------------------------------- report fields, the funnel
+
+
+def flat_fields(obj, prefix: str = "") -> dict[str, float]:
+    """Every number of a JSON report, keyed by its dotted path (``llm.generated``); lists,
+    strings and booleans are left out. How a results page names a report's field, and how
+    its ledger reads it back."""
+    out: dict[str, float] = {}
+    if isinstance(obj, Mapping):
+        for k, v in obj.items():
+            out |= flat_fields(v, f"{prefix}{k}.")
+    elif isinstance(obj, int | float) and not isinstance(obj, bool):
+        out[prefix[:-1]] = float(obj)
+    return out
+
+
+def _int_or(v: float, kind: str) -> str:
+    """``"int"`` for a whole number, else ``kind``."""
+    return "int" if float(v).is_integer() else kind
+
+
+def report_fields_block(report: Mapping, label: str, *, key: str = "report-fields",
+                        title: str = "", cite: Cite = plain,
+                        paper: tuple[str, float] | None = None,
+                        cite_paper: Cite = plain) -> TableBlock:
+    """Every number of a JSON report (``funnel.json``, ``bm25.json``: :func:`flat_fields`),
+    a row each but the ``paper…`` fields, whole numbers as counts and others with four
+    decimals, each printed through ``cite`` (column: the field, no row key); with ``paper``
+    (``(corpus kind, value)``, the paper's BM25 gold-top-1) a last row holds it, printed through
+    ``cite_paper``."""
+    rows = [[k, cite(v, _int_or(v, "4"), k, {})]
+            for k, v in flat_fields(report).items() if not k.startswith("paper")]
+    if paper is not None:
+        rows.append([f"paper gold-top-1 ({paper[0]})",
+                     cite_paper(paper[1], "3", "gold_top1", {"corpus": paper[0]})])
+    return TableBlock(key, title, [label, "value"], rows, align=["l", "r"])
+
+
+FUNNEL_LIKE = (
+    ("questions", "questions", "questions", "the same count"),
+    ("kept (evidence mapped)", "kept", "kept", "the same count"),
+    ("papers with a kept question", None, "papers", "the same count (this cell's documents)"),
+    ("evidence strings mapped exactly", "evidence_exact_share", "exact_share",
+     "the paper's denominator is not recoverable exactly (docs/qasper.md)"),
+)
+"""Funnel rows whose definition is the paper's: (label, funnel.json field or None for the
+cell's documents, the paper's key in :data:`structablate.paper.PAPER_QASPER_FUNNEL`, how
+alike)."""
+
+
+def qasper_funnel_block(funnel: Mapping, documents: tuple[float, Mapping[str, object]], *,
+                        key: str = "qasper-funnel", title: str = "", cite: Cite = plain,
+                        cite_documents: Cite = plain, cite_paper: Cite = plain) -> TableBlock:
+    """The QASPER funnel like for like with the paper's (:data:`FUNNEL_LIKE`, then the
+    multi-span share and evidence per question, distinct evidence strings and distinct gold
+    spans): the run's ``funnel.json`` through ``cite``, the cell's documents
+    (``documents``: ``(n_docs, the summary row's key)``) through ``cite_documents``, the
+    paper's :data:`~structablate.paper.PAPER_QASPER_FUNNEL` through ``cite_paper``."""
+    flat = flat_fields(funnel)
+
+    def paper(step: str, kind: str | None = None) -> str:
+        v = PAPER_QASPER_FUNNEL[step]
+        return cite_paper(v, kind or _int_or(v, "3"), "value", {"step": step})
+
+    rows = []
+    for label, field_, pkey, alike in FUNNEL_LIKE:
+        if field_ is None:
+            here = cite_documents(documents[0], "int", "n_docs", documents[1])
+        elif field_ in flat:
+            here = cite(flat[field_], _int_or(flat[field_], "3"), field_, {})
+        else:
+            here = "—"
+        rows.append([label, here, paper(pkey), alike])
+    for label, pkey, field_ in (
+            ("multi-span questions", "multi_span_share", "multi_evidence_share"),
+            ("evidence per question", "spans_per_question", "mean_evidence_per_question")):
+        here = (cite(flat[field_], "3", field_, {}) if field_ in flat
+                else "— (not in this run's funnel.json)")
+        rows.append([f"{label} (distinct evidence strings)", here, paper(pkey, "3"),
+                     "the same count"])
+    for label, field_ in (("multi-span questions", "multi_span_share"),
+                          ("spans per question", "mean_spans_per_question")):
+        if field_ in flat:
+            rows.append([f"{label} (distinct gold spans)", cite(flat[field_], "3", field_, {}),
+                         "—", "not the paper's count: two evidence strings can map to one span"])
+    return TableBlock(key, title, ["QASPER funnel, like for like", "here", "paper",
+                                   "definition"], rows, align=["l", "r", "r", "l"])
+
+
+# ---------------------------------------------------------------- dose-response, question types
+
+
+def _ci(r: Mapping, kind: str, key: Mapping[str, object], cite: Cite) -> str:
+    """A row's ``[ci_low, ci_high]`` through ``cite``; ``—`` without an interval."""
+    if r.get("ci_low") is None:
+        return "—"
+    return f"[{cite(r['ci_low'], kind, 'ci_low', key)}, {cite(r['ci_high'], kind, 'ci_high', key)}]"
+
+
+def dose_blocks(dose: pl.DataFrame, summary: pl.DataFrame, *, key: str = "dose",
+                cite: Cite = plain, cite_summary: Cite = plain,
+                cite_depth: Cite = plain) -> list[TableBlock]:
+    """The breadcrumb-depth dose-response as two tables: each rung's mean per measure (the
+    ladder :data:`structablate.study.DOSE_LADDER`, its depth in levels printed through
+    ``cite_depth``, the means of ``summary`` through ``cite_summary``), then the slope per
+    level with its 95% interval and p (exploratory, as the paper reports it) through
+    ``cite``."""
+    rungs = list(study.DOSE_LADDER)
+    rows = []
+    for m in dose["metric"].to_list():
+        row = [m]
+        for c in rungs:
+            v = summary.filter((pl.col("condition") == c) & (pl.col("measure") == m))
+            row.append(cite_summary(v["mean"][0], "4", "mean", {"condition": c, "measure": m})
+                       if v.height else "—")
+        rows.append(row)
+    cols = ["measure", *(f"{c} (depth {cite_depth(d, 'int', 'depth', {'condition': c})})"
+                         for c, d in study.DOSE_LADDER.items())]
+    means = TableBlock(f"{key}-means", "", cols, rows, align=["l"] + ["r"] * len(rungs))
+    rows = []
+    for r in dose.iter_rows(named=True):
+        k = {"metric": r["metric"]}
+        rows.append([r["metric"], cite(r["slope"], "+4", "slope", k), _ci(r, "+4", k, cite),
+                     cite(r["p"], "p", "p", k), "exploratory"])
+    slope = TableBlock(f"{key}-slope", "", ["measure", "slope per level", "95% CI", "p",
+                                            "role"], rows, align=list("lrrrl"))
+    return [means, slope]
+
+
+def qtype_block(qtype: pl.DataFrame, metric: str, *, key: str = "qtype", title: str = "",
+                cite: Cite = plain) -> TableBlock:
+    """Each contrast cut by question type on ``metric`` (the ``contrasts_qtype`` table):
+    questions, questions tied at zero, Δ with its 95% interval and the Holm p within the type,
+    each number printed through ``cite``. Every row is exploratory."""
+    rows = []
+    for r in qtype.filter(pl.col("metric") == metric).iter_rows(named=True):
+        k = {"family": r["family"], "contrast": r["contrast"], "metric": metric,
+             "qtype": r["qtype"]}
+        rows.append([f"{r['contrast']}: {r['cond_a']} − {r['cond_b']}", r["qtype"],
+                     cite(r["n_queries"], "int", "n_queries", k),
+                     cite(r["n_zero_delta"], "int", "n_zero_delta", k),
+                     cite(r["delta"], "+4", "delta", k), _ci(r, "+4", k, cite),
+                     cite(r.get("p_holm"), "p", "p_holm", k)])
+    return TableBlock(key, title, ["contrast", "question type", "questions", "Δ exactly zero",
+                                   "Δ", "95% CI", "Holm p (per type)"], rows,
+                      align=list("llrrrrr"))

@@ -53,6 +53,12 @@ TITLE = "structablate report"
 
 @dataclass
 class CellData:
+    """One cell's report inputs, ``cell`` = ``(corpus, embedder, reranker)``: its summary,
+    contrasts (guard-marked where the report marked them), condition CIs, stage-1 section
+    recall, dose-response, whether its reranker was trained (``cell.json``), ranking identity
+    and its figures relative to the page. Read from a results folder by
+    :func:`structablate.report.folder.read_cell`."""
+
     cell: tuple[str, str, str]
     summary: pl.DataFrame
     contrasts: pl.DataFrame
@@ -69,11 +75,13 @@ class CellData:
 class CorpusData:
     """One corpus's report inputs. ``funnel`` is the corpus build report (QASPER / user-corpus
     ``funnel.json``, Wikipedia ``corpus_report.json``); ``question_funnel`` the
-    query-generation funnel where questions were generated; ``questions_generated`` says so
-    explicitly (None: inferred, :func:`synthetic_queries`); ``structure_quality`` and
-    ``comparison_checks`` come from :func:`structablate.structure.quality.
-    corpus_structure_report`; ``bm25`` is the BM25 report (:func:`structablate.retrieval.bm25.
-    bm25_report`)."""
+    query-generation funnel where questions were generated; ``questions_generated`` whether an
+    LLM wrote the corpus's questions, the plan's answer (``Plan.generates_queries``, recorded in
+    the report page's job; never inferred from the corpus's kind or files);
+    ``structure_quality`` and ``comparison_checks`` come from
+    :func:`structablate.structure.quality.corpus_structure_report`; ``bm25`` is the BM25
+    report (:func:`structablate.retrieval.bm25.bm25_report`). Read from a results folder by
+    :func:`structablate.report.folder.read_corpus`."""
 
     name: str
     kind: str
@@ -86,16 +94,7 @@ class CorpusData:
     comparison_checks: pl.DataFrame | None = None
     bm25: Mapping | None = None
     question_funnel: Mapping | None = None
-    questions_generated: bool | None = None
-
-
-def synthetic_queries(corpus: CorpusData) -> bool:
-    """Whether a corpus's questions were generated: ``questions_generated`` when given, else
-    inferred (Wikipedia, a query-generation funnel, or a build report whose funnel is one)."""
-    if corpus.questions_generated is not None:
-        return corpus.questions_generated
-    return corpus.kind == "wikipedia" or corpus.question_funnel is not None or (
-        isinstance(corpus.funnel, Mapping) and "per_type" in corpus.funnel)
+    questions_generated: bool = False
 
 
 def primary_metric(primary: Mapping, measures: Sequence[str]) -> str:
@@ -314,7 +313,7 @@ def _verdict_section(corpus: CorpusData, chosen: CellData, metric: str,
                      inducer, stage_conditions, configured=None) -> list:
     """The verdict of one corpus: flags, answers, the guard table, BM25, what was left out."""
     blocks: list = []
-    if synthetic_queries(corpus):
+    if corpus.questions_generated:
         blocks.append(Note(
             f"The questions of {corpus.name} are SYNTHETIC: an LLM wrote them from "
             "evidence spans the pipeline chose, behind a lexical-leakage filter "

@@ -82,11 +82,17 @@ from .blocks import (
     Cite,
     condition_means_block,
     contrast_cells,
+    dose_blocks,
+    flat_fields,
     format_number,
+    qasper_funnel_block,
+    qtype_block,
+    report_fields_block,
     row_answer,
     section_recall_block,
     structure_quality_block,
 )
+from .folder import ResultsError, cell_file, corpus_file, read_json, read_scores, read_table
 from .render import table_markdown
 
 MARK = re.compile(r"^<!-- results: (?P<spec>[^>]*?) -->\s*$")
@@ -123,10 +129,6 @@ rule, one run)."""
 
 _WORD = re.compile(r"(?<!-)\b(" + "|".join(NUMBER_WORDS) + r")\b(?!-)", re.IGNORECASE)
 """A number word standing alone (``two-stage`` is a method's name, not a count)."""
-
-
-class ResultsError(ValueError):
-    """A page or a results folder the generator cannot use; the message names the file."""
 
 
 # ---------------------------------------------------------------- the ledger
@@ -185,9 +187,9 @@ def _read_source(results: Path, source: str) -> pl.DataFrame:
         return pl.DataFrame(rows)
     path = results / source
     if source.endswith(".parquet"):
-        return pl.read_parquet(path)
+        return read_table(path)
     if source.endswith(".json"):
-        return pl.DataFrame([_flat_json(json.loads(path.read_text()))])
+        return pl.DataFrame([flat_fields(read_json(path))])
     if source.endswith(".tsv"):
         return pl.DataFrame([_benchmark(path)])
     raise ResultsError(f"{source}: no reader for this kind of file")
@@ -254,16 +256,6 @@ def page_numbers(text: str) -> list[str]:
 
 
 # ---------------------------------------------------------------- reading a run
-
-
-def _flat_json(obj, prefix: str = "") -> dict:
-    out = {}
-    if isinstance(obj, Mapping):
-        for k, v in obj.items():
-            out |= _flat_json(v, f"{prefix}{k}.")
-    elif isinstance(obj, int | float) and not isinstance(obj, bool):
-        out[prefix[:-1]] = float(obj)
-    return out
 
 
 def _benchmark(path: Path) -> dict:
@@ -343,51 +335,36 @@ class Run:
     def rel(self, path: str) -> str:
         return Path(path).relative_to(self.results).as_posix()
 
-    def file(self, which: str) -> str:
-        p, c = self.paths, (self.corpus, self.embedder, self.reranker)
-        return self.rel({
-            "summary": p.cell_table(*c, "summary"),
-            "contrasts": p.report_cell(*c, "contrasts_marked.parquet"),
-            "contrasts_raw": p.cell_table(*c, "contrasts"),
-            "qtype": p.cell_table(*c, "contrasts_qtype"),
-            "dose": p.cell_table(*c, "dose_response"),
-            "cis": p.report_cell(*c, "condition_cis.parquet"),
-            "section_recall": p.report_cell(*c, "section_recall.parquet"),
-            "structure": p.report_corpus(self.corpus, "structure_quality.parquet"),
-            "funnel": p.funnel(self.corpus),
-            "bm25": p.bm25(self.corpus),
-        }[which])
+    CORPUS_NAMES = {"structure": "structure_quality", "funnel": "funnel", "bm25": "bm25"}
+    """The corpus files a page reads, by the name a block asks for (the rest are the cell's,
+    :data:`~structablate.results_paths.CELL_FILES`)."""
 
-    def table(self, which: str) -> pl.DataFrame:
-        name = self.file(which)
-        if which == "contrasts" and not (self.results / name).exists():
-            name = self.file("contrasts_raw")  # before the report ran: no guard marks
-        path = self.results / name
-        if not path.exists():
-            raise ResultsError(f"{path}: missing (the run has not written it)")
-        return pl.read_parquet(path)
+    def file(self, which: str) -> str:
+        """The file of table ``which``, relative to ``results`` (the ledger's source name),
+        from the folder's layout (:mod:`structablate.report.folder`)."""
+        if which in self.CORPUS_NAMES:
+            return self.rel(corpus_file(self.paths, self.corpus, self.CORPUS_NAMES[which]))
+        return self.rel(cell_file(self.paths, (self.corpus, self.embedder, self.reranker),
+                                  which))
 
     def source(self, which: str) -> str:
+        """The file table ``which`` is read from: the contrasts as the guard marked them, or
+        before the report ran, as the statistics wrote them."""
         name = self.file(which)
         if which == "contrasts" and not (self.results / name).exists():
             return self.file("contrasts_raw")
         return name
 
+    def table(self, which: str) -> pl.DataFrame:
+        return read_table(self.results / self.source(which))
+
     def scores(self) -> dict[str, pl.DataFrame]:
         """condition -> the cell's per-query score table (``scores/<condition>.parquet``)."""
-        out = {}
-        for c in _conds(self):
-            path = Path(self.paths.scores(self.corpus, self.embedder, self.reranker, c))
-            if not path.exists():
-                raise ResultsError(f"{path}: missing (the run has not written it)")
-            out[c] = pl.read_parquet(path)
-        return out
+        return read_scores(self.paths, (self.corpus, self.embedder, self.reranker),
+                           _conds(self))
 
     def json(self, which: str) -> dict:
-        path = self.results / self.file(which)
-        if not path.exists():
-            raise ResultsError(f"{path}: missing (the run has not written it)")
-        return json.loads(path.read_text())
+        return read_json(self.results / self.file(which))
 
     @staticmethod
     def cells(results: str | Path) -> list[tuple[str, str, str]]:
@@ -636,50 +613,25 @@ def block_contrast(run: Run, led: Ledger, name: str, **_) -> list[str]:
 
 
 def block_qtype(run: Run, led: Ledger, metric: str = PAPER_METRIC, **_) -> list[str]:
-    df, src = run.table("qtype"), run.source("qtype")
-    df = df.filter(pl.col("metric") == metric)
-    rows = []
-    for r in df.iter_rows(named=True):
-        key = {"family": r["family"], "contrast": r["contrast"], "metric": metric,
-               "qtype": r["qtype"]}
-        ci = led.ci(r, "+4", src, key)
-        rows.append([f"{r['contrast']}: {r['cond_a']} − {r['cond_b']}", r["qtype"],
-                     led.num(r["n_queries"], "int", src, key, "n_queries"),
-                     led.num(r["n_zero_delta"], "int", src, key, "n_zero_delta"),
-                     led.num(r["delta"], "+4", src, key, "delta"), ci,
-                     led.num(r.get("p_holm"), "p", src, key, "p_holm")])
-    return [*_table(["contrast", "question type", "questions", "Δ exactly zero", "Δ", "95% CI",
-                     "Holm p (per type)"], rows, "llrrrrr"), "",
+    """Each contrast cut by question type (:func:`structablate.report.blocks.qtype_block`)."""
+    block = qtype_block(run.table("qtype"), metric, cite=led.cite(run.source("qtype")))
+    return [table_markdown(block), "",
             "Role: every row is exploratory (cut by question type, Holm within each type)."]
 
 
 def block_dose(run: Run, led: Ledger, **_) -> list[str]:
-    """The breadcrumb-depth dose-response: each rung's mean per measure (the ladder
-    :data:`structablate.study.DOSE_LADDER`, depth in levels), then the slope per level with
-    its interval (exploratory: the paper reports it as such)."""
+    """The breadcrumb-depth dose-response (:func:`structablate.report.blocks.dose_blocks`):
+    each rung's mean per measure (the ladder :data:`structablate.study.DOSE_LADDER`, depth in
+    levels), then the slope per level with its interval (exploratory: the paper reports it as
+    such)."""
     df, src = run.table("dose"), run.source("dose")
     if not df.height:
         return [f"The depth ladder ({', '.join(DOSE_LADDER)}) did not run in this cell."]
-    s, ssrc = run.table("summary"), run.source("summary")
-    rungs = list(DOSE_LADDER)
-    rows = []
-    for m in df["metric"].to_list():
-        row = [m]
-        for c in rungs:
-            v = s.filter((pl.col("condition") == c) & (pl.col("measure") == m))
-            row.append(led.num(v["mean"][0], "4", ssrc, {"condition": c, "measure": m}, "mean")
-                       if v.height else "—")
-        rows.append(row)
-    out = _table(["measure", *(f"{c} (depth {_derived(led, d, 'int')})"
-                               for c, d in DOSE_LADDER.items())], rows, "l" + "r" * len(rungs))
-    rows = []
-    for r in df.iter_rows(named=True):
-        key = {"metric": r["metric"]}
-        rows.append([r["metric"], led.num(r["slope"], "+4", src, key, "slope"),
-                     led.ci(r, "+4", src, key),
-                     led.num(r["p"], "p", src, key, "p"), "exploratory"])
-    return [*out, "", *_table(["measure", "slope per level", "95% CI", "p", "role"], rows,
-                              "lrrrl")]
+    means, slope = dose_blocks(
+        df, run.table("summary"), cite=led.cite(src),
+        cite_summary=led.cite(run.source("summary")),
+        cite_depth=lambda value, kind, column, key: _derived(led, value, kind))
+    return [table_markdown(means), "", table_markdown(slope)]
 
 
 def block_section_recall(run: Run, led: Ledger, kind: str = "qasper", **_) -> list[str]:
@@ -696,69 +648,32 @@ def block_section_recall(run: Run, led: Ledger, kind: str = "qasper", **_) -> li
     return [table_markdown(block)]
 
 
-FUNNEL_LIKE = (
-    ("questions", "questions", "questions", "the same count"),
-    ("kept (evidence mapped)", "kept", "kept", "the same count"),
-    ("papers with a kept question", None, "papers", "the same count (this cell's documents)"),
-    ("evidence strings mapped exactly", "evidence_exact_share", "exact_share",
-     "the paper's denominator is not recoverable exactly (docs/qasper.md)"),
-)
-"""Funnel rows whose definition is the paper's: (label, funnel.json field or None for the
-cell's documents, the paper's key, how alike)."""
-
-
 def block_funnel(run: Run, led: Ledger, kind: str = "qasper", **_) -> list[str]:
-    flat, src = _flat_json(run.json("funnel")), run.file("funnel")
+    """The corpus's funnel: for QASPER like for like with the paper's
+    (:func:`structablate.report.blocks.qasper_funnel_block`), then every field of
+    ``funnel.json`` (:func:`structablate.report.blocks.report_fields_block`)."""
+    funnel, src = run.json("funnel"), run.file("funnel")
     out = []
     if kind == "qasper":
         s, ssrc = run.table("summary"), run.source("summary")
         first = s.row(0, named=True)
-        rows = []
-        for label, field_, pkey, alike in FUNNEL_LIKE:
-            pv = PAPER_QASPER_FUNNEL[pkey]
-            pfmt = "int" if float(pv).is_integer() else "3"
-            ptxt = led.num(pv, pfmt, "paper:funnel", {"step": pkey}, "value")
-            if field_ is None:
-                here = led.num(s["n_docs"].max(), "int", ssrc,
-                               {"condition": first["condition"], "measure": first["measure"]},
-                               "n_docs")
-            elif field_ in flat:
-                v = flat[field_]
-                here = led.num(v, "int" if float(v).is_integer() else "3", src, {}, field_)
-            else:
-                here = "—"
-            rows.append([label, here, ptxt, alike])
-        for label, pkey, field_ in (
-                ("multi-span questions", "multi_span_share", "multi_evidence_share"),
-                ("evidence per question", "spans_per_question", "mean_evidence_per_question")):
-            pv = PAPER_QASPER_FUNNEL[pkey]
-            here = (led.num(flat[field_], "3", src, {}, field_) if field_ in flat
-                    else "— (not in this run's funnel.json)")
-            rows.append([f"{label} (distinct evidence strings)", here,
-                         led.num(pv, "3", "paper:funnel", {"step": pkey}, "value"),
-                         "the same count"])
-        for label, field_ in (("multi-span questions", "multi_span_share"),
-                              ("spans per question", "mean_spans_per_question")):
-            if field_ in flat:
-                rows.append([f"{label} (distinct gold spans)",
-                             led.num(flat[field_], "3", src, {}, field_), "—",
-                             "not the paper's count: two evidence strings can map to one span"])
-        out += _table(["QASPER funnel, like for like", "here", "paper", "definition"], rows,
-                      "lrrl") + [""]
-    rows = [[k, led.num(v, "int" if float(v).is_integer() else "4", src, {}, k)]
-            for k, v in flat.items() if not k.startswith("paper")]
-    return out + _table(["funnel field (funnel.json)", "value"], rows, "lr")
+        block = qasper_funnel_block(
+            funnel, (s["n_docs"].max(), {"condition": first["condition"],
+                                         "measure": first["measure"]}),
+            cite=led.cite(src), cite_documents=led.cite(ssrc),
+            cite_paper=led.cite("paper:funnel"))
+        out += [table_markdown(block), ""]
+    return out + [table_markdown(report_fields_block(funnel, "funnel field (funnel.json)",
+                                                     cite=led.cite(src)))]
 
 
 def block_bm25(run: Run, led: Ledger, kind: str = "qasper", **_) -> list[str]:
-    flat, src = _flat_json(run.json("bm25")), run.file("bm25")
-    rows = [[k, led.num(v, "int" if float(v).is_integer() else "4", src, {}, k)]
-            for k, v in flat.items() if not k.startswith("paper")]
-    if kind in PAPER_BM25_GOLD_TOP1:
-        rows.append([f"paper gold-top-1 ({kind})",
-                     led.num(PAPER_BM25_GOLD_TOP1[kind], "3", "paper:bm25", {"corpus": kind},
-                             "gold_top1")])
-    return _table(["BM25 (bm25.json)", "value"], rows, "lr")
+    """Every field of ``bm25.json`` and the paper's gold-top-1 of the same corpus kind
+    (:func:`structablate.report.blocks.report_fields_block`)."""
+    paper = (kind, PAPER_BM25_GOLD_TOP1[kind]) if kind in PAPER_BM25_GOLD_TOP1 else None
+    return [table_markdown(report_fields_block(
+        run.json("bm25"), "BM25 (bm25.json)", cite=led.cite(run.file("bm25")), paper=paper,
+        cite_paper=led.cite("paper:bm25")))]
 
 
 def block_structure(run: Run, led: Ledger, kind: str = "qasper", **_) -> list[str]:
