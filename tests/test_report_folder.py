@@ -123,3 +123,15 @@ def test_synthetic_questions_are_the_recorded_fact_not_the_corpus_kind():
     assert warning not in _page("wikipedia", generated=False)
     assert warning in _page("markdown", generated=True)
     assert warning not in _page("qasper", generated=False)
+
+
+def test_the_page_glue_finds_its_folder_from_its_own_output():
+    from structablate.results_paths import Paths
+
+    for root in ("results", "runs/a b/results-x", "/abs/results"):
+        layout = Paths(root)
+        for name in ("index.md", "index.html", "overview.html"):
+            assert Paths.of_report_page(layout.report_page(name)) == layout
+    assert Paths.of_report_page("./results/report/index.md") == Paths("results")
+    with pytest.raises(ValueError, match="not a report page"):
+        Paths.of_report_page("results/qasper/index.md")

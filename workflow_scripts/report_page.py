@@ -4,7 +4,7 @@
 
 from pathlib import Path
 
-from structablate.plan.jobs import ReportPageJob, results_layout
+from structablate.plan.jobs import ReportPageJob
 from structablate.report import (
     PageSettings,
     build_page,
@@ -13,12 +13,13 @@ from structablate.report import (
     write_page,
 )
 from structablate.report.folder import read_cell, read_corpus
+from structablate.results_paths import Paths
 from structablate.workflow import setup
 
 
 def main(smk):
     log, settings = setup(smk, ReportPageJob)
-    paths = results_layout(smk.config)
+    paths = Paths.of_report_page(smk.output.markdown)  # the folder the page is written in
     cells = [read_cell(paths, (c.corpus, c.embedder, c.reranker)) for c in settings.cells]
     corpora = [read_corpus(paths, name, kind=settings.corpus_types[name],
                            questions_generated=settings.generated_queries[name],

@@ -11,6 +11,7 @@ way. Logs and benchmarks live under the results folder too, so two runs with dif
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -135,6 +136,18 @@ class Paths:
     def report_page(self, suffix: str) -> str:
         """``index.md``, ``index.html`` or ``overview.html``."""
         return f"{self.report()}/{suffix}"
+
+    @classmethod
+    def of_report_page(cls, path: str) -> Paths:
+        """The layout whose :meth:`report_page` file is ``path`` (its inverse), so the page's
+        glue reads the folder its own output sits in without parsing the config again;
+        ValueError where ``path`` is not such a file."""
+        page = os.path.normpath(path)
+        layout = cls(os.path.dirname(os.path.dirname(page)) or ".")
+        if os.path.normpath(layout.report_page(os.path.basename(page))) != page:
+            raise ValueError(f"{path}: not a report page of a results folder "
+                             f"(<results>/report/<file>)")
+        return layout
 
     # ---------------------------------------------------------------- caches, logs
     def cache(self, name: str) -> str:

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from structablate import mechanisms, study
-from structablate.results_paths import Paths
 from structablate.settings import (
     ChunkingSettings,
     ContextsSettings,
@@ -43,8 +42,8 @@ from structablate.settings.corpora import USER_QUESTION_KEYS
 if TYPE_CHECKING:
     from structablate.plan import Cell, Plan
 
-__all__ = ["CORPUS_RULES", "Job", "job_class", "only", "planned_rules", "results_layout",
-           "rule_settings", "trigger", "wildcards_dict"]
+__all__ = ["CORPUS_RULES", "Job", "job_class", "only", "planned_rules", "rule_settings", "trigger",
+           "wildcards_dict"]
 
 
 def only(obj: Any, keep: Iterable[str]) -> Any:
@@ -360,17 +359,6 @@ class ReportPageJob(Job):
     stage_conditions: dict[str, list[str]]
     guard: GuardSettings
     contrasts: dict[str, dict[str, tuple[str, str]]]
-
-
-def results_layout(config: Mapping[str, Any]) -> Paths:
-    """The results folder's layout of the run ``config`` describes (``Plan.paths``), for the
-    glue whose reader names the files it opens through the layout the rule's inputs were built
-    from (``report_page``: :mod:`structablate.report.folder`,
-    :func:`structablate.results_paths.page_files`). Like the job classes here it costs a glue
-    script nothing in its fingerprint (:data:`structablate.plan.code.NOT_OUTPUT_CODE`)."""
-    from structablate.plan import Plan  # the plan's package imports this module
-
-    return Plan.from_config(config, check_files=False).paths
 
 
 # ------------------------------------------------------------------------------ builders
