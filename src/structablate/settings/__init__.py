@@ -239,7 +239,11 @@ def schema() -> dict[str, Any]:
     override["description"] = ("per-stage LLM settings laid over the llm block key by key "
                                "(nested backend blocks merge too)")
     out["$defs"]["LLMOverride"] = override
-    for name in ("QueryGenSettings", "InductionSettings", "ContextsSettings"):
+    # every stage block's own ``llm`` field (a mapping laid over the llm block; the root's
+    # ``llm`` is the LLMSettings block itself, a reference)
+    stage_blocks = [name for name, d in out["$defs"].items()
+                    if "$ref" not in d.get("properties", {}).get("llm", {"$ref": ""})]
+    for name in stage_blocks:
         llm = out["$defs"][name]["properties"]["llm"]
         llm["type"] = ["object", "null"]
         llm.pop("additionalProperties", None)
