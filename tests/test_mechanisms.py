@@ -148,7 +148,8 @@ def test_the_coverage_check_sees_a_new_key():
 def _plan(monkeypatch, edit):
     monkeypatch.chdir(REPO)
     cfg = copy.deepcopy(BASE)
-    cfg["conditions"] = [c for c in CONDITIONS if c != "A1"]  # A1 needs an LLM
+    # every condition whose chunks no LLM stage writes (A1 needs an LLM)
+    cfg["conditions"] = [c for c in CONDITIONS if not mechanisms.mechanism_stages(c)]
     edit(cfg)
     return Plan.from_config(cfg)
 
@@ -270,7 +271,8 @@ def test_the_plan_checks_and_hints_cover_every_stage_of_the_table():
 
 
 def test_a_stage_reaches_the_conditions_whose_mechanisms_it_writes():
-    plan = Plan.from_config({**BASE, "conditions": list(CONDITIONS)})
+    cfg = {**BASE, "conditions": list(CONDITIONS), "llm": {**BASE["llm"], "model": "any"}}
+    plan = Plan.from_config(cfg)  # every stage has a model (the shared llm block's)
     for stage, job in LLM_STAGE_JOBS.items():
         if job.per_corpus or stage == "induction":
             continue
