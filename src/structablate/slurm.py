@@ -193,10 +193,9 @@ def embed_group(workflow: Any, plan: Any, rule: str, wildcards: Any) -> str | No
             or cpu_group(workflow, plan, rule, wildcards))
 
 
-def _chunkset(condition: str) -> str:
-    from structablate import study
-
-    return study.condition(condition).chunkset
+def _chunkset(name: str) -> str:
+    """The chunkset condition ``name`` reads (A4: A3's)."""
+    return condition(name).chunkset
 
 
 # ------------------------------------------------------------------ job status polling
