@@ -129,6 +129,14 @@ CONTRAST_NOTE = (
     "the primary cell, exploratory for everything else.")
 
 
+def interval(r: Mapping, kind: str, key: Mapping[str, object], cite: Cite = plain) -> str:
+    """A row's ``[ci_low, ci_high]``, each end printed through ``cite`` as ``kind`` under
+    ``key``; ``—`` without an interval."""
+    if r.get("ci_low") is None:
+        return "—"
+    return f"[{cite(r['ci_low'], kind, 'ci_low', key)}, {cite(r['ci_high'], kind, 'ci_high', key)}]"
+
+
 def contrast_cells(r: Mapping, cite: Cite = plain) -> list[str]:
     """One contrast row's cells under :data:`CONTRAST_CELLS`, each number printed by
     ``cite``."""
@@ -137,7 +145,7 @@ def contrast_cells(r: Mapping, cite: Cite = plain) -> list[str]:
     def n(col: str, kind: str) -> str:
         return cite(r.get(col), kind, col, key)
 
-    ci = "—" if r.get("ci_low") is None else f"[{n('ci_low', '+4')}, {n('ci_high', '+4')}]"
+    ci = interval(r, "+4", key, cite)
     if not _nan(r.get("margin")) and r.get("p_tost_adj") is not None:
         margin = "±" + n("margin", "4")
         if r.get("margin_relative") is not None:
@@ -275,9 +283,7 @@ def condition_means_block(summary: pl.DataFrame, conditions: Sequence[str] | Non
         if cis is not None:
             r = ci_rows.get(c)
             k = {"condition": c, "measure": measures[0]}
-            row.append("—" if r is None or r.get("ci_low") is None else
-                       f"[{cite_cis(r['ci_low'], '4', 'ci_low', k)}, "
-                       f"{cite_cis(r['ci_high'], '4', 'ci_high', k)}]")
+            row.append("—" if r is None else interval(r, "4", k, cite_cis))
         rows.append(row)
     cols = ["condition", *measures, "queries / docs"]
     if cis is not None:
@@ -333,8 +339,7 @@ def section_recall_block(sr: pl.DataFrame, *, key: str = "section-recall",
                f"{cite(r['n_queries'], 'int', 'n_queries', k)} / "
                f"{cite(r['n_docs'], 'int', 'n_docs', k)}",
                cite(r["section_recall"], "3", "section_recall", k),
-               "—" if r.get("ci_low") is None else
-               f"[{cite(r['ci_low'], '3', 'ci_low', k)}, {cite(r['ci_high'], '3', 'ci_high', k)}]",
+               interval(r, "3", k, cite),
                cite(r["mean_backfill"], "1", "mean_backfill", k),
                cite(r["share_backfilled"], "pct", "share_backfilled", k)]
         if paper is not None:
@@ -734,13 +739,6 @@ def qasper_funnel_block(funnel: Mapping, documents: tuple[float, Mapping[str, ob
 # ---------------------------------------------------------------- dose-response, question types
 
 
-def _ci(r: Mapping, kind: str, key: Mapping[str, object], cite: Cite) -> str:
-    """A row's ``[ci_low, ci_high]`` through ``cite``; ``—`` without an interval."""
-    if r.get("ci_low") is None:
-        return "—"
-    return f"[{cite(r['ci_low'], kind, 'ci_low', key)}, {cite(r['ci_high'], kind, 'ci_high', key)}]"
-
-
 def dose_blocks(dose: pl.DataFrame, summary: pl.DataFrame, *, key: str = "dose",
                 cite: Cite = plain, cite_summary: Cite = plain,
                 cite_depth: Cite = plain) -> list[TableBlock]:
@@ -764,7 +762,7 @@ def dose_blocks(dose: pl.DataFrame, summary: pl.DataFrame, *, key: str = "dose",
     rows = []
     for r in dose.iter_rows(named=True):
         k = {"metric": r["metric"]}
-        rows.append([r["metric"], cite(r["slope"], "+4", "slope", k), _ci(r, "+4", k, cite),
+        rows.append([r["metric"], cite(r["slope"], "+4", "slope", k), interval(r, "+4", k, cite),
                      cite(r["p"], "p", "p", k), "exploratory"])
     slope = TableBlock(f"{key}-slope", "", ["measure", "slope per level", "95% CI", "p",
                                             "role"], rows, align=list("lrrrl"))
@@ -783,7 +781,7 @@ def qtype_block(qtype: pl.DataFrame, metric: str, *, key: str = "qtype", title: 
         rows.append([f"{r['contrast']}: {r['cond_a']} − {r['cond_b']}", r["qtype"],
                      cite(r["n_queries"], "int", "n_queries", k),
                      cite(r["n_zero_delta"], "int", "n_zero_delta", k),
-                     cite(r["delta"], "+4", "delta", k), _ci(r, "+4", k, cite),
+                     cite(r["delta"], "+4", "delta", k), interval(r, "+4", k, cite),
                      cite(r.get("p_holm"), "p", "p_holm", k)])
     return TableBlock(key, title, ["contrast", "question type", "questions", "Δ exactly zero",
                                    "Δ", "95% CI", "Holm p (per type)"], rows,

@@ -85,6 +85,7 @@ from .blocks import (
     dose_blocks,
     flat_fields,
     format_number,
+    interval,
     qasper_funnel_block,
     qtype_block,
     report_fields_block,
@@ -165,11 +166,9 @@ class Ledger:
         return lambda value, kind, column, key: self.num(value, kind, source, key, column)
 
     def ci(self, row: Mapping, kind: str, source: str, key: Mapping[str, object]) -> str:
-        """A row's interval ``[ci_low, ci_high]``, each end recorded; ``—`` without one."""
-        if row.get("ci_low") is None:
-            return "—"
-        return (f"[{self.num(row['ci_low'], kind, source, key, 'ci_low')}, "
-                f"{self.num(row['ci_high'], kind, source, key, 'ci_high')}]")
+        """A row's interval ``[ci_low, ci_high]``, each end recorded; ``—`` without one
+        (:func:`structablate.report.blocks.interval`)."""
+        return interval(row, kind, key, self.cite(source))
 
 
 def _read_source(results: Path, source: str) -> pl.DataFrame:
