@@ -28,7 +28,7 @@ runs a mechanism.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -180,6 +180,12 @@ def mechanism_stages(c: str | Condition) -> tuple[LLMStage, ...]:
     for A1). Induced structure is a stage of the corpus, not of a mechanism: a condition reads
     it through its structure (:meth:`structablate.plan.Plan.reads_induced`)."""
     return tuple(dict.fromkeys(m.stage for m in mechanisms_of(c) if m.stage is not None))
+
+
+def written_by(stage: str, chunksets: Iterable[str]) -> list[str]:
+    """The chunksets among ``chunksets`` with a mechanism whose text LLM ``stage`` writes
+    onto another chunkset's windows (:func:`mechanism_stages`; ``contexts``: A1), in order."""
+    return [c for c in chunksets if stage in mechanism_stages(c)]
 
 
 if tuple(LLM_STAGE_JOBS) != LLM_STAGES:

@@ -50,6 +50,17 @@ class Paths:
         """The document build report of corpora whose questions come from a later rule."""
         return f"{self.corpus(corpus)}/corpus_report.json"
 
+    def build_report(self, corpus: str, questions_generated: bool) -> str:
+        """The corpus build report: the question funnel of a corpus that brings its questions
+        (QASPER, user questions), the document build report of one whose questions are
+        generated afterwards (``questions_generated``: Wikipedia, user corpora without
+        questions)."""
+        return self.corpus_report(corpus) if questions_generated else self.funnel(corpus)
+
+    def question_funnel(self, corpus: str, questions_generated: bool) -> str | None:
+        """The query-generation funnel of a corpus whose questions are generated, else None."""
+        return self.funnel(corpus) if questions_generated else None
+
     def query_candidates(self, corpus: str) -> str:
         return f"{self.corpus(corpus)}/query_candidates.parquet"
 
@@ -223,8 +234,8 @@ def page_corpus_files(paths: Paths, corpus: str, *, questions_generated: bool,
     ``contextualized``, those whose prefix an LLM writes, where one ran)."""
     f = {k: CORPUS_FILES[k](paths, corpus) for k in CORPUS_FILES}
     return {
-        "build_report": f["corpus_report"] if questions_generated else f["funnel"],
-        "question_funnel": f["funnel"] if questions_generated else None,
+        "build_report": paths.build_report(corpus, questions_generated),
+        "question_funnel": paths.question_funnel(corpus, questions_generated),
         "size_matching": f["size_matching"],
         "structure_quality": f["structure_quality"],
         "comparison_checks": f["comparison_checks"],

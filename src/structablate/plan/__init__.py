@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from structablate import study
-from structablate.mechanisms import LLM_STAGE_JOBS, mechanism_stages
+from structablate.mechanisms import LLM_STAGE_JOBS, mechanism_stages, written_by
 from structablate.plan import checks, jobs
 from structablate.plan.jobs import CORPUS_RULES, only
 from structablate.results_paths import Paths
@@ -113,7 +113,7 @@ class Plan:
         """Chunksets LLM ``stage``'s rule makes: those with a mechanism whose text the stage
         writes onto another chunkset's windows (:func:`structablate.mechanisms.
         mechanism_stages`; ``contexts``: A1, from A0's windows)."""
-        return [c for c in self.chunksets if stage in mechanism_stages(c)]
+        return written_by(stage, self.chunksets)
 
     @property
     def contextualized(self) -> list[str]:
@@ -239,18 +239,6 @@ class Plan:
         if self.source_facts(corpus).selection_funnel:
             return self.paths.corpus_report(corpus)
         return self.paths.funnel(corpus)
-
-    def build_report_file(self, corpus: str) -> str:
-        """The corpus build report: the question funnel of corpora that bring questions
-        (QASPER, user questions), the document build report of those whose questions are
-        generated afterwards (Wikipedia, user corpora without questions)."""
-        if self.generates_queries(corpus):
-            return self.paths.corpus_report(corpus)
-        return self.paths.funnel(corpus)
-
-    def question_funnel_file(self, corpus: str) -> str | None:
-        """The query-generation funnel of a corpus whose questions are generated."""
-        return self.paths.funnel(corpus) if self.generates_queries(corpus) else None
 
     def source_files(self) -> dict[str, list[str]]:
         """Every file a corpus build reads that no job writes, by the config key that names

@@ -28,6 +28,7 @@ import polars as pl
 
 from structablate import study
 from structablate.io import read_parquet
+from structablate.mechanisms import written_by
 from structablate.results_paths import (
     CELL_FIGURES,
     CELL_FILES,
@@ -79,10 +80,10 @@ def read_scores(paths: Paths, cell: Cell, conditions: Sequence[str]) -> dict[str
 
 
 def contextualized(conditions: Sequence[str]) -> list[str]:
-    """The chunksets of ``conditions`` whose prefix an LLM writes (A1,
-    :func:`structablate.study.needs_llm_contexts`; the plan's ``contextualized``): their
+    """The chunksets of ``conditions`` whose prefix A1's contexts stage writes
+    (:func:`structablate.mechanisms.written_by`, as the plan's ``contextualized``): their
     chunk statistics hold the contexts' cost."""
-    return [c for c in study.chunksets_for(conditions) if study.needs_llm_contexts(c)]
+    return written_by("contexts", study.chunksets_for(conditions))
 
 
 def _figure(paths: Paths, path: str) -> str:
