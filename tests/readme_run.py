@@ -21,8 +21,8 @@ from pathlib import Path
 
 import yaml
 from conftest import REPO
-from hermetic import pythonpath
 from doc_blocks import section_blocks
+from hermetic import pythonpath
 from workflow_util import copy_workflow
 
 SECTION = "Run it on your corpus"

@@ -72,9 +72,10 @@ def test_hidden_extras_cannot_be_imported_here_or_in_a_child():
 
 
 def test_the_mpnet_model_check_names_its_extra_when_its_wheels_are_absent():
+    from test_docs_snippets import optional_extra_missing
+
     from structablate.errors import ConfigError
     from structablate.model_paths import check_model, split_model_parts, unpacked_split_model
-    from test_docs_snippets import optional_extra_missing
 
     if None not in split_model_parts("all_mpnet_base_v2") or \
             unpacked_split_model("all_mpnet_base_v2") is not None:
