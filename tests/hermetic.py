@@ -6,10 +6,11 @@ there and fails on a fresh clone. So, unless ``STRUCTABLATE_TEST_EXTRAS=installe
 (``make test-extras``), the suite hides them:
 
 * every distribution that an optional extra of ``pyproject.toml`` other than ``dev`` brings,
-  and that the base dependencies and the ``dev`` extra do not (transitively), cannot be
-  imported or found (``importlib.util.find_spec`` raises ``ModuleNotFoundError``) — in the
-  pytest process and, through a ``sitecustomize`` on ``PYTHONPATH``, in every Python child
-  that keeps :func:`pythonpath`'s entries (Snakemake runs, isolated tests);
+  and that the base dependencies and the ``dev`` extra do not (transitively), is hidden as if
+  it were not installed (tests/hide_extras_site.py: ``import`` fails, ``find_spec`` returns
+  None, ``importlib.metadata`` finds no such distribution) — in the pytest process and,
+  through a ``sitecustomize`` on ``PYTHONPATH``, in every Python child that keeps
+  :func:`pythonpath`'s entries (Snakemake runs, isolated tests);
 * ``STRUCTABLATE_MODEL_DIR`` and ``HF_HOME`` (so the hub cache) point at empty folders of the
   session.
 
@@ -30,36 +31,17 @@ import tempfile
 import tomllib
 from pathlib import Path
 
+import hide_extras_site
+
 REPO = Path(__file__).resolve().parents[1]
 MODE_ENV = "STRUCTABLATE_TEST_EXTRAS"
 """``installed``: use whatever is installed (no hiding). Unset or ``hidden``: hide the extras."""
-HIDDEN_ENV = "STRUCTABLATE_TEST_HIDDEN_MODULES"
-"""Comma-separated top-level module names the child processes' ``sitecustomize`` hides."""
+HIDDEN_ENV = hide_extras_site.MODULES_ENV
+"""Comma-separated top-level module names hidden (read by the children's ``sitecustomize``)."""
+HIDDEN_DISTS_ENV = hide_extras_site.DISTS_ENV
+"""Comma-separated distribution names whose metadata is hidden."""
 TESTED_EXTRA = "dev"
 """The extra ``make test`` installs."""
-
-_SITECUSTOMIZE = '''\
-"""Written by tests/hermetic.py: hides the optional extras' modules in test children."""
-import os as _os
-import sys as _sys
-
-_HIDDEN = frozenset(filter(None, _os.environ.get({env!r}, "").split(",")))
-
-
-class _HideExtras:
-    @staticmethod
-    def find_spec(name, path=None, target=None):
-        if name.partition(".")[0] in _HIDDEN:
-            raise ModuleNotFoundError(
-                f"{{name}} is hidden: it belongs to an optional extra that a fresh "
-                "`make test` does not install", name=name)
-        return None
-
-
-if _HIDDEN:
-    _sys.meta_path.insert(0, _HideExtras())
-'''
-
 
 def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
@@ -164,20 +146,6 @@ def hidden_modules() -> dict[str, str]:
             if "/" not in mod and mod not in kept}
 
 
-class _HideExtras:
-    def __init__(self, hidden: dict[str, str]):
-        self.hidden = hidden
-
-    def find_spec(self, name, path=None, target=None):
-        top = name.partition(".")[0]
-        if top in self.hidden:
-            raise ModuleNotFoundError(
-                f"{name} is hidden: it belongs to the optional extra '{self.hidden[top]}', which "
-                f"a fresh `make test` does not install ({MODE_ENV}=installed shows it)",
-                name=name)
-        return None
-
-
 _SITE_DIR: Path | None = None
 IMPORTED_EARLY: list[str] = []
 """Modules of a hidden extra that were imported before :func:`install` ran (so they could not
@@ -211,14 +179,15 @@ def install() -> dict[str, str]:
                 hidden.pop(top)
             else:  # e.g. a pytest plugin of the extra: tests/test_hermetic.py fails on it
                 IMPORTED_EARLY.append(name)
-    sys.meta_path.insert(0, _HideExtras(hidden))
+    dists = extras_only_distributions()
+    os.environ[HIDDEN_ENV] = ",".join(sorted(hidden))
+    os.environ[HIDDEN_DISTS_ENV] = ",".join(sorted(dists))
+    hide_extras_site.install()
     root = Path(tempfile.mkdtemp(prefix="structablate-fresh-"))
     atexit.register(shutil.rmtree, root, ignore_errors=True)
     _SITE_DIR = root / "site"
     _SITE_DIR.mkdir()
-    (_SITE_DIR / "sitecustomize.py").write_text(_SITECUSTOMIZE.format(env=HIDDEN_ENV),
-                                                encoding="utf-8")
-    os.environ[HIDDEN_ENV] = ",".join(sorted(hidden))
+    shutil.copyfile(Path(hide_extras_site.__file__), _SITE_DIR / "sitecustomize.py")
     os.environ["PYTHONPATH"] = pythonpath(*filter(None, [os.environ.get("PYTHONPATH")]))
     for var, sub in (("STRUCTABLATE_MODEL_DIR", "models"), ("HF_HOME", "hf")):
         (root / sub).mkdir(parents=True, exist_ok=True)
