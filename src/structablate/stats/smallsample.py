@@ -162,8 +162,9 @@ def sign_flip(doc_sums: np.ndarray, doc_counts: np.ndarray, n_flips: int = DEFAU
     """The sign-flip randomization distribution of per-document delta sums.
 
     ``doc_sums`` (D,) or (D, m): each document's sum of per-question deltas (measure units; m
-    statistics over the same documents share the sign vectors); ``doc_counts`` (D,): its
-    questions (:func:`~structablate.stats.bootstrap.per_doc` gives both, documents sorted).
+    statistics over the same documents share the sign vectors); ``doc_counts`` (D,) or (D, m):
+    its questions (per statistic where they differ;
+    :func:`~structablate.stats.bootstrap.per_doc` gives both, documents sorted).
     ``n_flips``: random sign vectors above :data:`EXACT_MAX_DOCS` documents (ignored at or
     below, where all are enumerated), drawn from ``default_rng(seed)``; the same inputs and
     seed give bit-identical results. Subset means are summed with ``einsum`` (no BLAS), in
@@ -171,11 +172,13 @@ def sign_flip(doc_sums: np.ndarray, doc_counts: np.ndarray, n_flips: int = DEFAU
     sums = np.asarray(doc_sums, dtype=np.float64)
     if sums.ndim == 1:
         sums = sums[:, None]
-    cnts = np.asarray(doc_counts, dtype=np.float64).ravel()
+    cnts = np.asarray(doc_counts, dtype=np.float64)
+    if cnts.ndim == 1:
+        cnts = cnts[:, None]
     n_docs = sums.shape[0]
     if n_docs == 0:
         raise ValueError("sign_flip: no documents")
-    if cnts.shape[0] != n_docs:
+    if cnts.shape[0] != n_docs or cnts.shape[1] not in (1, sums.shape[1]):
         raise ValueError("sign_flip: doc_sums and doc_counts disagree on documents")
     if (cnts <= 0).any():
         raise ValueError("sign_flip: a document without questions")
@@ -189,8 +192,8 @@ def sign_flip(doc_sums: np.ndarray, doc_counts: np.ndarray, n_flips: int = DEFAU
     for start in range(0, keep.shape[0], block):
         f = keep[start:start + block].astype(np.float64)
         num = np.einsum("kd,dm->km", f, sums, optimize=False)
-        den = np.einsum("kd,d->k", f, cnts, optimize=False)
-        roots[start:start + block] = num / den[:, None]
-    delta = sums.sum(axis=0) / cnts.sum()
+        den = np.einsum("kd,dm->km", f, cnts, optimize=False)
+        roots[start:start + block] = num / den
+    delta = sums.sum(axis=0) / cnts.sum(axis=0)
     return SignFlip(roots=roots, n_identity=int(empty.sum()), n_vectors=int(flips.shape[0]),
                     exact=exact, delta=delta, n_docs=n_docs)
