@@ -92,7 +92,9 @@ margin above it would; NaN when none can), printed beside each equivalence answe
 reader can apply their own margin; ``p_tost``: the
 bootstrap two one-sided tests p of ``|Δ| >= margin``; ``p_tost_adj``: Bonferroni over the
 declared family; ``ci_tost_low``/``ci_tost_high``: the ``(1 − 2α / family_size)`` percentile
-interval, inside ``±margin`` exactly when ``p_tost_adj < α``; ``decision``:
+interval, inside ``±margin`` exactly when ``p_tost_adj < α`` (below 30 documents all four, and
+``equivalence_bound``, are the sign-flip test's, its inverted interval in place of the
+percentile one: ``p_method``); ``decision``:
 :func:`structablate.stats.decision.decide` of ``p_holm`` and ``p_tost_adj``."""
 
 EQUIVALENCE_COLUMNS = ["margin", "margin_relative", "p_tost", "p_tost_adj", "ci_tost_low",
