@@ -6,16 +6,33 @@ SLURM's default path ``/etc/slurm/slurm.conf`` while it runs, see :func:`start`)
 and socket of its own, a ``slurm.conf`` whose only node is this machine (its CPUs and memory as
 ``slurmd -C`` reports them), one partition ``cpu``, no accounting daemon, free TCP ports. The
 SLURM client commands find that cluster through ``SLURM_CONF`` in :attr:`Cluster.env`.
-:meth:`Cluster.stop` cancels every job and stops the three daemons by their process ids, also
-after a failed start. :func:`unavailable` says why a cluster cannot start here (not root, a
-missing binary), or None.
+:func:`unavailable` says why a cluster cannot start here (not root, a missing binary), or None.
+
+**Loopback only.** SLURM's daemons bind to INADDR_ANY (every address of the machine) unless
+``CommunicationParameters=NoCtldInAddrAny,NoInAddrAny``; with it, each binds to the address its
+own host name (``gethostname()``) resolves to, which the configuration cannot name otherwise
+(SLURM's ``slurm_setup_addr``). So the daemons must see a host name that resolves to loopback:
+where this machine's does (``/etc/hosts`` maps it to 127.0.0.1 or Debian's 127.0.1.1), they
+run as they are; where it does not (a container whose ``/etc/hosts`` maps it to its bridge
+address, say), they run in a UTS namespace of their own (``unshare --uts``) whose host name is
+``localhost``, and the node is named ``localhost``; where that is not allowed either (no
+CAP_SYS_ADMIN), :func:`start` refuses rather than listen on another address. ``munged``
+listens on its Unix socket only. :func:`listening` lists what the cluster's processes listen
+on.
+
+**Stopping.** :meth:`Cluster.stop` cancels every job and stops the three daemons by their
+process ids, also after a failed start; it signals a process only while it is still the one
+that was started (:class:`Proc`: its start time in ``/proc/PID/stat`` and its executable,
+recorded at start), so a pid the kernel handed to another process since is never signalled.
 
 ``python tests/slurm_cluster.py DIR`` starts one in DIR and waits until SIGTERM or Ctrl-C
-stops it: for trying the documented commands by hand against a real controller.
+stops it: for trying the documented commands by hand against a real controller
+(docs/cluster.md, "Trying the profile on one machine").
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import shutil
@@ -23,10 +40,17 @@ import signal
 import socket
 import subprocess
 import time
+import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-BINARIES = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "sinfo", "scancel")
+BINARIES = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "sinfo", "scancel",
+            "unshare")
+# the processes of a cluster: its daemons, the job steps' daemon and the job steps' srun
+PROCESSES = ("munged", "slurmctld", "slurmd", "slurmstepd", "srun")
+# the host name the daemons see in their own UTS namespace (resolves to loopback everywhere)
+NAMESPACE_HOST = "localhost"
 PARTITION = "cpu"
 SYSTEM_CONF = Path("/etc/slurm/slurm.conf")
 
@@ -56,10 +80,76 @@ def node_hardware() -> dict[str, int]:
     return {k: int(m.group(1)) for k in keys if (m := re.search(rf"\b{k}=(\d+)", line))}
 
 
+def is_loopback(address: str) -> bool:
+    """Whether an IPv4 or IPv6 address is a loopback one (127.0.0.0/8, ::1, ::ffff:127.x)."""
+    ip = ipaddress.ip_address(address)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
+def resolves_to_loopback(name: str) -> bool:
+    """Whether ``name`` resolves (IPv4, as SLURM 22.05 resolves it by default) to loopback
+    addresses only."""
+    try:
+        infos = socket.getaddrinfo(name, None, socket.AF_INET)
+    except OSError:
+        return False
+    return bool(infos) and all(is_loopback(str(i[4][0])) for i in infos)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@dataclass(frozen=True)
+class Proc:
+    """A process as it was when recorded: its pid, its start time (clock ticks after boot,
+    field 22 of ``/proc/PID/stat``) and its executable (``/proc/PID/exe``). A pid is reused
+    once its process ended; the pair (pid, start time) is not, within one boot."""
+
+    pid: int
+    start_time: int
+    exe: str
+
+    @classmethod
+    def of(cls, pid: int) -> Proc:
+        """The running process ``pid`` (OSError where there is none)."""
+        return cls(pid, _start_time(pid), os.readlink(f"/proc/{pid}/exe"))
+
+    def current(self) -> Proc | None:
+        """What runs under this pid now (None when nothing does, or only a zombie)."""
+        try:
+            return Proc.of(self.pid)
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def status(self) -> str:
+        """``running`` (the recorded process itself), ``zombie`` (it ended, not yet reaped),
+        ``gone`` (no process has its pid) or ``other`` (its pid names another process now)."""
+        try:
+            stat = Path(f"/proc/{self.pid}/stat").read_text()
+        except OSError:
+            return "gone"
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[19]) != self.start_time:
+            return "other"
+        if fields[0] in ("Z", "X"):
+            return "zombie"
+        return "running" if self.current() == self else "other"
+
+    def is_running(self) -> bool:
+        """Whether the recorded process itself still runs (not another one with its pid)."""
+        return self.status() == "running"
+
+
+def _start_time(pid: int) -> int:
+    """A process's start time in clock ticks after boot, from ``/proc/PID/stat`` (field 22,
+    counted after the parenthesised command name, which may hold spaces)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2:].split()[19])
 
 
 @dataclass
@@ -74,7 +164,13 @@ class Cluster:
     partition: str = PARTITION
     ctld_port: int = 0
     system_conf: bool = False
-    pids: dict[str, int] = field(default_factory=dict)
+    node: str = ""
+    procs: dict[str, Proc] = field(default_factory=dict)
+
+    @property
+    def pids(self) -> dict[str, int]:
+        """The daemons' process ids, by name."""
+        return {name: p.pid for name, p in self.procs.items()}
 
     @property
     def env(self) -> dict[str, str]:
@@ -106,32 +202,97 @@ class Cluster:
         return "\n".join(out)
 
     def stop(self) -> None:
-        """Cancel every job, then stop slurmd, slurmctld and munged (by their pids)."""
-        if "slurmctld" in self.pids:
+        """Cancel every job, then stop slurmd, slurmctld and munged. Each is signalled only
+        while its pid still belongs to the process started (:class:`Proc`); one whose pid now
+        names another process (or none) is left alone, with a warning in the first case."""
+        if "slurmctld" in self.procs and self.procs["slurmctld"].is_running():
             subprocess.run(["scancel", "--full", "-u", str(os.getuid())], env=self.env,
                            capture_output=True, timeout=30, check=False)
         for name in ("slurmd", "slurmctld", "munged"):
-            pid = self.pids.pop(name, None)
-            if pid is None:
-                continue
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                continue
-            for _ in range(100):
-                try:
-                    os.kill(pid, 0)
-                except ProcessLookupError:
-                    break
-                time.sleep(0.1)
-            else:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            proc = self.procs.pop(name, None)
+            if proc is not None:
+                _terminate(name, proc)
         if self.system_conf:
             SYSTEM_CONF.unlink(missing_ok=True)
             self.system_conf = False
+
+
+def _terminate(name: str, proc: Proc, grace: float = 10, reap: float = 5) -> None:
+    """SIGTERM to ``proc``, SIGKILL if it still runs ``grace`` seconds later; once it ended,
+    wait up to ``reap`` seconds until its parent (init, for a daemon) has reaped it. Before
+    each signal its pid is checked to still name the process recorded: one that names another
+    process is left alone, with a warning."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        status = proc.status()
+        if status == "other":
+            now = proc.current()
+            warnings.warn(f"{name}: pid {proc.pid} is now another process ("
+                          + (f"started at tick {now.start_time}, {now.exe}" if now else
+                             "unreadable")
+                          + f"; recorded: tick {proc.start_time}, {proc.exe}): not signalled",
+                          RuntimeWarning, stacklevel=3)
+            return
+        if status != "running":
+            break
+        try:
+            os.kill(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + grace
+        while proc.status() == "running" and time.monotonic() < deadline:
+            time.sleep(0.1)
+    deadline = time.monotonic() + reap
+    while proc.status() == "zombie" and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def listening(names: Iterable[str] = PROCESSES) -> list[tuple[str, int, str, int]]:
+    """Every listening TCP socket (and bound UDP socket) of the processes whose executable is
+    named in ``names`` (Debian's ``-wlm`` suffix dropped): (process name, pid, address, port),
+    from ``/proc/net`` and each process's file descriptors."""
+    sockets: dict[int, tuple[str, int]] = {}
+    for table, v6 in (("tcp", False), ("tcp6", True), ("udp", False), ("udp6", True)):
+        try:
+            lines = Path(f"/proc/net/{table}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            state = f[3]
+            if table.startswith("tcp") and state != "0A":  # TCP_LISTEN
+                continue
+            if table.startswith("udp") and state != "07":  # TCP_CLOSE: a bound UDP socket
+                continue
+            addr, port = f[1].split(":")
+            sockets[int(f[9])] = (_proc_net_address(addr, v6), int(port, 16))
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            # Debian installs the SLURM daemons as slurmctld-wlm etc. (alternatives)
+            exe = os.path.basename(os.readlink(entry / "exe")).removesuffix("-wlm")
+            if exe not in names:
+                continue
+            fds = list((entry / "fd").iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            try:  # a descriptor may close meanwhile (the one listing the folder does)
+                link = os.readlink(fd)
+            except OSError:
+                continue
+            m = re.fullmatch(r"socket:\[(\d+)\]", link)
+            if m and int(m.group(1)) in sockets:
+                found.append((exe, int(entry.name), *sockets[int(m.group(1))]))
+    return sorted(found)
+
+
+def _proc_net_address(hexaddr: str, v6: bool) -> str:
+    """An address of ``/proc/net/tcp{,6}`` (host-order 32-bit words in hex) as text."""
+    raw = bytes.fromhex(hexaddr)
+    words = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+    return str(ipaddress.IPv6Address(words) if v6 else ipaddress.IPv4Address(words))
 
 
 def _pid(path: Path, timeout: float = 30) -> int:
@@ -142,17 +303,20 @@ def _pid(path: Path, timeout: float = 30) -> int:
     raise RuntimeError(f"no pid file {path}")
 
 
-def slurm_conf(root: Path, hw: dict[str, int], host: str, ports: tuple[int, int],
+def slurm_conf(root: Path, hw: dict[str, int], node: str, ports: tuple[int, int],
                min_job_age: int = 300) -> str:
-    """The cluster's slurm.conf: controller and only node ``host`` on 127.0.0.1, one
-    partition, no accounting, state and spool under ``root``. ``MinJobAge`` (s) keeps an ended
-    job visible to ``squeue`` that long (the workflow's status check wants ≥ 120 s)."""
+    """The cluster's slurm.conf: controller and only node ``node`` at 127.0.0.1, every daemon
+    bound to the address its host name resolves to (``CommunicationParameters``, see the
+    module's docstring), one partition, no accounting, state and spool under ``root``.
+    ``MinJobAge`` (s) keeps an ended job visible to ``squeue`` that long (the workflow's status
+    check wants ≥ 120 s)."""
     topo = " ".join(f"{k}={v}" for k, v in hw.items())
     return "\n".join([
         "ClusterName=structablate",
-        f"SlurmctldHost={host}(127.0.0.1)",
+        f"SlurmctldHost={node}(127.0.0.1)",
         f"SlurmctldPort={ports[0]}",
         f"SlurmdPort={ports[1]}",
+        "CommunicationParameters=NoCtldInAddrAny,NoInAddrAny",
         "AuthType=auth/munge",
         "CredType=cred/munge",
         f"AuthInfo=socket={root / 'munge.socket'}",
@@ -177,16 +341,46 @@ def slurm_conf(root: Path, hw: dict[str, int], host: str, ports: tuple[int, int]
         "SchedulerType=sched/backfill",
         "SchedulerParameters=sched_interval=2",
         "SlurmctldParameters=enable_configless",
-        f"NodeName={host} NodeAddr=127.0.0.1 {topo} State=UNKNOWN",
-        f"PartitionName={PARTITION} Nodes={host} Default=YES MaxTime=INFINITE State=UP",
+        f"NodeName={node} NodeAddr=127.0.0.1 {topo} State=UNKNOWN",
+        f"PartitionName={PARTITION} Nodes={node} Default=YES MaxTime=INFINITE State=UP",
         "",
     ])
 
 
-def start(root: Path, *, min_job_age: int = 300, timeout: float = 60) -> Cluster:
-    """Start munged, slurmctld and slurmd with everything under ``root``; wait until the node
-    is idle. Stops what it started and raises RuntimeError (with the daemons' logs) when the
-    cluster does not come up."""
+def daemon_host(namespace: bool | None = None) -> tuple[str, list[str]]:
+    """The node's name and the command prefix that runs a SLURM daemon so that its host name
+    resolves to loopback: this machine's short host name and no prefix where its host name
+    resolves to loopback; else (or with ``namespace=True``) ``localhost`` and a prefix that
+    starts the daemon in a UTS namespace of its own named so. RuntimeError where the host name
+    does not resolve to loopback and no such namespace can be made."""
+    full = socket.gethostname()
+    if namespace is None:
+        namespace = not resolves_to_loopback(full)
+    if not namespace:
+        return full.split(".")[0], []
+    probe = subprocess.run(["unshare", "--uts", "hostname", NAMESPACE_HOST],
+                           capture_output=True, text=True, timeout=30, check=False)
+    if probe.returncode != 0:
+        try:
+            addrs = sorted({str(i[4][0]) for i in socket.getaddrinfo(full, None,
+                                                                     socket.AF_INET)})
+        except OSError as err:
+            addrs = [f"nothing ({err})"]
+        raise RuntimeError(
+            f"this machine's host name {full!r} resolves to {', '.join(addrs)}, not "
+            f"loopback, and a UTS namespace cannot be made here ({probe.stderr.strip()}): "
+            "SLURM's daemons would listen there, so the cluster does not start (map the "
+            "name to 127.0.0.1 in /etc/hosts, or run with CAP_SYS_ADMIN)")
+    return NAMESPACE_HOST, ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"',
+                            NAMESPACE_HOST]
+
+
+def start(root: Path, *, min_job_age: int = 300, timeout: float = 60,
+          namespace: bool | None = None) -> Cluster:
+    """Start munged, slurmctld and slurmd with everything under ``root``, listening on
+    loopback only (``namespace``: see :func:`daemon_host`; None decides from the host name);
+    wait until the node is idle. Stops what it started and raises RuntimeError (with the
+    daemons' logs) when the cluster does not come up."""
     root.mkdir(parents=True, exist_ok=True)
     os.chmod(root, 0o755)
     for sub in ("state", "spool"):
@@ -194,11 +388,11 @@ def start(root: Path, *, min_job_age: int = 300, timeout: float = 60) -> Cluster
     if SYSTEM_CONF.exists():
         raise RuntimeError(f"{SYSTEM_CONF} exists: this machine has a SLURM of its own")
     hw = node_hardware()
-    host = socket.gethostname().split(".")[0]
+    node, prefix = daemon_host(namespace)
     conf = root / "slurm.conf"
     ports = (_free_port(), _free_port())
-    conf.write_text(slurm_conf(root, hw, host, ports, min_job_age))
-    cluster = Cluster(root, conf, hw["CPUs"], hw["RealMemory"], ctld_port=ports[0])
+    conf.write_text(slurm_conf(root, hw, node, ports, min_job_age))
+    cluster = Cluster(root, conf, hw["CPUs"], hw["RealMemory"], ctld_port=ports[0], node=node)
     # Also at SLURM's default path: snakemake-executor-plugin-slurm-jobstep drops SLURM_CONF
     # from the environment of the srun it starts inside a job, which then reads this file
     # (removed by stop()).
@@ -208,19 +402,17 @@ def start(root: Path, *, min_job_age: int = 300, timeout: float = 60) -> Cluster
     key = root / "munge.key"
     key.write_bytes(os.urandom(1024))
     os.chmod(key, 0o400)
+    daemons = [
+        ("munged", ["munged", "--force", f"--socket={root / 'munge.socket'}",
+                    f"--key-file={key}", f"--pid-file={root / 'munged.pid'}",
+                    f"--log-file={root / 'munged.log'}", f"--seed-file={root / 'munged.seed'}"]),
+        ("slurmctld", [*prefix, "slurmctld", "-c", "-i", "-f", str(conf)]),
+        ("slurmd", [*prefix, "slurmd", "-f", str(conf)]),
+    ]
     try:
-        subprocess.run(["munged", "--force", f"--socket={root / 'munge.socket'}",
-                        f"--key-file={key}", f"--pid-file={root / 'munged.pid'}",
-                        f"--log-file={root / 'munged.log'}",
-                        f"--seed-file={root / 'munged.seed'}"],
-                       check=True, capture_output=True, timeout=30)
-        cluster.pids["munged"] = _pid(root / "munged.pid")
-        subprocess.run(["slurmctld", "-c", "-i", "-f", str(conf)], check=True,
-                       capture_output=True, env=cluster.env, timeout=30)
-        cluster.pids["slurmctld"] = _pid(root / "slurmctld.pid")
-        subprocess.run(["slurmd", "-f", str(conf)], check=True, capture_output=True,
-                       env=cluster.env, timeout=30)
-        cluster.pids["slurmd"] = _pid(root / "slurmd.pid")
+        for name, cmd in daemons:
+            subprocess.run(cmd, check=True, capture_output=True, env=cluster.env, timeout=30)
+            cluster.procs[name] = Proc.of(_pid(root / f"{name}.pid"))
         deadline = time.monotonic() + timeout
         state = ""
         while time.monotonic() < deadline:
@@ -235,12 +427,32 @@ def start(root: Path, *, min_job_age: int = 300, timeout: float = 60) -> Cluster
         raise RuntimeError(f"single-node SLURM did not start: {err}\n{logs}") from err
 
 
+def start_or_skip(root: Path, **kwargs: object) -> Cluster:
+    """:func:`start` for a test: skips (saying why) where :func:`unavailable` names a reason or
+    the cluster does not start; but where the environment variable ``CI`` is set and SLURM is
+    installed (:func:`unavailable` is None), a cluster that does not start fails the test, so
+    CI tells a broken set-up from a machine without SLURM."""
+    import pytest
+
+    why = unavailable()
+    if why:
+        pytest.skip(why)
+    try:
+        return start(root, **kwargs)  # type: ignore[arg-type]
+    except RuntimeError as err:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set and SLURM is installed, but the single-node cluster did "
+                        f"not start: {str(err)[:4000]}")
+        pytest.skip(str(err)[:2000])
+
+
 if __name__ == "__main__":
     import sys
 
     c = start(Path(sys.argv[1]).resolve())
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    print(f"export SLURM_CONF={c.conf}   # {c.cpus} CPUs, {c.mem_mb} MB, partition {c.partition}")
+    print(f"export SLURM_CONF={c.conf}   # {c.cpus} CPUs, {c.mem_mb} MB, partition "
+          f"{c.partition}, node {c.node}", flush=True)
     try:
         signal.pause()
     finally:

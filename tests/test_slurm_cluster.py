@@ -6,7 +6,9 @@ run. During the SLURM run one job is requeued by ``scontrol requeue`` (SLURM rer
 Snakemake retry, the same outputs, both attempts in its log) and another is cancelled by
 ``scancel`` (a failure: Snakemake retries it); then the controller Snakemake is killed with
 SIGKILL while a job runs and restarted as docs/cluster.md says, keeping what had finished.
-Skips, saying why, where the cluster cannot start (not root, SLURM not installed)."""
+The cluster listens on loopback only (tested). Skips, saying why, where the cluster cannot
+start (not root, SLURM not installed); where ``CI`` is set and SLURM is installed, a cluster
+that does not start is a failure (slurm_cluster.start_or_skip)."""
 
 import os
 import re
@@ -34,33 +36,43 @@ REQUEUED = "rule_report-"  # the cell and corpus reports (the cheapest group to 
 CANCELLED = "rule_build_qasper_"  # the corpus build, retried
 
 
-def test_the_cluster_is_stopped_afterwards(tmp_path):
-    """A cluster started and stopped here leaves no daemon and no /etc/slurm/slurm.conf
-    behind (first in the module: the module's cluster holds that file while it runs)."""
-    why = slurm_cluster.unavailable()
-    if why:
-        pytest.skip(why)
-    c = slurm_cluster.start(tmp_path / "c")
-    pids = dict(c.pids)
-    c.stop()
-    for name, pid in pids.items():
+@pytest.mark.parametrize("namespace", [None, True], ids=["host-name", "uts-namespace"])
+def test_the_cluster_listens_on_loopback_only_and_is_stopped_afterwards(tmp_path, namespace):
+    """Every socket the cluster's processes listen on (slurmctld, slurmd, munged, and while a
+    job step runs slurmstepd and its srun) is on loopback; afterwards no daemon and no
+    /etc/slurm/slurm.conf is left (first in the module: the module's cluster holds that file
+    while it runs). Once with the host name as it is (None: a UTS namespace only where it does
+    not resolve to loopback) and once in a UTS namespace of the daemons' own."""
+    c = slurm_cluster.start_or_skip(tmp_path / "c", namespace=namespace)
+    try:
+        pids = dict(c.pids)
+        c.run("sbatch", "--parsable", "--wrap", "srun sleep 60")
+        deadline = time.monotonic() + 60
+        found = slurm_cluster.listening()
+        while not any(name == "srun" for name, *_ in found) and time.monotonic() < deadline:
+            time.sleep(0.5)
+            found = slurm_cluster.listening()
+        names = {name for name, *_ in found}
+        assert {"slurmctld", "slurmd", "srun"} <= names, found
+        assert all(slurm_cluster.is_loopback(addr) for _, _, addr, _ in found), found
+        assert {port for name, _, _, port in found if name == "slurmctld"} == {c.ctld_port}
+    finally:
+        c.stop()
+    for pid in pids.values():
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
-        assert name
     assert not slurm_cluster.SYSTEM_CONF.exists()
+    deadline = time.monotonic() + 30
+    while slurm_cluster.listening() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not slurm_cluster.listening()
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     pytest.importorskip("snakemake_executor_plugin_slurm",
                         reason="the slurm extra (snakemake-executor-plugin-slurm) is missing")
-    why = slurm_cluster.unavailable()
-    if why:
-        pytest.skip(why)
-    try:
-        c = slurm_cluster.start(tmp_path_factory.mktemp("slurm"))
-    except RuntimeError as err:
-        pytest.skip(str(err)[:2000])
+    c = slurm_cluster.start_or_skip(tmp_path_factory.mktemp("slurm"))
     try:
         yield c
     finally:
