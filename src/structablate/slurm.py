@@ -14,7 +14,11 @@ never wait on a stage none of their members needs, and a model on a CPU device i
 :func:`choose_status_command` finds, when a SLURM run starts, a status command that works on
 this cluster (the plugin polls ``sacct`` whenever the binary exists, and on a cluster without
 accounting every poll fails, at debug level only: Snakemake never learns that a job ended);
-:func:`loud_status_polls` makes a failing poll a warning.
+:func:`loud_status_polls` makes a failing poll a warning. :func:`plain_states` hands the plugin
+each job's state as the bare name it compares with (``sacct`` prints ``CANCELLED by 0`` for a
+cancelled job and, in a cut column, ``CANCELLED+``; the plugin matches only ``CANCELLED`` and
+would wait forever), and reports a job still ``PREEMPTED`` long after SLURM would have
+requeued it as ended.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from structablate.study import condition
 __all__ = ["CPU_GROUPS", "PLUGIN_RESOURCE", "StatusChoice", "booked_gpu_hours",
            "check_status_command", "choose_status_command", "cpu_group", "embed_group",
            "forbidden_options",
-           "gpu_group", "loud_status_polls",
+           "gpu_group", "loud_status_polls", "plain_state", "plain_states",
            "slurm_extra_problems", "upstream_stages"]
 
 PLUGIN_RESOURCE: dict[str, str] = {
@@ -310,6 +314,7 @@ def check_status_command(workflow: Any, logger: Any, run: Runner = _run) -> Stat
         plugin.get_min_job_age = lambda: age
     logger.info(f"SLURM: {choice.why}")
     loud_status_polls(logger)
+    plain_states(logger)
     record_failures()
     return choice
 
@@ -343,6 +348,75 @@ def loud_status_polls(logger: Any, every_s: float = 60.0) -> None:
         return await original(command, _Loud(command))
 
     query_job_status._structablate_loud = True  # type: ignore[attr-defined]
+    plugin.query_job_status = query_job_status
+
+
+SLURM_STATES = (
+    "BOOT_FAIL", "CANCELLED", "COMPLETED", "COMPLETING", "CONFIGURING", "DEADLINE", "FAILED",
+    "NODE_FAIL", "OUT_OF_MEMORY", "PENDING", "PREEMPTED", "REQUEUED", "REQUEUE_FED",
+    "REQUEUE_HOLD", "RESIZING", "RESV_DEL_HOLD", "REVOKED", "RUNNING", "SIGNALING",
+    "SPECIAL_EXIT", "STAGE_OUT", "STOPPED", "SUSPENDED", "TIMEOUT")
+"""Every job state SLURM 22.05 to 24.x prints (``man sacct``, JOB STATE CODES)."""
+
+PREEMPTED_FINAL_S = 300.0
+"""How long a job may show ``PREEMPTED`` before it counts as ended: with ``PreemptMode=REQUEUE``
+(and the profile's ``--requeue``) SLURM puts a preempted job back in the queue at once
+(``PENDING``/``REQUEUED``), with ``PreemptMode=CANCEL`` it stays ``PREEMPTED`` for good."""
+
+
+def plain_state(text: str) -> str:
+    """The bare state name in what ``sacct`` or ``squeue`` print for a job: ``CANCELLED by 0``
+    (sacct names who cancelled) -> ``CANCELLED``; a name cut to its column with ``+``
+    (``CANCELLED+``, ``OUT_OF_ME+``) -> the one state it starts; anything else unchanged."""
+    word = text.strip().split(" ", 1)[0] if text.strip() else ""
+    if word.endswith("+"):
+        stem = word.rstrip("+")
+        if stem in SLURM_STATES:
+            return stem
+        matches = [s for s in SLURM_STATES if s.startswith(stem)]
+        if len(matches) == 1:
+            return matches[0]
+        return stem
+    return word
+
+
+def plain_states(logger: Any, preempted_final_s: float = PREEMPTED_FINAL_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+    """Make snakemake-executor-plugin-slurm see each job's state as a bare name
+    (:func:`plain_state`): the plugin compares states by equality, so ``CANCELLED by 0`` (how
+    ``sacct`` reports any cancelled job) matched none of its failure states and the run
+    waited forever. A job that still shows ``PREEMPTED`` ``preempted_final_s`` seconds after it
+    was first seen so was not requeued (``PreemptMode=CANCEL``): it is handed on as
+    ``CANCELLED``, with a warning, so Snakemake retries it (the plugin would wait on it
+    forever)."""
+    import snakemake_executor_plugin_slurm as plugin
+
+    original = plugin.query_job_status
+    if getattr(original, "_structablate_plain", False):
+        return
+    preempted: dict[str, float] = {}
+
+    async def query_job_status(command: str, poll_logger: Any) -> Any:
+        states, duration = await original(command, poll_logger)
+        if states is None:
+            return states, duration
+        now = clock()
+        plain = {}
+        for job, state in states.items():
+            bare = plain_state(state)
+            if bare == "PREEMPTED":
+                since = preempted.setdefault(job, now)
+                if now - since >= preempted_final_s:
+                    logger.warning(f"SLURM job {job} is still PREEMPTED {now - since:.0f} s "
+                                   "after it was preempted: SLURM did not requeue it, so it "
+                                   "counts as cancelled (and is retried)")
+                    bare = "CANCELLED"
+            else:
+                preempted.pop(job, None)
+            plain[job] = bare
+        return plain, duration
+
+    query_job_status._structablate_plain = True  # type: ignore[attr-defined]
     plugin.query_job_status = query_job_status
 
 
