@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -48,19 +49,29 @@ from pathlib import Path
 BINARIES = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "sinfo", "scancel",
             "unshare")
 # the processes of a cluster: its daemons, the job steps' daemon and the job steps' srun
-PROCESSES = ("munged", "slurmctld", "slurmd", "slurmstepd", "srun")
+PROCESSES = ("munged", "slurmctld", "slurmd", "slurmstepd", "srun", "slurmdbd", "mariadbd")
+# what the accounting variant needs besides (Debian: apt-get install slurmdbd mariadb-server)
+ACCOUNTING_BINARIES = ("slurmdbd", "sacct", "sacctmgr", "mariadbd", "mariadb-install-db",
+                       "mariadb")
+# the account the accounting variant registers for this user (profile: slurm_account)
+ACCOUNT = "structablate"
 # the host name the daemons see in their own UTS namespace (resolves to loopback everywhere)
 NAMESPACE_HOST = "localhost"
 PARTITION = "cpu"
 SYSTEM_CONF = Path("/etc/slurm/slurm.conf")
 
 
-def unavailable() -> str | None:
-    """Why a single-node cluster cannot start on this machine (None when it can)."""
+def unavailable(accounting: bool = False) -> str | None:
+    """Why a single-node cluster (with ``accounting``: and its slurmdbd on MariaDB) cannot
+    start on this machine (None when it can)."""
     missing = [b for b in BINARIES if shutil.which(b) is None]
     if missing:
         return ("SLURM is not installed (missing " + ", ".join(missing)
                 + "; Debian: apt-get install slurm-wlm munge, as .ci/run does)")
+    missing = [b for b in ACCOUNTING_BINARIES if accounting and shutil.which(b) is None]
+    if missing:
+        return ("SLURM accounting is not installed (missing " + ", ".join(missing)
+                + "; Debian: apt-get install slurmdbd mariadb-server, as .ci/run does)")
     if SYSTEM_CONF.exists():
         return f"{SYSTEM_CONF} exists: this machine has a SLURM of its own, left alone"
     if os.geteuid() != 0:
@@ -165,6 +176,7 @@ class Cluster:
     ctld_port: int = 0
     system_conf: bool = False
     node: str = ""
+    account: str | None = None
     procs: dict[str, Proc] = field(default_factory=dict)
 
     @property
@@ -194,7 +206,7 @@ class Cluster:
     def logs(self) -> str:
         """The tails of the daemons' logs (for a failure message)."""
         out = []
-        for name in ("munged", "slurmctld", "slurmd"):
+        for name in ("munged", "mariadbd", "slurmdbd", "slurmctld", "slurmd"):
             p = self.root / f"{name}.log"
             if p.exists():
                 out.append(f"--- {name}.log\n" + "\n".join(
@@ -202,13 +214,14 @@ class Cluster:
         return "\n".join(out)
 
     def stop(self) -> None:
-        """Cancel every job, then stop slurmd, slurmctld and munged. Each is signalled only
-        while its pid still belongs to the process started (:class:`Proc`); one whose pid now
-        names another process (or none) is left alone, with a warning in the first case."""
+        """Cancel every job, then stop slurmd, slurmctld, slurmdbd and mariadbd (where
+        started) and munged. Each is signalled only while its pid still belongs to the process
+        started (:class:`Proc`); one whose pid now names another process (or none) is left
+        alone, with a warning in the first case."""
         if "slurmctld" in self.procs and self.procs["slurmctld"].is_running():
             subprocess.run(["scancel", "--full", "-u", str(os.getuid())], env=self.env,
                            capture_output=True, timeout=30, check=False)
-        for name in ("slurmd", "slurmctld", "munged"):
+        for name in ("slurmd", "slurmctld", "slurmdbd", "mariadbd", "munged"):
             proc = self.procs.pop(name, None)
             if proc is not None:
                 _terminate(name, proc)
@@ -304,12 +317,18 @@ def _pid(path: Path, timeout: float = 30) -> int:
 
 
 def slurm_conf(root: Path, hw: dict[str, int], node: str, ports: tuple[int, int],
-               min_job_age: int = 300) -> str:
+               min_job_age: int = 300, dbd_port: int | None = None) -> str:
     """The cluster's slurm.conf: controller and only node ``node`` at 127.0.0.1, every daemon
     bound to the address its host name resolves to (``CommunicationParameters``, see the
     module's docstring), one partition, no accounting, state and spool under ``root``.
     ``MinJobAge`` (s) keeps an ended job visible to ``squeue`` that long (the workflow's status
-    check wants ≥ 120 s)."""
+    check wants ≥ 120 s). With ``dbd_port``, accounting goes to the slurmdbd listening there
+    (on 127.0.0.1)."""
+    accounting = (["AccountingStorageType=accounting_storage/slurmdbd",
+                   "AccountingStorageHost=127.0.0.1", f"AccountingStoragePort={dbd_port}",
+                   # the munge socket for slurmdbd connections (AuthInfo is not used for them)
+                   f"AccountingStoragePass={root / 'munge.socket'}"]
+                  if dbd_port else ["AccountingStorageType=accounting_storage/none"])
     topo = " ".join(f"{k}={v}" for k, v in hw.items())
     return "\n".join([
         "ClusterName=structablate",
@@ -333,7 +352,7 @@ def slurm_conf(root: Path, hw: dict[str, int], node: str, ports: tuple[int, int]
         "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_Core_Memory",
         "JobAcctGatherType=jobacct_gather/none",
-        "AccountingStorageType=accounting_storage/none",
+        *accounting,
         "JobCompType=jobcomp/none",
         "MpiDefault=none",
         "ReturnToService=2",
@@ -375,11 +394,62 @@ def daemon_host(namespace: bool | None = None) -> tuple[str, list[str]]:
                             NAMESPACE_HOST]
 
 
+def slurmdbd_conf(root: Path, node: str, dbd_port: int, db_port: int) -> str:
+    """slurmdbd.conf (next to slurm.conf, where slurmdbd looks for it): slurmdbd at
+    127.0.0.1:``dbd_port`` storing into the MariaDB at 127.0.0.1:``db_port``."""
+    return "\n".join([
+        "AuthType=auth/munge",
+        f"AuthInfo=socket={root / 'munge.socket'}",
+        f"DbdHost={node}",
+        "DbdAddr=127.0.0.1",
+        f"DbdPort={dbd_port}",
+        # as in slurm.conf: bind to the host name's address (undocumented for slurmdbd.conf in
+        # 22.05, which lists only the IPv4/IPv6 options, but honoured; tested)
+        "CommunicationParameters=NoInAddrAny",
+        "SlurmUser=root",
+        f"PidFile={root / 'slurmdbd.pid'}",
+        f"LogFile={root / 'slurmdbd.log'}",
+        "StorageType=accounting_storage/mysql",
+        "StorageHost=127.0.0.1",
+        f"StoragePort={db_port}",
+        "StorageUser=slurm",
+        "StoragePass=slurm",
+        "StorageLoc=slurm_acct_db",
+        "",
+    ])
+
+
+def _start_mariadb(root: Path, port: int) -> Proc:
+    """A MariaDB of its own under ``root/db`` on 127.0.0.1:``port`` (and a Unix socket), with a
+    user ``slurm`` for slurmdbd; detached so that init reaps it."""
+    data, sock = root / "db", root / "mariadb.sock"
+    subprocess.run(["mariadb-install-db", "--no-defaults", f"--datadir={data}", "--user=root",
+                    "--auth-root-authentication-method=normal", "--skip-test-db"],
+                   check=True, capture_output=True, timeout=120)
+    subprocess.run(["sh", "-c", 'exec "$@" >/dev/null 2>&1 </dev/null &', "sh", "mariadbd",
+                    "--no-defaults", f"--datadir={data}", "--user=root",
+                    "--bind-address=127.0.0.1", f"--port={port}", f"--socket={sock}",
+                    f"--pid-file={root / 'mariadbd.pid'}",
+                    f"--log-error={root / 'mariadbd.log'}", "--skip-name-resolve",
+                    "--innodb-buffer-pool-size=16M"], check=True, timeout=30)
+    proc = Proc.of(_pid(root / "mariadbd.pid"))
+    sql = ("CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurm'; "
+           "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';")
+    for _ in range(300):
+        done = subprocess.run(["mariadb", "--no-defaults", f"--socket={sock}", "-u", "root",
+                               "-e", sql], capture_output=True, text=True, timeout=30)
+        if done.returncode == 0:
+            return proc
+        time.sleep(0.1)
+    raise RuntimeError(f"MariaDB did not answer: {done.stderr}")
+
+
 def start(root: Path, *, min_job_age: int = 300, timeout: float = 60,
-          namespace: bool | None = None) -> Cluster:
+          namespace: bool | None = None, accounting: bool = False) -> Cluster:
     """Start munged, slurmctld and slurmd with everything under ``root``, listening on
     loopback only (``namespace``: see :func:`daemon_host`; None decides from the host name);
-    wait until the node is idle. Stops what it started and raises RuntimeError (with the
+    with ``accounting``, also a MariaDB and a slurmdbd (so ``sacct`` answers, as on most
+    sites); wait until the node is idle. Stops what it started and raises RuntimeError (with the
     daemons' logs) when the cluster does not come up."""
     root.mkdir(parents=True, exist_ok=True)
     os.chmod(root, 0o755)
@@ -391,7 +461,8 @@ def start(root: Path, *, min_job_age: int = 300, timeout: float = 60,
     node, prefix = daemon_host(namespace)
     conf = root / "slurm.conf"
     ports = (_free_port(), _free_port())
-    conf.write_text(slurm_conf(root, hw, node, ports, min_job_age))
+    dbd_port, db_port = (_free_port(), _free_port()) if accounting else (None, None)
+    conf.write_text(slurm_conf(root, hw, node, ports, min_job_age, dbd_port))
     cluster = Cluster(root, conf, hw["CPUs"], hw["RealMemory"], ctld_port=ports[0], node=node)
     # Also at SLURM's default path: snakemake-executor-plugin-slurm-jobstep drops SLURM_CONF
     # from the environment of the srun it starts inside a job, which then reads this file
@@ -406,13 +477,24 @@ def start(root: Path, *, min_job_age: int = 300, timeout: float = 60,
         ("munged", ["munged", "--force", f"--socket={root / 'munge.socket'}",
                     f"--key-file={key}", f"--pid-file={root / 'munged.pid'}",
                     f"--log-file={root / 'munged.log'}", f"--seed-file={root / 'munged.seed'}"]),
+        ("slurmdbd", [*prefix, "slurmdbd"]),
         ("slurmctld", [*prefix, "slurmctld", "-c", "-i", "-f", str(conf)]),
         ("slurmd", [*prefix, "slurmd", "-f", str(conf)]),
     ]
     try:
         for name, cmd in daemons:
+            if name == "slurmdbd":
+                if not accounting:
+                    continue
+                assert dbd_port and db_port
+                cluster.procs["mariadbd"] = _start_mariadb(root, db_port)
+                dbd = root / "slurmdbd.conf"  # slurmdbd reads it next to SLURM_CONF
+                dbd.write_text(slurmdbd_conf(root, node, dbd_port, db_port))
+                os.chmod(dbd, 0o600)
             subprocess.run(cmd, check=True, capture_output=True, env=cluster.env, timeout=30)
             cluster.procs[name] = Proc.of(_pid(root / f"{name}.pid"))
+            if name == "slurmdbd":
+                _wait_for_slurmdbd(cluster)
         deadline = time.monotonic() + timeout
         state = ""
         while time.monotonic() < deadline:
@@ -427,6 +509,27 @@ def start(root: Path, *, min_job_age: int = 300, timeout: float = 60,
         raise RuntimeError(f"single-node SLURM did not start: {err}\n{logs}") from err
 
 
+def _wait_for_slurmdbd(cluster: Cluster, timeout: float = 60) -> None:
+    """Wait until slurmdbd answers; register the cluster, the account :data:`ACCOUNT` and this
+    user in it (before slurmctld starts), as a site does for its users."""
+    deadline = time.monotonic() + timeout
+    err = ""
+    while time.monotonic() < deadline:
+        proc = subprocess.run(["sacctmgr", "-i", "add", "cluster", "structablate"],
+                              env=cluster.env, capture_output=True, text=True, timeout=30)
+        if proc.returncode == 0 or "already exists" in proc.stdout + proc.stderr:
+            break
+        err = proc.stderr or proc.stdout
+        time.sleep(0.5)
+    else:
+        raise RuntimeError(f"slurmdbd did not answer: {err}")
+    user = pwd.getpwuid(os.getuid()).pw_name
+    for cmd in (["add", "account", ACCOUNT, "cluster=structablate"],
+                ["add", "user", user, f"account={ACCOUNT}", "cluster=structablate"]):
+        cluster.run("sacctmgr", "-i", *cmd)
+    cluster.account = ACCOUNT
+
+
 def start_or_skip(root: Path, **kwargs: object) -> Cluster:
     """:func:`start` for a test: skips (saying why) where :func:`unavailable` names a reason or
     the cluster does not start; but where the environment variable ``CI`` is set and SLURM is
@@ -434,7 +537,7 @@ def start_or_skip(root: Path, **kwargs: object) -> Cluster:
     CI tells a broken set-up from a machine without SLURM."""
     import pytest
 
-    why = unavailable()
+    why = unavailable(bool(kwargs.get("accounting")))
     if why:
         pytest.skip(why)
     try:
@@ -446,14 +549,34 @@ def start_or_skip(root: Path, **kwargs: object) -> Cluster:
         pytest.skip(str(err)[:2000])
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> int:
+    """``python tests/slurm_cluster.py DIR [--accounting]``: start a cluster in DIR, print the
+    ``export SLURM_CONF=…`` line for the shell and the node's CPUs and memory (what
+    ``profiles/slurm/partitions.yaml`` wants), and keep it up until SIGTERM or Ctrl-C."""
+    import argparse
     import sys
 
-    c = start(Path(sys.argv[1]).resolve())
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("dir", type=Path, help="a folder for its state, logs and slurm.conf")
+    ap.add_argument("--accounting", action="store_true",
+                    help="also a slurmdbd on a MariaDB of its own (sacct answers)")
+    args = ap.parse_args(argv)
+    why = unavailable(args.accounting)
+    if why:
+        print(why, file=sys.stderr)
+        return 1
+    c = start(args.dir.resolve(), accounting=args.accounting)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    print(f"export SLURM_CONF={c.conf}   # {c.cpus} CPUs, {c.mem_mb} MB, partition "
-          f"{c.partition}, node {c.node}", flush=True)
+    print(f"export SLURM_CONF={c.conf}   # partition {c.partition}: max_threads {c.cpus}, "
+          f"max_mem_mb {c.mem_mb}; node {c.node}; Ctrl-C stops it", flush=True)
     try:
         signal.pause()
+    except KeyboardInterrupt:
+        pass
     finally:
         c.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -104,11 +104,12 @@ def test_a_cluster_that_does_not_start_fails_under_ci_and_skips_elsewhere(monkey
         raise RuntimeError("single-node SLURM did not start: slurmctld exited")
 
     monkeypatch.setattr(slurm_cluster, "start", broken)
-    monkeypatch.setattr(slurm_cluster, "unavailable", lambda: None)
+    monkeypatch.setattr(slurm_cluster, "unavailable", lambda accounting=False: None)
     monkeypatch.setenv("CI", ci)
     expected = pytest.fail.Exception if ci else pytest.skip.Exception
     with pytest.raises(expected, match="slurmctld exited"):
         slurm_cluster.start_or_skip(tmp_path)
-    monkeypatch.setattr(slurm_cluster, "unavailable", lambda: "SLURM is not installed")
+    monkeypatch.setattr(slurm_cluster, "unavailable",
+                        lambda accounting=False: "SLURM is not installed")
     with pytest.raises(pytest.skip.Exception, match="not installed"):
         slurm_cluster.start_or_skip(tmp_path)
