@@ -46,7 +46,7 @@ def test_the_cluster_listens_on_loopback_only_and_is_stopped_afterwards(tmp_path
     c = slurm_cluster.start_or_skip(tmp_path / "c", namespace=namespace)
     try:
         pids = dict(c.pids)
-        c.run("sbatch", "--parsable", "--wrap", "srun sleep 60")
+        c.run("sbatch", "--parsable", f"--chdir={tmp_path}", "--wrap", "srun sleep 60")
         deadline = time.monotonic() + 60
         found = slurm_cluster.listening()
         while not any(name == "srun" for name, *_ in found) and time.monotonic() < deadline:
