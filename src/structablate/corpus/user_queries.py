@@ -27,6 +27,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from structablate.corpus.files import ByoInputError, read_text
 from structablate.corpus.flatten import FlatDocument
 from structablate.corpus.questions import MappedQuestion
 from structablate.ids import IdError, check_doc_id, check_qid
+from structablate.user_files import check_questions_file
 
 DEFAULT_QTYPE = "user"
 
@@ -118,14 +120,27 @@ class UserQueryFunnel:
 def read_user_queries(path: str | Path) -> list[UserQuery]:
     """Read a JSONL or TSV queries file (chosen by extension); errors name file and line."""
     path = Path(path)
-    if not path.is_file():
-        raise ByoInputError(str(path), "queries file not found")
+    check_questions_file(path)
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
         return _read_jsonl(path)
     if suffix in (".tsv", ".tab"):
         return _read_tsv(path)
     raise ByoInputError(str(path), f"unknown queries format {suffix!r} (.jsonl or .tsv)")
+
+
+def _check_visible(query: str, where: str) -> None:
+    """Refuse a question made only of whitespace and invisible format characters (Unicode
+    category Cf: zero-width space U+200B, joiners U+200C/U+200D, word joiner U+2060,
+    U+FEFF, soft hyphen U+00AD, direction marks …), as a whitespace-only one is refused: it
+    has no text to embed, yet it would be scored (and counted in every mean)."""
+    if any(not ch.isspace() and unicodedata.category(ch) != "Cf" for ch in query):
+        return
+    shown = ", ".join(dict.fromkeys(
+        f"U+{ord(ch):04X} {unicodedata.name(ch, 'unnamed')}" for ch in query
+        if not ch.isspace() or ch not in " \t"))
+    raise ByoInputError(where, f"field 'query' holds only invisible characters ({shown}); "
+                        "write the question's text")
 
 
 def _id(value: object, key: str, where: str) -> str:
@@ -172,6 +187,7 @@ def _read_jsonl(path: Path) -> list[UserQuery]:
         query = obj["query"]
         if not isinstance(query, str) or not query.strip():
             raise ByoInputError(where, "field 'query' must be a non-empty string")
+        _check_visible(query, where)
         qtype = obj.get("qtype") or DEFAULT_QTYPE
         if not isinstance(qtype, str):
             raise ByoInputError(where, "field 'qtype' must be a string")
@@ -241,6 +257,7 @@ def _read_tsv(path: Path) -> list[UserQuery]:
         for k, v in (("qid", qid), ("doc_id", doc_id), ("query", query)):
             if not v:
                 raise ByoInputError(where, f"empty field {k!r}")
+        _check_visible(query, where)
         qid, doc_id = _id(qid, "qid", where), _id(doc_id, "doc_id", where)
         qtype = cell("qtype") or DEFAULT_QTYPE
         q = by_qid.get(qid)
