@@ -226,6 +226,12 @@ def test_a_questions_file_in_utf16_is_read(tmp_path):
     t.write_bytes("qid\tdoc_id\tquery\tevidence\nq1\tgood\tOù ?\tx\n".encode("utf-16"))
     [uq] = read_user_queries(t)
     assert uq.query == "Où ?"
+    # a broken one is refused, without the advice to skip it: a questions file never is
+    q.write_bytes(b"\xff\xfe" + "{}\n".encode("utf-16-le") + b"\x00\xd8")
+    with pytest.raises(ByoInputError) as exc:
+        read_user_queries(q)
+    assert exc.value.where == f"{q}:2" and "not valid UTF-16 (little endian" in exc.value.reason
+    assert "skip_bad_files" not in exc.value.reason
 
 
 def test_a_jsonl_corpus_in_utf16_is_read(tmp_path):
@@ -248,7 +254,8 @@ def test_a_file_of_control_characters_is_refused_naming_the_first_offset(tmp_pat
     exc = refused(d, plan=False)
     assert exc.where == f"{d}/c.md:3"
     assert exc.reason.startswith("160 of 169 characters (94.7%) are control characters")
-    assert "first U+0001 at column 4 (character offset 8)" in exc.reason
+    assert "(the first, U+0001, at column 4, character offset 8)" in exc.reason
+    assert exc.reason.endswith("or set skip_bad_files: true to leave the file out")
     assert "at most 5%" in exc.reason
     [s] = skipped(d, plan=False)
     assert s["where"] == f"{d}/c.md:3" and "control characters" in s["reason"]
@@ -261,7 +268,7 @@ def test_utf16_without_a_bom_is_refused_as_control_characters_with_a_hint(tmp_pa
     (d / "n.md").write_bytes(GOOD.encode("utf-16-le"))
     exc = refused(d, plan=False)
     assert exc.where == f"{d}/n.md:1"
-    assert "are control characters" in exc.reason and "first U+0000 at column 2" in exc.reason
+    assert "are control characters" in exc.reason and "U+0000, at column 2," in exc.reason
     assert "NUL characters: UTF-16 or UTF-32 without a byte-order mark?" in exc.reason
     # with a letter beyond ASCII it is not UTF-8 at all, and the message says why
     (d / "n.md").write_bytes(TEXT.encode("utf-16-le"))

@@ -50,6 +50,11 @@ BOMS: tuple[tuple[bytes, str, str], ...] = (
 starts with UTF-16's), with the codec and how a message names it. A file without one is
 UTF-8 (its own mark, ``EF BB BF``, is dropped)."""
 
+SKIP = ", or set skip_bad_files: true to leave the file out"
+"""The advice a document's refusal ends with (:mod:`structablate.corpus.byo` drops it from
+the reason of a file it skips; the questions reader drops it: a questions file is never
+skipped)."""
+
 MAX_CONTROL_SHARE = 0.05
 """The largest share of a text's characters that may be control characters (C0, DEL and
 C1; tab, line feed, carriage return and NEL excepted: :func:`control_problem`): prose holds
@@ -79,13 +84,13 @@ def control_problem(text: str, field: str | None = None) -> tuple[int, str] | No
     line = text.count("\n", 0, first) + 1
     col = first - (text.rfind("\n", 0, first) + 1) + 1
     at = (f"character offset {first} of field {field!r}" if field else
-          f"column {col} (character offset {first})")
-    hint = (" (NUL characters: UTF-16 or UTF-32 without a byte-order mark? save it as UTF-8)"
+          f"column {col}, character offset {first}")
+    hint = (" (NUL characters: UTF-16 or UTF-32 without a byte-order mark?)"
             if "\x00" in text else "")
     return line, (f"{n} of {len(text)} characters ({100 * n / len(text):.1f}%) are control "
-                  f"characters, at most {100 * MAX_CONTROL_SHARE:g}% may be (first "
-                  f"U+{ord(text[first]):04X} at {at}): this is not a text document{hint}; "
-                  "save it as text")
+                  f"characters, at most {100 * MAX_CONTROL_SHARE:g}% may be (the first, "
+                  f"U+{ord(text[first]):04X}, at {at}): this is not a text document{hint}; "
+                  f"save it as UTF-8 text{SKIP}")
 
 
 def decode_text(data: bytes, where: str) -> str:
@@ -102,19 +107,19 @@ def decode_text(data: bytes, where: str) -> str:
                 raise ByoInputError(
                     f"{where}:{line}",
                     f"not valid {name}, from its byte-order mark) at byte {len(bom) + exc.start}"
-                    f" ({exc.reason}); save the file again in UTF-16 or, better, UTF-8",
+                    f" ({exc.reason}); save the file again in UTF-16 or, better, UTF-8{SKIP}",
                 ) from None
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        hint = (" (a quarter of its bytes or more are NUL: UTF-16 or UTF-32 without a "
-                "byte-order mark?)" if 4 * data.count(b"\x00") >= len(data) else "")
+        hint = ("; a quarter of its bytes or more are NUL: UTF-16 or UTF-32 without a "
+                "byte-order mark?" if 4 * data.count(b"\x00") >= len(data) else "")
         raise ByoInputError(
             f"{where}:{line}",
-            f"not UTF-8 (byte 0x{data[exc.start]:02x} at column {col}){hint}; "
-            "convert the file to UTF-8",
+            f"not UTF-8 (byte 0x{data[exc.start]:02x} at column {col}{hint}); "
+            f"convert the file to UTF-8{SKIP}",
         ) from None
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from structablate.corpus.evidence import EvidenceMapper, fold
-from structablate.corpus.files import ByoInputError, read_text
+from structablate.corpus.files import SKIP, ByoInputError, read_text
 from structablate.corpus.flatten import FlatDocument
 from structablate.corpus.questions import MappedQuestion
 from structablate.ids import IdError, check_doc_id, check_qid
@@ -129,6 +129,16 @@ def read_user_queries(path: str | Path) -> list[UserQuery]:
     raise ByoInputError(str(path), f"unknown queries format {suffix!r} (.jsonl or .tsv)")
 
 
+def _read(path: Path) -> str:
+    """The text of a questions file (:func:`read_text`: UTF-8, or UTF-16/UTF-32 by its
+    byte-order mark), refused without the advice to skip it: a questions file is never
+    skipped."""
+    try:
+        return read_text(path)
+    except ByoInputError as exc:
+        raise ByoInputError(exc.where, exc.reason.replace(SKIP, "")) from None
+
+
 def _check_visible(query: str, where: str) -> None:
     """Refuse a question made only of whitespace and invisible format characters (Unicode
     category Cf: zero-width space U+200B, joiners U+200C/U+200D, word joiner U+2060,
@@ -166,7 +176,7 @@ def _read_jsonl(path: Path) -> list[UserQuery]:
     seen: dict[str, str] = {}
     # lines end at \n (and \r\n) only: U+2028, U+0085 and the like are valid inside a JSON
     # string, and str.splitlines would cut a record there
-    for lineno, line in enumerate(read_text(path).split("\n"), start=1):
+    for lineno, line in enumerate(_read(path).split("\n"), start=1):
         line = line.removesuffix("\r")
         if not line.strip():
             continue
@@ -211,7 +221,7 @@ def _tsv_rows(path: Path) -> list[tuple[int, list[str]]]:
     hold tabs and line breaks); a quote inside an unquoted cell (``say "hi"``) is kept as
     written. A cell that opens a quote and does not close it where the cell ends is refused
     with its line rather than read some other way."""
-    reader = csv.reader(io.StringIO(read_text(path), newline=""), delimiter="\t",
+    reader = csv.reader(io.StringIO(_read(path), newline=""), delimiter="\t",
                         quotechar='"', doublequote=True, strict=True)
     rows: list[tuple[int, list[str]]] = []
     start = 1
