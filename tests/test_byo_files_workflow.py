@@ -1,13 +1,16 @@
 """Files that are not ordinary files, and a target taken for a config file, through the real
-Snakemake command line (issue 52, item 3): a document whose name is not UTF-8 is
+Snakemake command line (issue 52, items 3 and 6): a document whose name is not UTF-8 is
 refused before any job or skipped and listed, never a bare ``UnicodeEncodeError``; a folder
-given as the questions file is refused before any job."""
+given as the questions file is refused before any job; a target written after
+``--configfile`` is named as a target."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -82,3 +85,24 @@ def test_a_folder_as_the_questions_file_is_refused_before_any_job(tmp_path):
     assert "qdir: a folder, not a questions file; name the .jsonl or .tsv file itself in " \
            "queries" in out, out[-3000:]
 
+
+def test_a_target_after_configfile_is_named_as_a_target(tmp_path):
+    """``snakemake --configfile config.yaml results/mine/funnel.json`` hands the target to
+    --configfile. Before, once the file existed, it was merged into the configuration:
+    ``…/funnel.json: invalid configuration: <top level>: Additional properties are not allowed
+    ('corpus', …)``."""
+    project(tmp_path, skip=True)
+    funnel = tmp_path / "results/mine/funnel.json"
+    funnel.parent.mkdir(parents=True)
+    funnel.write_text(json.dumps({"corpus": "mine", "inputs": 3, "skipped": []}))
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+           "--directory", str(tmp_path), "--cores", "1", "-n",
+           "--configfile", "config.yaml", "results/mine/funnel.json"]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "results/mine/funnel.json: given to --configfile, but it is an output under the " \
+           "results folder (results), not a configuration" in out, out[-3000:]
+    assert "snakemake --cores all results/mine/funnel.json --configfile config.yaml" in out
+    assert "Additional properties" not in out
