@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -64,11 +65,9 @@ byte-order mark read as UTF-8 (every other character NUL: 50 %), a binary file t
 to decode — is far above (docs/byo.md, "Files that are not ordinary text files")."""
 
 
-def _is_control(ch: str) -> bool:
-    """A C0 or C1 control character (or DEL) other than the line breaks text uses: tab, line
-    feed, carriage return and NEL (U+0085, a line break in Unicode)."""
-    o = ord(ch)
-    return (o < 0x20 and ch not in "\t\n\r") or (0x7F <= o <= 0x9F and o != 0x85)
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f]")
+"""A C0 or C1 control character or DEL, other than the line breaks text uses: tab, line feed,
+carriage return and NEL (U+0085, a line break in Unicode)."""
 
 
 def control_problem(text: str, field: str | None = None) -> tuple[int, str] | None:
@@ -77,10 +76,12 @@ def control_problem(text: str, field: str | None = None) -> tuple[int, str] | No
     tab, line feed and carriage return; None otherwise (an empty text too). ``why`` places
     the first one by column and character offset (in ``field``, when the text is a JSON
     field, by offset only)."""
-    n = sum(map(_is_control, text))
+    n = len(_CONTROL.findall(text))
     if not text or n <= MAX_CONTROL_SHARE * len(text):
         return None
-    first = next(i for i, ch in enumerate(text) if _is_control(ch))
+    found = _CONTROL.search(text)
+    assert found is not None
+    first = found.start()
     line = text.count("\n", 0, first) + 1
     col = first - (text.rfind("\n", 0, first) + 1) + 1
     at = (f"character offset {first} of field {field!r}" if field else
