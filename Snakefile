@@ -12,7 +12,7 @@ min_version("9.0")
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
-from structablate.config import cli_config_values, load_config_file
+from structablate.config import check_configfile_paths, cli_config_values, load_config_file
 
 
 # The bundled default runs when no --configfile is given; `--configfile my.yaml` runs exactly
@@ -28,6 +28,10 @@ if not workflow.overwrite_configfiles:
 
     configfile: "config.yaml"
 else:
+    # `snakemake --configfile my.yaml results/x/funnel.json` hands the target to --configfile
+    # too: a path under results/ (or not .yaml/.yml/.json) is named as a target, with the
+    # target-first form of the command
+    check_configfile_paths(workflow.overwrite_configfiles, config.get("results", "results"))
     for _file in workflow.overwrite_configfiles:
         load_config_file(_file)
 

@@ -11,7 +11,7 @@ from snakemake.settings.types import DeploymentMethod
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from structablate.settings import questions_file
-from structablate.user_files import document_files
+from structablate.user_files import check_questions_file, document_files
 from structablate.errors import ConfigError
 from structablate.plan import Plan
 from structablate.plan.checks import container_warning
@@ -236,8 +236,11 @@ def user_document_files(w):
 
 
 def user_questions_file(w):
-    """A user corpus's questions file."""
-    return [questions_file(PLAN.settings.corpora[w.corpus])]
+    """A user corpus's questions file, refused before any job when it is not an ordinary
+    readable file (a folder, a FIFO, a link to nothing: structablate.user_files)."""
+    path = questions_file(PLAN.settings.corpora[w.corpus])
+    check_questions_file(path)
+    return [path]
 
 
 def structure_file(w):

@@ -137,3 +137,33 @@ def test_llm_stages_lists_the_stages_that_run(monkeypatch):
     stages = Plan.from_config(cfg).llm_stages()
     assert stages["structure induction"] is None
     assert stages["queries (wiki)"].model == "writer"
+
+
+def test_a_target_given_to_configfile_is_named_with_the_target_first_form(tmp_path,
+                                                                          monkeypatch):
+    """``snakemake --configfile my.yaml results/mydocs/funnel.json`` hands the target to
+    --configfile (issue 52, item 6): a path under the results folder, or one that is not
+    .yaml/.yml/.json, is named as a target; config files anywhere else pass."""
+    from structablate.config import check_configfile_paths
+
+    monkeypatch.chdir(tmp_path)
+    my = tmp_path / "my.yaml"
+    check_configfile_paths([my, tmp_path / "conf/more.yml", tmp_path / "a.json"], "results")
+    check_configfile_paths([my], ".")  # results in the working folder: no path is a target
+    with pytest.raises(ConfigError) as exc:
+        check_configfile_paths([my, tmp_path / "results/mydocs/funnel.json"], "results")
+    assert str(exc.value) == (
+        "results/mydocs/funnel.json: given to --configfile, but it is an output under the "
+        "results folder (results), not a configuration\n--configfile takes every path that "
+        "follows it, so a target written after it is read as a config file. Put the targets "
+        "first: snakemake --cores all results/mydocs/funnel.json --configfile my.yaml")
+    # the configuration's own results folder; a path that is not a config file
+    with pytest.raises(ConfigError, match=r"^out/x/run.json: given to --configfile, but it is "
+                       r"an output under the results folder \(out\)"):
+        check_configfile_paths([my, "out/x/run.json"], "out")
+    with pytest.raises(ConfigError) as exc:
+        check_configfile_paths([my, tmp_path / "summary.md", "b.yaml"], "results")
+    assert str(exc.value).startswith("summary.md: given to --configfile, but it is not a "
+                                     "config file (a config file ends in .yaml, .yml or .json)")
+    assert str(exc.value).endswith("snakemake --cores all summary.md --configfile my.yaml "
+                                   "b.yaml")

@@ -21,8 +21,8 @@ import yaml
 
 from structablate.errors import ConfigError
 
-__all__ = ["ConfigError", "check_config", "check_config_files", "cli_config_values",
-           "load_config_file"]
+__all__ = ["ConfigError", "check_config", "check_config_files", "check_configfile_paths",
+           "cli_config_values", "load_config_file"]
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -90,6 +90,59 @@ def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise ConfigError(f"{where}: the configuration must be a mapping of keys (corpora:, "
                           f"embedders:, …) at the top level, not a {type(data).__name__}")
     return data
+
+
+CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
+"""The extensions of a config file (what a ``--configfile`` path not ending in one of them is
+taken for: a target written after ``--configfile``)."""
+
+
+def _shown(path: str | os.PathLike[str]) -> str:
+    """``path`` relative to the working folder when it lies below it (Snakemake hands the
+    workflow absolute config paths), else as it is."""
+    p = os.path.abspath(path)
+    rel = os.path.relpath(p)
+    return p if rel == ".." or rel.startswith(".." + os.sep) else rel
+
+
+def _inside(path: str, folder: str) -> bool:
+    path, folder = os.path.realpath(path), os.path.realpath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def check_configfile_paths(paths: Sequence[str | os.PathLike[str]],
+                           results: object = "results") -> None:
+    """Refuse ``--configfile`` paths that look like targets, naming each and the command in
+    target-first form.
+
+    ``snakemake --configfile my.yaml results/mydocs/funnel.json`` hands every path after
+    ``--configfile`` to it, the target too: a JSON output of an earlier run is then merged
+    into the configuration. A path under the results folder (``results``: the configuration's
+    key, relative to the working folder) or one that does not end in ``.yaml``, ``.yml`` or
+    ``.json`` is taken for such a target. (A target that does not exist yet, or that Snakemake
+    cannot read as YAML, stops inside Snakemake before the workflow: docs/refusals.md.)"""
+    folder = results if isinstance(results, str) and results.strip() else "results"
+    folder = os.path.expanduser(folder)
+    # a results folder that holds the working folder (results: .) says nothing of a path
+    apart = not _inside(os.getcwd(), folder)
+    targets: list[tuple[str, str]] = []
+    for p in paths:
+        shown = _shown(p)
+        if apart and _inside(os.fspath(p), folder):
+            targets.append((shown, f"an output under the results folder ({folder}), not a "
+                                   "configuration"))
+        elif not os.fspath(p).lower().endswith(CONFIG_SUFFIXES):
+            targets.append((shown, "not a config file (a config file ends in .yaml, .yml or "
+                                   ".json), so most likely a target"))
+    if not targets:
+        return
+    named = {t for t, _ in targets}
+    configs = [_shown(p) for p in paths if _shown(p) not in named] or ["my.yaml"]
+    raise ConfigError(
+        "\n".join(f"{t}: given to --configfile, but it is {why}" for t, why in targets)
+        + "\n--configfile takes every path that follows it, so a target written after it is "
+        "read as a config file. Put the targets first: snakemake --cores all "
+        + " ".join(t for t, _ in targets) + " --configfile " + " ".join(configs))
 
 
 def _tab_hint(text: str, mark: Any) -> str:

@@ -10,10 +10,12 @@ extensions of the corpus's ``type`` (:data:`USER_EXTENSIONS`) or its own
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import glob
 import logging
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +42,9 @@ class UserFileSettings(Protocol):
 
     @property
     def questions_path(self) -> str | None: ...
+
+    @property
+    def skip_bad_files(self) -> bool: ...
 
 USER_EXTENSIONS: dict[str, tuple[str, ...]] = {
     "markdown": (".md", ".markdown"),
@@ -72,14 +77,95 @@ class SourceFile:
     doc_id: str
 
 
+@dataclass(frozen=True)
+class BadFile:
+    """A path the listing found that is not an ordinary readable file (:func:`file_problem`):
+    ``where`` is the path as :func:`printable` writes it, ``doc_id`` the id the file would have
+    had (None when its name is not UTF-8), ``reason`` why it is not read."""
+
+    where: str
+    doc_id: str | None
+    reason: str
+
+
+def printable(path: str | os.PathLike[str]) -> str:
+    """``path`` as it can be printed and written to a UTF-8 log or JSON file: a byte of a name
+    that is not UTF-8 (which Python holds as a lone surrogate, ``'\\udce9'``) is written
+    ``\\xe9``; any other path is itself."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"))
+
+
+def file_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` is not an ordinary readable file, or None when it is one.
+
+    Looked at without opening it (a FIFO would block the reader until something writes to
+    it): a name that is not UTF-8 (Snakemake cannot record it, and a document id is text), a
+    missing path, a symbolic link to nothing or a link that loops, a folder, FIFO, socket or
+    device, a file this process may not read. A link to an ordinary file is an ordinary file.
+    The reason starts with what the path is and ends with what to do, without the advice to
+    set ``skip_bad_files`` (the caller adds it where skipping applies)."""
+    raw = os.fsencode(path)
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return (f"the file name is not UTF-8 (byte 0x{raw[exc.start]:02x}, shown as \\x"
+                f"{raw[exc.start]:02x}); Snakemake records every input by its name in UTF-8 "
+                "and a document id is text: rename the file in UTF-8 (e.g. convmv -f latin1 "
+                "-t utf-8 --notest FILE)")
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        if not os.path.islink(path):
+            return "no such file"
+        target = os.readlink(path)
+        if exc.errno == errno.ELOOP:
+            return (f"a symbolic link that loops (it points to {target!r}, which leads back "
+                    "to it); point it at a file, or delete it")
+        return (f"a symbolic link to {target!r}, which does not exist; point it at the file, "
+                "or delete it")
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((k for test, k in _KINDS if test(st.st_mode)), "not a file")
+        return (f"{kind}, not a regular file; it is not read (a FIFO or device would block or "
+                "never end): put the document in a regular file, or move this one out of "
+                "the corpus folder")
+    if not os.access(path, os.R_OK):
+        return "cannot be read (permission denied); make it readable (chmod a+r)"
+    return None
+
+
 def list_files(spec: str | Sequence[str], extensions: Sequence[str]) -> list[SourceFile]:
-    """Expand ``spec`` (a folder, a file, a glob pattern, or a list of them) into files.
+    """Expand ``spec`` (a folder, a file, a glob pattern, or a list of them) into the ordinary
+    readable files it names (:func:`scan_files` has the rules; :func:`bad_files` the paths it
+    names that are not such files, left out here)."""
+    return scan_files(spec, extensions)[0]
+
+
+def bad_files(spec: str | Sequence[str], extensions: Sequence[str]) -> list[BadFile]:
+    """The paths ``spec`` names that are not ordinary readable files (:func:`scan_files`)."""
+    return scan_files(spec, extensions)[1]
+
+
+def scan_files(spec: str | Sequence[str], extensions: Sequence[str]
+               ) -> tuple[list[SourceFile], list[BadFile]]:
+    """Expand ``spec`` (a folder, a file, a glob pattern, or a list of them) into files:
+    ``(ordinary readable files, every other path found)``.
 
     A folder gives every file below it (recursively) whose name ends with one of
     ``extensions``; a glob gives every file it matches (``**`` recursive), whatever its
     extension; a plain file gives itself. The document id is the path relative to the folder
     (for a glob: to the folder before its first wildcard) without its extension, in POSIX
-    form (``guide/install`` for ``guide/install.md``). Files are returned sorted by path.
+    form (``guide/install`` for ``guide/install.md``). Both lists are sorted by path.
+
+    Whatever is found where a document is expected but is not an ordinary readable file —
+    a name that is not UTF-8, a dangling or looping symbolic link, a FIFO, socket or device,
+    an unreadable file (:func:`file_problem`) — is never opened and never dropped silently:
+    it is a :class:`BadFile` of the second list, which the caller refuses or, under
+    ``skip_bad_files``, skips and lists.
     """
     specs = [spec] if isinstance(spec, str) else list(spec)
     out: dict[Path, SourceFile] = {}
@@ -88,7 +174,7 @@ def list_files(spec: str | Sequence[str], extensions: Sequence[str]) -> list[Sou
         if p.is_dir():
             root = p
             found = [f for f in walk_files(p) if _has_ext(f, extensions)]
-        elif p.is_file():
+        elif os.path.lexists(p):  # a file, or a link, FIFO, socket or device that says why
             root = p.parent
             found = [p]
         elif glob.has_magic(s):
@@ -104,12 +190,37 @@ def list_files(spec: str | Sequence[str], extensions: Sequence[str]) -> list[Sou
         for f in found:
             rel = f.relative_to(root).as_posix()
             out.setdefault(f, SourceFile(f, _strip_ext(rel, extensions)))
-    return sorted(out.values(), key=lambda sf: str(sf.path))
+    good: list[SourceFile] = []
+    bad: list[BadFile] = []
+    for sf in sorted(out.values(), key=lambda sf: os.fsencode(sf.path)):
+        why = file_problem(sf.path)
+        if why is None:
+            good.append(sf)
+        else:
+            named = printable(sf.path) == str(sf.path)
+            bad.append(BadFile(printable(sf.path), sf.doc_id if named else None, why))
+    return good, bad
+
+
+def refuse_bad_files(bad: Sequence[BadFile], skip: bool) -> None:
+    """Refuse the first of ``bad`` (naming how many more there are) unless ``skip``: the
+    message of a corpus without ``skip_bad_files``, at plan time and in the build alike."""
+    if not bad or skip:
+        return
+    more = ""
+    if len(bad) > 1:
+        rest = [b.where for b in bad[1:4]] + (["…"] if len(bad) > 4 else [])
+        more = (f" ({len(bad) - 1} more file{'s are' if len(bad) > 2 else ' is'} not an "
+                f"ordinary file either: {', '.join(rest)})")
+    raise ByoInputError(bad[0].where, f"{bad[0].reason}, or set skip_bad_files: true to leave "
+                        f"the file out{more}")
 
 
 def walk_files(root: Path) -> list[Path]:
-    """Every file below the folder ``root``, following symbolic links to folders (a linked
-    subfolder is read like a real one), each real folder read once, sorted by path.
+    """Every entry below the folder ``root`` that is not a folder (regular files, and the
+    links to nothing, FIFOs, sockets and devices :func:`scan_files` names), following symbolic
+    links to folders (a linked subfolder is read like a real one), each real folder read
+    once, sorted by path.
 
     A folder reached twice (a link to a folder that is also below ``root``, or two links to
     one folder) is read where it is reached as a real folder, or else through the first link
@@ -141,10 +252,9 @@ def walk_files(root: Path) -> list[Path]:
         dirnames[:] = keep
         for name in filenames:
             f = Path(dirpath) / name
-            if f.is_file():
-                real = os.path.realpath(f)
-                if real not in files or str(f) < str(files[real]):
-                    files[real] = f
+            real = os.path.realpath(f) if f.is_file() else str(f)  # a link to nothing: itself
+            if real not in files or str(f) < str(files[real]):
+                files[real] = f
     return sorted(files.values(), key=str)
 
 
@@ -225,8 +335,27 @@ def document_files(corpus: UserFileSettings) -> list[str]:
     """The document files of a corpus entry (its questions file excluded), in the order they
     are read: the ``input`` of the documents build, so that editing a question reruns only
     the jobs that read questions. A path that names nothing, or a folder with no file of the
-    extensions, raises :class:`~structablate.errors.ByoInputError` naming it."""
-    return [str(sf.path) for sf in list_files(corpus.path, extensions(corpus))]
+    extensions, raises :class:`~structablate.errors.ByoInputError` naming it; so does a path
+    found that is not an ordinary readable file (:func:`scan_files`), unless the corpus sets
+    ``skip_bad_files`` (then it is left out here, and the build lists it as skipped)."""
+    good, bad = scan_files(corpus.path, extensions(corpus))
+    refuse_bad_files(bad, corpus.skip_bad_files)
+    return [str(sf.path) for sf in good]
+
+
+def check_questions_file(path: str | os.PathLike[str]) -> None:
+    """Refuse a questions file that is not an ordinary readable file, naming what it is (a
+    folder, a FIFO, a link to nothing, …; ``queries file not found`` when nothing is there):
+    the plan's check of the questions input and the reader's. A questions file is never
+    skipped, whatever ``skip_bad_files`` says: the questions are what is scored."""
+    why = file_problem(path)
+    if why is None:
+        return
+    if why == "no such file":
+        why = "queries file not found"
+    elif os.path.isdir(path):
+        why = "a folder, not a questions file; name the .jsonl or .tsv file itself in queries"
+    raise ByoInputError(printable(path), why)
 
 
 def input_files(corpus: UserFileSettings) -> list[str]:

@@ -49,7 +49,13 @@ from structablate.corpus.user_queries import map_user_queries, read_user_queries
 from structablate.corpus.verify import VerificationError, verify_document
 from structablate.ids import IdError, check_distinct_tokens, check_doc_id, id_token
 from structablate.settings import UserCorpus, questions_file
-from structablate.user_files import document_files, input_files
+from structablate.user_files import (
+    bad_files,
+    document_files,
+    extensions,
+    input_files,
+    refuse_bad_files,
+)
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +108,12 @@ def build_documents(
     docs: dict[str, FlatDocument] = {}
     origin: dict[str, str] = {}
     tokens: dict[str, str] = {}  # chunk-id form -> doc_id
-    skipped: list[dict] = []
+    # what the listing found that is not an ordinary readable file (a name that is not
+    # UTF-8, a link to nothing, a FIFO, …): refused as at plan time, or skipped and listed
+    bad = bad_files(corpus.path, extensions(corpus))
+    refuse_bad_files(bad, skip)
+    skipped: list[dict] = [{"where": b.where, "doc_id": b.doc_id, "reason": b.reason}
+                           for b in bad]
     # a progress bar where stderr is a terminal or a workflow job's log (structablate.workflow)
     files = None if corpus.type == "jsonl" else len(document_files(corpus))
     units = tqdm(iter_units(corpus, source_name), total=files, unit="document",

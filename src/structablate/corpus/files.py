@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -22,12 +23,15 @@ from structablate.user_files import (
     ByoInputError,
     SourceFile,
     corpus_roots,
+    file_problem,
     list_files,
+    printable,
     walk_files,
 )
 
-__all__ = ["ByoInputError", "HeadingStack", "InputUnit", "SourceFile", "corpus_roots",
-           "list_files", "read_text", "walk_files"]
+__all__ = ["ByoInputError", "HeadingStack", "InputUnit", "SourceFile", "control_problem",
+           "corpus_roots", "decode_text", "list_files", "read_bytes", "read_text",
+           "walk_files"]
 
 log = logging.getLogger(__name__)
 
@@ -37,20 +41,115 @@ log = logging.getLogger(__name__)
 InputUnit = tuple[str, str | None, Callable[[], FlatDocument]]
 
 
-def read_text(path: str | os.PathLike[str]) -> str:
-    """Read a UTF-8 file (a leading BOM is dropped); not UTF-8 -> :class:`ByoInputError`
-    naming the line and byte of the first bad byte."""
-    data = Path(path).read_bytes()
+BOMS: tuple[tuple[bytes, str, str], ...] = (
+    (b"\xff\xfe\x00\x00", "utf-32-le", "UTF-32 (little endian"),
+    (b"\x00\x00\xfe\xff", "utf-32-be", "UTF-32 (big endian"),
+    (b"\xff\xfe", "utf-16-le", "UTF-16 (little endian"),
+    (b"\xfe\xff", "utf-16-be", "UTF-16 (big endian"),
+)
+"""The byte-order marks a text file is decoded by (UTF-32 first: its little-endian mark
+starts with UTF-16's), with the codec and how a message names it. A file without one is
+UTF-8 (its own mark, ``EF BB BF``, is dropped)."""
+
+SKIP = ", or set skip_bad_files: true to leave the file out"
+"""The advice a document's refusal ends with (:mod:`structablate.corpus.byo` drops it from
+the reason of a file it skips; the questions reader drops it: a questions file is never
+skipped)."""
+
+MAX_CONTROL_SHARE = 0.05
+"""The largest share of a text's characters that may be control characters (C0, DEL and
+C1; tab, line feed, carriage return and NEL excepted: :func:`control_problem`): prose holds
+none, and the few that documents carry (a form feed between pages, a terminal's colour
+escapes around a word) stay far below it, while text that is not text — UTF-16 without its
+byte-order mark read as UTF-8 (every other character NUL: 50 %), a binary file that happens
+to decode — is far above (docs/byo.md, "Files that are not ordinary text files")."""
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f]")
+"""A C0 or C1 control character or DEL, other than the line breaks text uses: tab, line feed,
+carriage return and NEL (U+0085, a line break in Unicode)."""
+
+
+def control_problem(text: str, field: str | None = None) -> tuple[int, str] | None:
+    """``(line of the first control character, why)`` when more than
+    :data:`MAX_CONTROL_SHARE` of ``text``'s characters are C0/C1 control characters other than
+    tab, line feed and carriage return; None otherwise (an empty text too). ``why`` places
+    the first one by column and character offset (in ``field``, when the text is a JSON
+    field, by offset only)."""
+    n = len(_CONTROL.findall(text))
+    if not text or n <= MAX_CONTROL_SHARE * len(text):
+        return None
+    found = _CONTROL.search(text)
+    assert found is not None
+    first = found.start()
+    line = text.count("\n", 0, first) + 1
+    col = first - (text.rfind("\n", 0, first) + 1) + 1
+    at = (f"character offset {first} of field {field!r}" if field else
+          f"column {col}, character offset {first}")
+    hint = (" (NUL characters: UTF-16 or UTF-32 without a byte-order mark?)"
+            if "\x00" in text else "")
+    return line, (f"{n} of {len(text)} characters ({100 * n / len(text):.1f}%) are control "
+                  f"characters, at most {100 * MAX_CONTROL_SHARE:g}% may be (the first, "
+                  f"U+{ord(text[first]):04X}, at {at}): this is not a text document{hint}; "
+                  f"save it as UTF-8 text{SKIP}")
+
+
+def decode_text(data: bytes, where: str) -> str:
+    """``data`` decoded by its byte-order mark (UTF-32 or UTF-16, little or big endian; the
+    mark dropped), else as UTF-8 (a UTF-8 mark dropped). Bytes the encoding cannot decode
+    raise :class:`ByoInputError` naming ``where``'s line and the encoding."""
+    for bom, codec, name in BOMS:
+        if data.startswith(bom):
+            body = data[len(bom):]
+            try:
+                return body.decode(codec)
+            except UnicodeDecodeError as exc:
+                line = body[: exc.start].decode(codec, "replace").count("\n") + 1
+                raise ByoInputError(
+                    f"{where}:{line}",
+                    f"not valid {name}, from its byte-order mark) at byte {len(bom) + exc.start}"
+                    f" ({exc.reason}); save the file again in UTF-16 or, better, UTF-8{SKIP}",
+                ) from None
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        hint = ("; a quarter of its bytes or more are NUL: UTF-16 or UTF-32 without a "
+                "byte-order mark?" if 4 * data.count(b"\x00") >= len(data) else "")
         raise ByoInputError(
-            f"{path}:{line}",
-            f"not UTF-8 (byte 0x{data[exc.start]:02x} at column {col}); "
-            "convert the file to UTF-8",
+            f"{where}:{line}",
+            f"not UTF-8 (byte 0x{data[exc.start]:02x} at column {col}{hint}); "
+            f"convert the file to UTF-8{SKIP}",
         ) from None
+
+
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of the file ``path``; a file that is not an ordinary readable file
+    (:func:`~structablate.user_files.file_problem`: it is never opened) or that the system
+    cannot read raises :class:`ByoInputError` naming it."""
+    where = printable(path)
+    why = file_problem(path)
+    if why is not None:
+        raise ByoInputError(where, why)
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise ByoInputError(where, f"cannot be read ({exc.strerror or exc}); check the file "
+                            "and its disk") from None
+
+
+def read_text(path: str | os.PathLike[str]) -> str:
+    """Read a text file: UTF-8, or UTF-16/UTF-32 with a byte-order mark (:func:`decode_text`),
+    whose characters are not mostly control characters (:func:`control_problem`); anything
+    else raises :class:`ByoInputError` naming the file and line (:func:`read_bytes` for a
+    path that is not an ordinary file)."""
+    where = printable(path)
+    text = decode_text(read_bytes(path), where)
+    bad = control_problem(text)
+    if bad is not None:
+        raise ByoInputError(f"{where}:{bad[0]}", bad[1])
+    return text
 
 
 class HeadingStack:

@@ -33,10 +33,14 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from structablate.corpus.files import (
+    BOMS,
     ByoInputError,
     HeadingStack,
     InputUnit,
+    control_problem,
+    decode_text,
     list_files,
+    read_bytes,
 )
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
 from structablate.ids import IdError, check_doc_id
@@ -94,6 +98,9 @@ def parse_record(
         raise ByoInputError(exc.where, exc.reason) from None
     title = " ".join(_require(obj, "title", str, where, "a string").split())
     text = _require(obj, "text", str, where, "a string")
+    bad = control_problem(text, field="text")
+    if bad is not None:
+        raise ByoInputError(where, bad[1])
     topic = obj.get("topic")
     if topic is not None and not isinstance(topic, str):
         raise ByoInputError(where, "field 'topic' must be a string or null")
@@ -193,8 +200,15 @@ def iter_units(corpus: UserCorpus, name: str) -> Iterator[InputUnit]:
 
 
 def _file_units(path: Path, lead: str, sep: str | None) -> Iterator[InputUnit]:
-    """Lines are decoded one by one, so a line that is not UTF-8 is bad on its own."""
-    data = Path(path).read_bytes()
+    """Lines are decoded one by one, so a line that is not UTF-8 is bad on its own; a file
+    with a UTF-16 or UTF-32 byte-order mark is decoded whole by it (:func:`decode_text`)."""
+    try:
+        data = read_bytes(path)
+        if any(data.startswith(bom) for bom, _, _ in BOMS):
+            data = decode_text(data, str(path)).encode("utf-8")
+    except ByoInputError as err:
+        yield str(path), None, _raiser(err)
+        return
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     for lineno, raw in enumerate(data.split(b"\n"), start=1):

@@ -27,16 +27,18 @@ from __future__ import annotations
 import csv
 import io
 import json
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from structablate.corpus.evidence import EvidenceMapper, fold
-from structablate.corpus.files import ByoInputError, read_text
+from structablate.corpus.files import SKIP, ByoInputError, read_text
 from structablate.corpus.flatten import FlatDocument
 from structablate.corpus.questions import MappedQuestion
 from structablate.ids import IdError, check_doc_id, check_qid
+from structablate.user_files import check_questions_file
 
 DEFAULT_QTYPE = "user"
 
@@ -118,14 +120,37 @@ class UserQueryFunnel:
 def read_user_queries(path: str | Path) -> list[UserQuery]:
     """Read a JSONL or TSV queries file (chosen by extension); errors name file and line."""
     path = Path(path)
-    if not path.is_file():
-        raise ByoInputError(str(path), "queries file not found")
+    check_questions_file(path)
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
         return _read_jsonl(path)
     if suffix in (".tsv", ".tab"):
         return _read_tsv(path)
     raise ByoInputError(str(path), f"unknown queries format {suffix!r} (.jsonl or .tsv)")
+
+
+def _read(path: Path) -> str:
+    """The text of a questions file (:func:`read_text`: UTF-8, or UTF-16/UTF-32 by its
+    byte-order mark), refused without the advice to skip it: a questions file is never
+    skipped."""
+    try:
+        return read_text(path)
+    except ByoInputError as exc:
+        raise ByoInputError(exc.where, exc.reason.replace(SKIP, "")) from None
+
+
+def _check_visible(query: str, where: str) -> None:
+    """Refuse a question made only of whitespace and invisible format characters (Unicode
+    category Cf: zero-width space U+200B, joiners U+200C/U+200D, word joiner U+2060,
+    U+FEFF, soft hyphen U+00AD, direction marks …), as a whitespace-only one is refused: it
+    has no text to embed, yet it would be scored (and counted in every mean)."""
+    if any(not ch.isspace() and unicodedata.category(ch) != "Cf" for ch in query):
+        return
+    shown = ", ".join(dict.fromkeys(
+        f"U+{ord(ch):04X} {unicodedata.name(ch, 'unnamed')}" for ch in query
+        if not ch.isspace() or ch not in " \t"))
+    raise ByoInputError(where, f"field 'query' holds only invisible characters ({shown}); "
+                        "write the question's text")
 
 
 def _id(value: object, key: str, where: str) -> str:
@@ -151,7 +176,7 @@ def _read_jsonl(path: Path) -> list[UserQuery]:
     seen: dict[str, str] = {}
     # lines end at \n (and \r\n) only: U+2028, U+0085 and the like are valid inside a JSON
     # string, and str.splitlines would cut a record there
-    for lineno, line in enumerate(read_text(path).split("\n"), start=1):
+    for lineno, line in enumerate(_read(path).split("\n"), start=1):
         line = line.removesuffix("\r")
         if not line.strip():
             continue
@@ -172,6 +197,7 @@ def _read_jsonl(path: Path) -> list[UserQuery]:
         query = obj["query"]
         if not isinstance(query, str) or not query.strip():
             raise ByoInputError(where, "field 'query' must be a non-empty string")
+        _check_visible(query, where)
         qtype = obj.get("qtype") or DEFAULT_QTYPE
         if not isinstance(qtype, str):
             raise ByoInputError(where, "field 'qtype' must be a string")
@@ -195,7 +221,7 @@ def _tsv_rows(path: Path) -> list[tuple[int, list[str]]]:
     hold tabs and line breaks); a quote inside an unquoted cell (``say "hi"``) is kept as
     written. A cell that opens a quote and does not close it where the cell ends is refused
     with its line rather than read some other way."""
-    reader = csv.reader(io.StringIO(read_text(path), newline=""), delimiter="\t",
+    reader = csv.reader(io.StringIO(_read(path), newline=""), delimiter="\t",
                         quotechar='"', doublequote=True, strict=True)
     rows: list[tuple[int, list[str]]] = []
     start = 1
@@ -241,6 +267,7 @@ def _read_tsv(path: Path) -> list[UserQuery]:
         for k, v in (("qid", qid), ("doc_id", doc_id), ("query", query)):
             if not v:
                 raise ByoInputError(where, f"empty field {k!r}")
+        _check_visible(query, where)
         qid, doc_id = _id(qid, "qid", where), _id(doc_id, "doc_id", where)
         qtype = cell("qtype") or DEFAULT_QTYPE
         q = by_qid.get(qid)
