@@ -26,10 +26,11 @@ import polars as pl
 
 from structablate import study
 from structablate.paper import PAPER_BM25_GOLD_TOP1, PAPER_QASPER_FUNNEL
-from structablate.stats.decision import decide, decision_words
+from structablate.stats.decision import ALPHA, MC_SE_MULTIPLE, monte_carlo_flags, row_words
 from structablate.stats.sizes import size_gap
 
-from .render import Note, TableBlock
+from .guard import Flags, row_guard, split_reason
+from .render import TableBlock
 
 # ---------------------------------------------------------------- formatting
 
@@ -124,8 +125,9 @@ CONTRAST_NOTE = (
     "above = the smallest margin at which the equivalence test passes at the family's level, "
     "for a reader who prefers another margin; p MixedLM = the mixed models (document "
     "intercept; query in document; per-document slope), only where fitted; answer = the one "
-    "decision rule, or 'not testable here' where the structure-quality guard rejects the "
-    "comparison; role = confirmatory for the pre-registered family on the primary measure in "
+    "decision rule, followed where the structure-quality guard qualifies it by what the answer "
+    "is about and a letter whose sentence follows the table (the guard never hides an answer); "
+    "role = confirmatory for the pre-registered family on the primary measure in "
     "the primary cell, exploratory for everything else.")
 
 
@@ -137,9 +139,10 @@ def interval(r: Mapping, kind: str, key: Mapping[str, object], cite: Cite = plai
     return f"[{cite(r['ci_low'], kind, 'ci_low', key)}, {cite(r['ci_high'], kind, 'ci_high', key)}]"
 
 
-def contrast_cells(r: Mapping, cite: Cite = plain) -> list[str]:
+def contrast_cells(r: Mapping, cite: Cite = plain, flags: Flags | None = None,
+                   n_boot: int | None = None) -> list[str]:
     """One contrast row's cells under :data:`CONTRAST_CELLS`, each number printed by
-    ``cite``."""
+    ``cite``; the answer is :func:`row_answer` with ``flags`` and ``n_boot``."""
     key = {k: r[k] for k in ("family", "contrast", "metric") if r.get(k) is not None}
 
     def n(col: str, kind: str) -> str:
@@ -164,7 +167,8 @@ def contrast_cells(r: Mapping, cite: Cite = plain) -> list[str]:
     return [tied, n("delta", "+4"), ci,
             n("p", "p"), holm, n("dz", "+3"), mde, margin, tost, bound,
             n("p_mixedlm", "p"), n("p_mixedlm_query", "p"), n("p_mixedlm_slope", "p"),
-            row_answer(r), "confirmatory" if r.get("primary") else "exploratory"]
+            row_answer(r, flags, n_boot),
+            "confirmatory" if r.get("primary") else "exploratory"]
 
 
 def _family_order(df: pl.DataFrame) -> pl.DataFrame:
@@ -174,16 +178,46 @@ def _family_order(df: pl.DataFrame) -> pl.DataFrame:
         (pl.col("family") != "pre-registered").cast(pl.Int8).alias("_fam"))
 
 
-def row_answer(r: Mapping) -> str:
-    """A contrast row's answer: the guard's mark where :func:`structablate.report.testable.
-    mark_contrasts` put one, else the decision rule in words."""
-    if r.get("not_testable"):
-        return "not testable here"
-    if r.get("answer"):
-        return r["answer"]
-    return decision_words(decide(r.get("p_holm"), r.get("p_tost_adj")), r.get("delta"),
-                          r.get("margin"), bound=r.get("equivalence_bound"),
-                          relative=r.get("margin_relative"))
+def monte_carlo_sentence(n_boot: int) -> str:
+    """The flag sentence of a decision within Monte-Carlo error of α
+    (:func:`structablate.stats.decision.monte_carlo_flags`) for ``n_boot`` replicates."""
+    return (f"Within Monte-Carlo error of α: the adjusted p lies within "
+            f"{MC_SE_MULTIPLE:g} Monte-Carlo standard errors of α = {ALPHA:g} for the run's "
+            f"{n_boot:,} bootstrap replicates (the binomial error of a share of replicates, "
+            "taken where the decision flips, docs/statistics.md), so another bootstrap seed "
+            "could give the other decision; structablate flags such a row rather than "
+            "raising the replicates, so the shipped tables stay the run's own.")
+
+
+def method_qualifiers(r: Mapping) -> list[str]:
+    """Short qualifiers for the optional columns of the small-sample inference: ``p_method``
+    (which test gave p, when not the percentile bootstrap) and ``mixedlm_disagrees`` (the mixed
+    models fall on the other side of α); empty for a table without them."""
+    out = []
+    method = r.get("p_method")
+    if method and method != "bootstrap":
+        out.append(f"p from the {method}")
+    if r.get("mixedlm_disagrees") is True:
+        out.append("the mixed models disagree")
+    return out
+
+
+def row_answer(r: Mapping, flags: Flags | None = None, n_boot: int | None = None) -> str:
+    """A contrast row's answer: the one decision rule in words
+    (:func:`structablate.stats.decision.row_words`), then, after " — ", what qualifies it:
+    each guard reason's "about …" (with its letter in ``flags``, whose sentences the caller
+    prints once; without ``flags`` the phrase alone), "within Monte-Carlo error of α" when
+    ``n_boot`` is given and a p lies that close to α, and the small-sample inference's
+    qualifiers (:func:`method_qualifiers`). A guarded row keeps its answer: the guard
+    qualifies, it never hides."""
+    quals = [flags.reason(x) if flags is not None else split_reason(x)[0] for x in row_guard(r)]
+    if n_boot and monte_carlo_flags(r, n_boot):
+        mc = "within Monte-Carlo error of α"
+        quals.append(f"{mc} [{flags.ref(monte_carlo_sentence(n_boot))}]" if flags is not None
+                     else mc)
+    quals += method_qualifiers(r)
+    words = row_words(r)
+    return f"{words} — {'; '.join(quals)}" if quals else words
 
 
 def family_notes(contrasts: pl.DataFrame) -> list[str]:
@@ -213,12 +247,15 @@ def contrasts_block(
     key: str = "contrasts",
     title: str = "Contrasts",
     with_cell: bool = False,
+    n_boot: int | None = None,
 ) -> TableBlock:
     """Table 1 layout, one row per (cell, metric, contrast): pre-registered family first.
 
     ``metrics`` restricts and orders the metrics (default: all, in the table's order).
     ``with_cell`` adds a leading ``cell`` column (for a table spanning cells). The ``answer``
-    column is :func:`row_answer` (the guard's mark travels with the row).
+    column is :func:`row_answer` (the guard's qualification travels with the row, by letter;
+    each letter's sentence is printed once, after the table's note); ``n_boot``: the run's
+    bootstrap replicates, to flag decisions within Monte-Carlo error of α.
     """
     df = _family_order(contrasts)
     order = list(metrics) if metrics is not None else list(dict.fromkeys(df["metric"]))
@@ -228,15 +265,17 @@ def contrasts_block(
     sort = (["corpus", "embedder", "reranker"] if with_cell else []) + ["_fam", "_m", "contrast"]
     df = df.sort(sort, maintain_order=True)
     rows = []
+    flags = Flags()
     for r in df.iter_rows(named=True):
         row = [f"{r['contrast']}: {r['cond_a']} − {r['cond_b']}", r["family"], r["metric"],
-               f"{r.get('n_queries', '—')} / {r.get('n_docs', '—')}", *contrast_cells(r)]
+               f"{r.get('n_queries', '—')} / {r.get('n_docs', '—')}",
+               *contrast_cells(r, flags=flags, n_boot=n_boot)]
         if with_cell:
             row.insert(0, cell_label(r["corpus"], r["embedder"], r["reranker"]))
         rows.append(row)
     cols = (["cell"] if with_cell else []) + CONTRAST_COLUMNS
     note = CONTRAST_NOTE
-    extra = family_notes(contrasts)
+    extra = family_notes(contrasts) + flags.notes()
     if extra:
         note += " " + " ".join(extra)
     align = ["l"] * (4 if with_cell else 3) + ["r"] * (len(CONTRAST_CELLS) - 1) + ["l", "l"]
@@ -487,21 +526,6 @@ def structure_quality_block(quality: pl.DataFrame, *, key: str = "structure-qual
              "(observed − chance) / (1 − chance), on which the guard decides. Two-stage "
              "routing ranks the top-level sections of the whole corpus.",
         align=["l"] + ["r"] * 5 + ["l"] + ["r"] * (len(cols) - 7))
-
-
-def guard_notes(contrasts: pl.DataFrame, flags_of, metric: str) -> list:
-    """One warning per contrast of ``contrasts`` that the guard flags on ``metric``;
-    ``flags_of((a, b), row)`` returns the reasons (:func:`structablate.report.guard.
-    comparison_flags`)."""
-    if not contrasts.height:
-        return []
-    out = []
-    for r in contrasts.filter(pl.col("metric") == metric).iter_rows(named=True):
-        reasons = flags_of((r["cond_a"], r["cond_b"]), r)
-        if reasons:
-            out.append(Note(f"{r['contrast']} ({r['cond_a']} − {r['cond_b']}) is not testable "
-                            "here: " + "; ".join(reasons) + ".", "warning"))
-    return out
 
 
 def resolving_power_block(power: pl.DataFrame, *, key: str = "resolving-power",
