@@ -140,9 +140,9 @@ def interval(r: Mapping, kind: str, key: Mapping[str, object], cite: Cite = plai
 
 
 def contrast_cells(r: Mapping, cite: Cite = plain, flags: Flags | None = None,
-                   n_boot: int | None = None) -> list[str]:
+                   n_boot: int | None = None, extra: Sequence[str] = ()) -> list[str]:
     """One contrast row's cells under :data:`CONTRAST_CELLS`, each number printed by
-    ``cite``; the answer is :func:`row_answer` with ``flags`` and ``n_boot``."""
+    ``cite``; the answer is :func:`row_answer` with ``flags``, ``n_boot`` and ``extra``."""
     key = {k: r[k] for k in ("family", "contrast", "metric") if r.get(k) is not None}
 
     def n(col: str, kind: str) -> str:
@@ -167,7 +167,7 @@ def contrast_cells(r: Mapping, cite: Cite = plain, flags: Flags | None = None,
     return [tied, n("delta", "+4"), ci,
             n("p", "p"), holm, n("dz", "+3"), mde, margin, tost, bound,
             n("p_mixedlm", "p"), n("p_mixedlm_query", "p"), n("p_mixedlm_slope", "p"),
-            row_answer(r, flags, n_boot),
+            row_answer(r, flags, n_boot, extra),
             "confirmatory" if r.get("primary") else "exploratory"]
 
 
@@ -176,6 +176,21 @@ def _family_order(df: pl.DataFrame) -> pl.DataFrame:
         df = df.with_columns(pl.lit("pre-registered").alias("family"))
     return df.with_columns(
         (pl.col("family") != "pre-registered").cast(pl.Int8).alias("_fam"))
+
+
+def routing_row(r: Mapping, section_recall: pl.DataFrame | None) -> dict | None:
+    """The section-recall row of a routing contrast's two-stage condition (a two-stage
+    condition against its flat twin, either order), None for any other row."""
+    if section_recall is None or not section_recall.height:
+        return None
+    a, b = r["cond_a"], r["cond_b"]
+    if not (study.is_condition(a) and study.is_condition(b)):
+        return None
+    two = [c for c in (a, b) if study.is_two_stage(c)]
+    if len(two) != 1:
+        return None
+    sub = section_recall.filter(pl.col("condition") == two[0])
+    return sub.row(0, named=True) if sub.height else None
 
 
 def monte_carlo_sentence(n_boot: int) -> str:
@@ -202,20 +217,40 @@ def method_qualifiers(r: Mapping) -> list[str]:
     return out
 
 
-def row_answer(r: Mapping, flags: Flags | None = None, n_boot: int | None = None) -> str:
+def routing_words(sr: Mapping | None, top_k: int | None, cite: Cite = plain) -> list[str]:
+    """What a routing row rests on, from its two-stage condition's row of the section-recall
+    table (``sr``): the routing hit rate (the share of questions whose stage 1 kept a section
+    holding gold evidence, ``section_recall``) and the share of each question's ``top_k``
+    results back-filled from the flat ranking (``mean_backfill / top_k``; a corpus with fewer
+    chunks than ``top_k`` returns fewer, so the share is then a lower bound). Empty without a
+    row; the share is left out without ``top_k``."""
+    if sr is None:
+        return []
+    k = {"condition": sr["condition"]}
+    out = f"routing hit {cite(sr['section_recall'], 'pct', 'section_recall', k)}"
+    if top_k and sr.get("mean_backfill") is not None:
+        share = sr["mean_backfill"] / top_k
+        out += (f", {cite(share, 'pct', '=', k)} of the {cite(top_k, 'int', '=', {})} results "
+                "back-filled from the flat ranking")
+    return [out]
+
+
+def row_answer(r: Mapping, flags: Flags | None = None, n_boot: int | None = None,
+               extra: Sequence[str] = ()) -> str:
     """A contrast row's answer: the one decision rule in words
     (:func:`structablate.stats.decision.row_words`), then, after " — ", what qualifies it:
     each guard reason's "about …" (with its letter in ``flags``, whose sentences the caller
     prints once; without ``flags`` the phrase alone), "within Monte-Carlo error of α" when
     ``n_boot`` is given and a p lies that close to α, and the small-sample inference's
-    qualifiers (:func:`method_qualifiers`). A guarded row keeps its answer: the guard
-    qualifies, it never hides."""
+    qualifiers (:func:`method_qualifiers`), then ``extra`` (e.g. :func:`routing_words`). A
+    guarded row keeps its answer: the guard qualifies, it never hides."""
     quals = [flags.reason(x) if flags is not None else split_reason(x)[0] for x in row_guard(r)]
     if n_boot and monte_carlo_flags(r, n_boot):
         mc = "within Monte-Carlo error of α"
         quals.append(f"{mc} [{flags.ref(monte_carlo_sentence(n_boot))}]" if flags is not None
                      else mc)
     quals += method_qualifiers(r)
+    quals += list(extra)
     words = row_words(r)
     return f"{words} — {'; '.join(quals)}" if quals else words
 
@@ -248,6 +283,8 @@ def contrasts_block(
     title: str = "Contrasts",
     with_cell: bool = False,
     n_boot: int | None = None,
+    section_recall: pl.DataFrame | None = None,
+    top_k: int | None = None,
 ) -> TableBlock:
     """Table 1 layout, one row per (cell, metric, contrast): pre-registered family first.
 
@@ -255,7 +292,9 @@ def contrasts_block(
     ``with_cell`` adds a leading ``cell`` column (for a table spanning cells). The ``answer``
     column is :func:`row_answer` (the guard's qualification travels with the row, by letter;
     each letter's sentence is printed once, after the table's note); ``n_boot``: the run's
-    bootstrap replicates, to flag decisions within Monte-Carlo error of α.
+    bootstrap replicates, to flag decisions within Monte-Carlo error of α; ``section_recall``
+    (the cell's; a table spanning cells leaves it out) and ``top_k``: a routing row prints its
+    routing hit rate and back-filled share (:func:`routing_words`).
     """
     df = _family_order(contrasts)
     order = list(metrics) if metrics is not None else list(dict.fromkeys(df["metric"]))
@@ -269,7 +308,8 @@ def contrasts_block(
     for r in df.iter_rows(named=True):
         row = [f"{r['contrast']}: {r['cond_a']} − {r['cond_b']}", r["family"], r["metric"],
                f"{r.get('n_queries', '—')} / {r.get('n_docs', '—')}",
-               *contrast_cells(r, flags=flags, n_boot=n_boot)]
+               *contrast_cells(r, flags=flags, n_boot=n_boot,
+                               extra=routing_words(routing_row(r, section_recall), top_k))]
         if with_cell:
             row.insert(0, cell_label(r["corpus"], r["embedder"], r["reranker"]))
         rows.append(row)

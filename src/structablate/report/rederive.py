@@ -54,10 +54,12 @@ NOT_REDERIVED = ("section_recall", "ranking_identity")
 class RunSettings:
     """What the statistics jobs of a run were given: the statistics block with the primary
     cell's embedder resolved (``statistics.primary.embedder``, else the last embedder listed,
-    as :attr:`structablate.plan.Plan.primary`) and the global ``seed``."""
+    as :attr:`structablate.plan.Plan.primary`), the global ``seed`` and the retrieval depth
+    ``top_k`` (results per question)."""
 
     statistics: StatisticsSettings
     seed: int
+    top_k: int
 
 
 def run_settings(tables: str | Path) -> RunSettings:
@@ -79,7 +81,8 @@ def settings_from(path: str | Path) -> RunSettings:
                            f"from ({e})") from None
     st = s.statistics
     embedder = st.primary.embedder or (list(s.embedders)[-1] if s.embedders else None)
-    return RunSettings(replace(st, primary=replace(st.primary, embedder=embedder)), s.seed)
+    return RunSettings(replace(st, primary=replace(st.primary, embedder=embedder)), s.seed,
+                       s.retrieval.top_k)
 
 
 def _same(a, b) -> bool:
@@ -172,7 +175,7 @@ def rederive(run, settings: RunSettings) -> tuple[list[str], list[str]]:
         summary = other.table("summary")
         conds = list(dict.fromkeys(summary["condition"].to_list()))
         scores = other.scores()
-        bad = check_scores(lambda c, o=other: o.rel(o.paths.scores(*cell, c)), scores,
+        bad = check_scores(lambda c, o=other, x=cell: o.rel(o.paths.scores(*x, c)), scores,
                            summary)
         if bad:
             problems += bad
