@@ -38,7 +38,7 @@ import polars as pl
 
 from structablate import study
 from structablate.paper import paper_relative_effects
-from structablate.stats.decision import ALPHA, margin_text, row_decision, row_words
+from structablate.stats.decision import ALPHA, margin_text, no_spread, row_decision, row_words
 from structablate.stats.power import (
     MIN_DOCS,
     MIN_QUERIES,
@@ -107,16 +107,19 @@ def decision_of(row: Mapping) -> str:
     return row_decision(row)
 
 
-def answer(row: Mapping | None, flags: Sequence[str] = (), letters: Flags | None = None
-           ) -> str:
+def answer(row: Mapping | None, flags: Sequence[str] = (), letters: Flags | None = None,
+           resolves: float | None = None) -> str:
     """One of: not run, withheld, or the decision in words (yes, no, it hurts, a real but
     negligible difference (smaller than ±m), no difference larger than ±m, too small to tell
     [(all N tie)]), followed by what the guard's reasons ``flags`` say it is about ("— about
     this inducer's segmentation [a]", the letter from ``letters`` when given); module
-    docstring for the order. The guard never replaces the answer."""
+    docstring for the order. The guard never replaces the answer. ``resolves``: the MDE at the
+    family's level, printed after "too small to tell" where the sample has spread."""
     if row is None:
         return "not run"
     words = row_words(row)
+    if _finite(resolves) and row_decision(row) == "inconclusive" and no_spread(row) is None:
+        words += f" (resolves ±{resolves:.3f})"
     quals = [letters.reason(f) if letters is not None else split_reason(f)[0] for f in flags]
     quals += method_qualifiers(row)
     return f"{words} — {'; '.join(quals)}" if quals else words
@@ -375,14 +378,12 @@ def verdict_blocks(
     letters = Flags()
     for q in QUESTIONS:
         pair, row, flags, why = _choose(q, contrasts, metric, flag_of, reason_of, letters)
+        resolves = None if row is None else row.get("mde80_family")
         verdict = answer(row, flags, letters)
+        cell_answer = answer(row, flags, letters, resolves)
         disagree = mixedlm_disagreement(row) if row is not None else None
         label = f"{pair[0]} − {pair[1]}"
-        cell_answer = verdict
-        resolves = None if row is None else row.get("mde80_family")
         inconclusive = row is not None and decision_of(row) == "inconclusive"
-        if inconclusive and _finite(resolves):
-            cell_answer += f" (resolves ±{resolves:.3f})"
         if disagree and verdict != "not run":
             cell_answer += "; MixedLM disagrees" if "disagree" in disagree else \
                 "; MixedLM did not converge"
