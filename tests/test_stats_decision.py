@@ -240,4 +240,4 @@ def test_monte_carlo_flags_name_the_test_near_alpha():
     words = row_answer(near | {"delta": 0.01}, flags, 10_000)
     assert words == "yes — within Monte-Carlo error of α [a]"
     (letter, sentence), = flags.items()
-    assert "10,000 bootstrap replicates" in sentence and "rather than raising" in sentence
+    assert "two Monte-Carlo standard errors" in sentence and "rather than raising" in sentence

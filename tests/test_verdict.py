@@ -1,6 +1,6 @@
 """The verdict page's plain-words answers: order (significance before equivalence), the guard's
-qualification (never hiding an answer), resolving power, the paper's contrast or a labelled fallback, MixedLM
-disagreement, sample-size warnings, provenance, BM25 and what was left out."""
+qualification (never hiding an answer), resolving power, the paper's contrast or a labelled
+fallback, MixedLM disagreement, sample-size warnings, provenance, BM25 and what was left out."""
 
 import polars as pl
 import pytest

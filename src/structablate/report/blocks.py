@@ -26,7 +26,7 @@ import polars as pl
 
 from structablate import study
 from structablate.paper import PAPER_BM25_GOLD_TOP1, PAPER_QASPER_FUNNEL
-from structablate.stats.decision import ALPHA, MC_SE_MULTIPLE, monte_carlo_flags, row_words
+from structablate.stats.decision import monte_carlo_flags, row_words
 from structablate.stats.sizes import size_gap
 
 from .guard import Flags, row_guard, split_reason
@@ -193,15 +193,17 @@ def routing_row(r: Mapping, section_recall: pl.DataFrame | None) -> dict | None:
     return sub.row(0, named=True) if sub.height else None
 
 
-def monte_carlo_sentence(n_boot: int) -> str:
+def monte_carlo_sentence() -> str:
     """The flag sentence of a decision within Monte-Carlo error of α
-    (:func:`structablate.stats.decision.monte_carlo_flags`) for ``n_boot`` replicates."""
-    return (f"Within Monte-Carlo error of α: the adjusted p lies within "
-            f"{MC_SE_MULTIPLE:g} Monte-Carlo standard errors of α = {ALPHA:g} for the run's "
-            f"{n_boot:,} bootstrap replicates (the binomial error of a share of replicates, "
-            "taken where the decision flips, docs/statistics.md), so another bootstrap seed "
-            "could give the other decision; structablate flags such a row rather than "
-            "raising the replicates, so the shipped tables stay the run's own.")
+    (:func:`structablate.stats.decision.monte_carlo_flags`). It states no number of its own
+    (a results page records every number it prints; the replicates are stated beside the
+    table, :func:`structablate.report.results.monte_carlo_line`)."""
+    return ("Within Monte-Carlo error of α: the adjusted p lies within two Monte-Carlo "
+            "standard errors of the level for the run's bootstrap replicates (the binomial "
+            "error of a share of replicates, taken where the decision flips, "
+            "docs/statistics.md), so another bootstrap seed could give the other decision; "
+            "structablate flags such a row rather than raising the replicates, so the "
+            "shipped tables stay the run's own.")
 
 
 def method_qualifiers(r: Mapping) -> list[str]:
@@ -247,7 +249,7 @@ def row_answer(r: Mapping, flags: Flags | None = None, n_boot: int | None = None
     quals = [flags.reason(x) if flags is not None else split_reason(x)[0] for x in row_guard(r)]
     if n_boot and monte_carlo_flags(r, n_boot):
         mc = "within Monte-Carlo error of α"
-        quals.append(f"{mc} [{flags.ref(monte_carlo_sentence(n_boot))}]" if flags is not None
+        quals.append(f"{mc} [{flags.ref(monte_carlo_sentence())}]" if flags is not None
                      else mc)
     quals += method_qualifiers(r)
     quals += list(extra)

@@ -40,7 +40,8 @@ like with the paper's QASPER funnel, then every field), ``bm25``, ``structure``,
 paper's on its own interval, in units and as a share of the control's mean, and against its
 controls as a paired difference, :func:`against_paper`; ``control_embedder``: a second
 embedder cell as one more control), ``sensitivity`` (``embedder``: the same conditions and
-contrasts in a second embedder cell), ``embedders`` (``weak``: the embedder axis, levels
+contrasts in a second embedder cell; ``absent=say``: a cell the tables lack is said, not an
+error), ``embedders`` (``weak``: the embedder axis, levels
 and each contrast under both embedders with its interaction test), ``claims``
 (``metric``), ``timing``, ``embedding``, ``hashes``.
 """
@@ -965,10 +966,15 @@ def _control_differences(run: Run, led: Ledger, ran: Mapping[tuple[str, str], Ma
 
 
 def block_sensitivity(run: Run, led: Ledger, embedder: str, metric: str = PAPER_METRIC,
-                      **_) -> list[str]:
+                      absent: str = "", **_) -> list[str]:
     """The cell's levels and contrasts beside a second cell of the same results folder that
-    differs only by its embedder entry (e.g. the same model at another ``max_seq_length``)."""
+    differs only by its embedder entry (e.g. the same model at another ``max_seq_length``).
+    A second cell the folder lacks is an error, unless ``absent=say``: then the block says
+    which cell is missing from which folder, and prints nothing of it."""
     other = Run(run.results, run.corpus, embedder, run.reranker)
+    if absent == "say" and not (run.results / other.file("summary")).exists():
+        return [f"The cell `{run.corpus}/{embedder}/{run.reranker}` is not in these tables "
+                f"(`{run.results}`): none of its numbers can be printed or re-derived here."]
     cells = (run, other)
     sums = [c.table("summary") for c in cells]
     conds = [c for c in _conds(run) if c in set(sums[1]["condition"].to_list())]
