@@ -452,3 +452,31 @@ def test_the_guards_mark_travels_to_every_place_a_contrast_appears():
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert texts[0].startswith("ABOUT TWO CONDITIONS THAT EMBED THE SAME TEXT; ABOUT THIS "
                                "INDUCER'S SEGMENTATION: slope +0.0100")
+
+
+def test_routing_rows_say_how_often_routing_hit_and_how_much_was_back_filled():
+    """A user corpus's routing contrast: every question tied, routing kept a gold-bearing
+    section for 75 % of them and 86 of each question's 100 results came from the flat ranking;
+    the verdict and the contrast table say so, and never "no difference"."""
+    row = _row("G4", "G3", 0.0, 0.0, 0.0, 1.0, "equivalent", n_q=20, n_d=12) | {
+        "n_zero_delta": 20, "family": "exploratory", "primary": False}
+    recall = pl.DataFrame({"condition": ["G4"], "n_queries": [20], "n_docs": [12],
+                           "section_recall": [0.75], "ci_low": [0.5], "ci_high": [0.9],
+                           "mean_backfill": [86.0], "share_backfilled": [1.0]})
+    summary = pl.DataFrame({"condition": ["G3"], "measure": [METRIC], "mean": [0.2]})
+    out = verdict_blocks("c", ("c", "e", "none"), pl.DataFrame([row]), summary, recall, METRIC,
+                         top_k=100)
+    note = next(b.text for b in out if getattr(b, "text", "").startswith("Is two-stage"))
+    assert note.startswith("Is two-stage routing safe? Answer: too small to tell (all 20 tie)")
+    assert "no difference larger" not in note
+    assert ("Stage 1 kept a gold-bearing section for 75% of the queries (the routing hit "
+            "rate); on average 86.0 of each question's 100 results (86%) were back-filled "
+            "from the flat ranking.") in note
+    table = blocks.contrasts_block(pl.DataFrame([row]), [METRIC], section_recall=recall,
+                                   top_k=100)
+    assert table.rows[0][blocks.CONTRAST_COLUMNS.index("answer")] == (
+        "too small to tell (all 20 tie) — routing hit 75.0 %, 86.0 % of the 100 results "
+        "back-filled from the flat ranking")
+    # a flat contrast gets no routing figures
+    flat = row | {"cond_a": "G3", "cond_b": "G2", "contrast": "G3-G2"}
+    assert blocks.routing_row(flat, recall) is None

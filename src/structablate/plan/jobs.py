@@ -344,7 +344,8 @@ class ReportPageJob(Job):
     it does not run); ``contrasts``: the configured families, ``statistics.contrasts`` and
     ``statistics.extra_contrasts``, so a contrast that did not run is named as configured;
     ``n_boot``: the bootstrap replicates the contrasts drew (``statistics.bootstrap_iters``),
-    so a decision within Monte-Carlo error of α is flagged."""
+    so a decision within Monte-Carlo error of α is flagged; ``top_k``: the results per question
+    (``retrieval.top_k``), so a routing row says what share of them was back-filled."""
 
     cells: list[Cell]
     corpora: list[str]
@@ -362,6 +363,7 @@ class ReportPageJob(Job):
     guard: GuardSettings
     contrasts: dict[str, dict[str, tuple[str, str]]]
     n_boot: int
+    top_k: int
 
 
 # ------------------------------------------------------------------------------ builders
@@ -451,7 +453,7 @@ def _report_page(plan: Plan, s: Settings, w: dict[str, str]) -> ReportPageJob:
         guard=s.report.guard,
         contrasts={"statistics.contrasts": s.statistics.contrasts,
                    "statistics.extra_contrasts": s.statistics.extra_contrasts},
-        n_boot=s.statistics.bootstrap_iters)
+        n_boot=s.statistics.bootstrap_iters, top_k=s.retrieval.top_k)
 
 
 _RULES: dict[str, _RuleJob[Any]] = {

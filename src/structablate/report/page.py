@@ -118,7 +118,9 @@ class PageSettings:
     (``{"statistics.contrasts": {name: [a, b]}, "statistics.extra_contrasts": …}``), so a
     question or contrast that did not run says why (None: the paper's C1–C4 are assumed);
     ``n_boot``: the bootstrap replicates of the run's contrasts (``statistics.bootstrap_iters``),
-    so a decision within Monte-Carlo error of α is flagged (None: not checked).
+    so a decision within Monte-Carlo error of α is flagged (None: not checked); ``top_k``: the
+    results per question (``retrieval.top_k``), so a routing row says what share of them was
+    back-filled from the flat ranking (None: the count alone).
     """
 
     embedders: Mapping[str, Any]
@@ -133,6 +135,7 @@ class PageSettings:
     guard: GuardSettings = field(default_factory=GuardSettings)
     contrasts: Mapping[str, Mapping[str, Sequence[str]]] | None = None
     n_boot: int | None = None
+    top_k: int | None = None
 
 
 def build_page(cells: Sequence[CellData], corpora: Sequence[CorpusData], run: PageSettings
@@ -163,7 +166,7 @@ def build_page(cells: Sequence[CellData], corpora: Sequence[CorpusData], run: Pa
             sections.append(PageSection(
                 f"Verdict: {corpus.name}",
                 _verdict_section(corpus, chosen, metric, guard, embedders, rerankers, llm,
-                                 conditions, inducer, stage_conditions, contrasts),
+                                 conditions, inducer, stage_conditions, contrasts, run.top_k),
                 key=f"verdict-{corpus.name}"))
     sections += [PageSection("Run provenance: models and flags", provenance_blocks(
         embedders, rerankers, [c.cell for c in cells], observed, llm, conditions,
@@ -218,7 +221,8 @@ def build_page(cells: Sequence[CellData], corpora: Sequence[CorpusData], run: Pa
         blocks = [Note(f, "warning") for f in cell_flags(c.cell, rerankers, c.observed_trained)]
         # the guard's sentences are the table's lettered notes: one per reason in this cell
         blocks.append(contrasts_block(c.contrasts, measures, key=f"contrasts-{k}",
-                                      title=f"Contrasts, {label}", n_boot=run.n_boot))
+                                      title=f"Contrasts, {label}", n_boot=run.n_boot,
+                                      section_recall=c.section_recall, top_k=run.top_k))
         corpus = next((x for x in corpora if x.name == c.cell[0]), None)
         if c.contrasts.height and "mde80" in c.contrasts.columns:
             blocks.append(resolving_power_block(
@@ -308,7 +312,7 @@ def dose_notes(reasons: Sequence[str]) -> list[Note]:
 
 def _verdict_section(corpus: CorpusData, chosen: CellData, metric: str,
                      guard: GuardSettings | None, embedders, rerankers, llm, conditions,
-                     inducer, stage_conditions, configured=None) -> list:
+                     inducer, stage_conditions, configured=None, top_k=None) -> list:
     """The verdict of one corpus: flags, answers, the guard table, BM25, what was left out."""
     blocks: list = []
     if corpus.questions_generated:
@@ -326,7 +330,7 @@ def _verdict_section(corpus: CorpusData, chosen: CellData, metric: str,
         quality=corpus.structure_quality, checks=corpus.comparison_checks,
         ranking=chosen.ranking_identity, guard=guard,
         provenance=answer_provenance(chosen.cell, embedders, rerankers, llm, inducer),
-        conditions=conditions, configured=configured)
+        conditions=conditions, configured=configured, top_k=top_k)
     if corpus.structure_quality is not None and corpus.structure_quality.height:
         blocks.append(structure_quality_block(
             corpus.structure_quality, key=f"structure-quality-{corpus.name}",

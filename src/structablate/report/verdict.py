@@ -339,6 +339,7 @@ def verdict_blocks(
     provenance: Mapping[str, str] | None = None,
     conditions: Sequence[str] | None = None,
     configured: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+    top_k: int | None = None,
 ) -> list:
     """The verdict of one corpus as report blocks: sample-size warnings, the answers table,
     then one note per question.
@@ -349,7 +350,9 @@ def verdict_blocks(
     ``provenance``: what produced each input (:func:`made_with`). Without the guard inputs no
     comparison is flagged. ``conditions`` (the run's) and ``configured`` (the configured
     contrast families, see :func:`not_run_reason`) let a question that cannot be answered say
-    why: a condition did not run, or no configured contrast compares the pair.
+    why: a condition did not run, or no configured contrast compares the pair. ``top_k``: the
+    results per question, so the routing answer says what share was back-filled from the flat
+    ranking.
     """
     def flag_of(pair):
         return comparison_flags(*pair, quality=quality, checks=checks, ranking=ranking,
@@ -443,7 +446,13 @@ def verdict_blocks(
             sr = section_recall.filter(pl.col("condition") == pair[0])
             if sr.height:
                 text += (f" Stage 1 kept a gold-bearing section for "
-                         f"{float(sr['section_recall'][0]):.0%} of the queries.")
+                         f"{float(sr['section_recall'][0]):.0%} of the queries (the routing "
+                         "hit rate)")
+                nb = sr["mean_backfill"][0] if "mean_backfill" in sr.columns else None
+                if nb is not None and top_k:
+                    text += (f"; on average {nb:.1f} of each question's {top_k} results "
+                             f"({nb / top_k:.0%}) were back-filled from the flat ranking")
+                text += "."
         mw = made_with(pair, provenance)
         if mw:
             text += " " + mw
