@@ -411,4 +411,8 @@ def test_check_fails_when_one_conditions_scores_are_shifted(tmp_path, monkeypatc
     line = next(x for x in err.splitlines() if "qasper/mpnet/none/summary.parquet (summary)"
                 in x and "'condition': 'G3', 'measure': 'covNDCG@10'" in x)
     assert f"column mean: the file has {want!r}, the per-question scores give" in line
-    assert "contrasts_marked.parquet (contrasts)" in err and "column delta" in err
+    assert "qasper/mpnet/none/contrasts.parquet (contrasts_raw): row {'family': " in err
+    assert "column delta" in err
+    # every table that no longer re-derives is named, with its count of differences
+    assert "all of them by file: " in err and "report/qasper/mpnet/none/contrasts_marked.parquet" \
+        in err.split("all of them by file: ")[1]

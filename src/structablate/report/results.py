@@ -1311,7 +1311,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in [*derived[:50], *stale]:
             print(f"check failed: {line}", file=sys.stderr)
         if len(derived) > 50:
-            print(f"check failed: … and {len(derived) - 50} more differences of the tables",
+            per_file: dict[str, int] = defaultdict(int)
+            for line in derived:
+                per_file[line.split(" (", 1)[0]] += 1
+            print(f"check failed: … and {len(derived) - 50} more differences of the tables; "
+                  "all of them by file: " + ", ".join(f"{f} {n}" for f, n in per_file.items()),
                   file=sys.stderr)
         if derived or stale:
             return 1
