@@ -7,8 +7,13 @@ import importlib.util
 import os
 from pathlib import Path
 
+import hermetic
 import pytest
-from isolation import (  # noqa: F401  (pytest hooks: isolated tests run in a child process)
+
+HIDDEN_EXTRAS = hermetic.install()
+"""Modules of optional extras hidden from this run (tests/hermetic.py), by module name."""
+
+from isolation import (  # noqa: F401,E402  (pytest hooks: isolated tests run in a child process)
     pytest_configure,
     pytest_pyfunc_call,
     pytest_runtest_logreport,

@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 from conftest import REPO
 from doc_blocks import section_blocks
+from hermetic import pythonpath
 from workflow_util import copy_workflow
 
 SECTION = "Run it on your corpus"
@@ -49,7 +50,7 @@ def shell_env(root: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     env["VIRTUAL_ENV"] = sys.prefix
-    env["PYTHONPATH"] = str(root / "src")
+    env["PYTHONPATH"] = pythonpath(root / "src")
     env["HF_HUB_OFFLINE"] = "1"
     env["TOKENIZERS_PARALLELISM"] = "false"
     return env

@@ -138,3 +138,30 @@ def test_report_headlines_the_within_document_figure(tiny):
     assert pq.columns == ["qid", "top_chunk_corpus", "hit_corpus", "top_chunk_document",
                           "hit_document", "rouge_l"]
     assert pq["hit_document"].sum() == 4 and pq["hit_corpus"].sum() == 2
+
+
+@pytest.mark.parametrize("n_chunks,floor", [(60, False), (3, True), (4, True)])
+def test_top1_is_the_dense_argmax_in_both_scopes(n_chunks, floor):
+    """Ties (repeated chunks), queries with no known term, and tiny corpora where every idf is
+    floored at or below 0 (the mean idf is negative), so matched chunks can score < 0 and an
+    unmatched chunk (score 0) wins; the scores equal scipy's sparse product to the bit."""
+    rng = np.random.default_rng(n_chunks)
+    vocab = [f"w{i}" for i in range(6 if floor else 40)]
+    corpus = [list(rng.choice(vocab, size=int(rng.integers(1, 8)))) for _ in range(n_chunks)]
+    corpus += [list(corpus[0]), list(corpus[1])]  # exact ties with earlier chunks
+    if floor:
+        corpus = [["a", "b"], ["a", "b"], ["a"], ["c"]][: n_chunks] + [["a", "b"]]
+    queries = [[w] for w in (*vocab[:8], "a", "b", "c")] + [["nope"], []]
+    queries += [list(rng.choice(vocab, size=3)) for _ in range(20)]
+    index = BM25Index(corpus)
+    dense = index.scores(queries)
+    assert np.array_equal(dense, (index.query_matrix(queries) @ index.weights.T).toarray())
+    top, best = index.top1(queries)
+    assert top.tolist() == dense.argmax(axis=1).tolist()
+    assert best.tolist() == dense.max(axis=1).tolist()
+    cands = [np.sort(rng.choice(len(corpus), size=int(rng.integers(1, len(corpus) + 1)),
+                                replace=False)) for _ in queries]
+    top, best = index.top1(queries, cands)
+    want = [int(c[int(row[c].argmax())]) for row, c in zip(dense, cands, strict=True)]
+    assert top.tolist() == want
+    assert best.tolist() == [row[i] for row, i in zip(dense, want, strict=True)]

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import MODEL, shared_file
+from hermetic import pythonpath
 
 from structablate.embedding import (
     Embedder,
@@ -87,7 +88,7 @@ def test_a_job_in_another_process_reuses_committed_vectors(embedder, tmp_path):
     src = str(Path(__file__).resolve().parents[1] / "src")
     out = subprocess.run([sys.executable, "-c", job, str(tmp_path / "emb"), MODEL, *TEXTS[:2]],
                          capture_output=True, text=True, timeout=300,
-                         env={**__import__("os").environ, "PYTHONPATH": src})
+                         env={**__import__("os").environ, "PYTHONPATH": pythonpath(src)})
     assert out.returncode == 0 and out.stdout.split()[-1] == "2", out.stderr
     cache = EmbeddingCache(tmp_path / "emb")
     v, stats = embed_texts(TEXTS, embedder, cache, progress=False)

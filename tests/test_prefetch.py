@@ -10,6 +10,7 @@ import sys
 import pytest
 import yaml
 from conftest import REPO
+from hermetic import pythonpath
 
 from structablate.plan import Plan
 from structablate.plan.needs import Need, Use, required
@@ -106,7 +107,7 @@ def test_configfiles_merge_as_snakemake_merges_them(tmp_path):
 def prefetch(*args, hf_home):
     env = dict(os.environ, HF_HOME=str(hf_home), HF_HUB_OFFLINE="1",
                HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9", NO_PROXY="",
-               PYTHONPATH=str(REPO / "src"))
+               PYTHONPATH=pythonpath(REPO / "src"))
     return subprocess.run([sys.executable, "-m", "structablate.prefetch", *args], cwd=REPO,
                           capture_output=True, text=True, timeout=300, env=env)
 

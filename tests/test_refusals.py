@@ -22,6 +22,7 @@ import numpy as np
 import polars as pl
 import pytest
 from conftest import MODEL, REPO, SAMPLE, build_byo, wiki_corpus
+from hermetic import pythonpath
 from openai_stub_server import StubServer
 from workflow_util import glue_config, run_glue
 
@@ -124,7 +125,7 @@ def test_the_config_checker_merges_files_like_snakemake(tmp_path):
     with pytest.raises(ConfigError, match=r"base\.yaml, .*over\.yaml: invalid configuration:"
                                           r"\n  chunking\.t_max: 4 is less than the minimum"):
         check_config_files([base, over])
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    env = dict(os.environ, PYTHONPATH=pythonpath(REPO / "src"))
     bad = tmp_path / "bad.yaml"
     bad.write_text("a: [1\n")
     proc = subprocess.run([sys.executable, "-m", "structablate.config", str(bad)],
@@ -798,7 +799,7 @@ s.close()
 def test_outputs_respect_the_umask(tmp_path, umask, mode):
     """A group sharing a results folder under umask 002 can read and replace each other's
     Parquet, JSON and .npy files and cache shards (mkstemp would make them 0600)."""
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    env = dict(os.environ, PYTHONPATH=pythonpath(REPO / "src"))
     proc = subprocess.run(["sh", "-c", f'umask {umask} && exec "$0" -c "$1" "$2"',
                            sys.executable, _WRITE_ALL, str(tmp_path)],
                           capture_output=True, text=True, env=env)
@@ -860,7 +861,7 @@ def test_a_generator_that_waited_for_the_stage_lock_does_not_redo_the_holders_wo
             return Generation(text="echo:" + request.messages[-1]["content"])
 
     path, n = tmp_path / "generations", 60
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    env = dict(os.environ, PYTHONPATH=pythonpath(REPO / "src"))
     holder = subprocess.Popen([sys.executable, "-c", _GENERATOR, str(path), str(n)], env=env,
                               stdout=subprocess.PIPE, text=True)
     try:

@@ -16,6 +16,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest import REPO
+from hermetic import pythonpath
 from openai_stub_server import StubServer
 from test_refusals import _unmappable_papers
 from workflow_util import snakemake, write_project
@@ -28,7 +29,7 @@ def bare_snakemake(root: Path, *args: str, timeout: int = 600) -> subprocess.Com
     ``root/config.yaml`` through the Snakefile's ``configfile:``)."""
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
            "--directory", str(root), "--cores", "1", *args]
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    env = dict(os.environ, PYTHONPATH=pythonpath(REPO / "src"))
     return subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout,
                           env=env)
 
@@ -51,7 +52,7 @@ def test_a_broken_config_yaml_names_its_line(tmp_path):
     assert "Config file is not valid JSON or YAML" in proc.stdout + proc.stderr
     check = subprocess.run([sys.executable, "-m", "structablate.config", "config.yaml"],
                            cwd=tmp_path, capture_output=True, text=True,
-                           env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
+                           env=dict(os.environ, PYTHONPATH=pythonpath(REPO / "src")))
     assert check.returncode == 1 and f"config.yaml:{line + 1}:" in check.stderr
     assert not (tmp_path / "results").exists()
 
@@ -130,7 +131,7 @@ def test_a_rerun_beside_the_orphan_of_a_killed_snakemake_generates_nothing_twice
 
         write_project(tmp_path, ["A0", "A1"], n_papers=3, tweak=tweak)
         target = "results/qasper/chunks/A1.parquet"
-        env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+        env = dict(os.environ, PYTHONPATH=pythonpath(REPO / "src"))
         cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
                "--directory", str(tmp_path), "--configfile", str(tmp_path / "config.yaml"),
                "--cores", "2"]
@@ -204,7 +205,7 @@ def test_a_read_only_home_without_xdg_cache_home_plans_the_run(tmp_path):
     write_project(tmp_path, ["G2"], n_papers=2)
     (tmp_path / "a-file").write_text("")
     env = {k: v for k, v in os.environ.items() if k != "XDG_CACHE_HOME"}
-    env.update(HOME=str(tmp_path / "a-file" / "home"), PYTHONPATH=str(REPO / "src"))
+    env.update(HOME=str(tmp_path / "a-file" / "home"), PYTHONPATH=pythonpath(REPO / "src"))
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
            "--directory", str(tmp_path), "--configfile", str(tmp_path / "config.yaml"),
            "--cores", "1", "-n"]
@@ -229,7 +230,7 @@ def _holder(root: Path, fn: str, results: str) -> subprocess.Popen:
     does) until killed."""
     proc = subprocess.Popen([sys.executable, "-c", HOLD.format(fn=fn), results], cwd=root,
                             stdout=subprocess.PIPE, text=True,
-                            env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
+                            env=dict(os.environ, PYTHONPATH=pythonpath(REPO / "src")))
     assert proc.stdout.readline().strip() == "held"
     return proc
 

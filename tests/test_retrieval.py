@@ -108,3 +108,41 @@ def test_rerank_run_reorders_only_the_top_n_and_flags_untrained_head():
         assert ra["chunk_id"].to_list()[3:] == fa[3:]
         assert ra["score"].to_list()[3:] == [None] * 3
         assert ra["first_stage_rank"].to_list()[3:] == [4, 5, 6]
+
+
+@pytest.mark.parametrize("n,k,group", [(1000, 10, 32), (1003, 10, 7), (50, 5, 3), (40, 40, 1)])
+def test_kth_lower_bound_is_reached_by_k_entries_and_never_above_the_kth(n, k, group):
+    from structablate.retrieval.flat import kth_lower_bound
+
+    rng = np.random.default_rng(n + k)
+    s = rng.standard_normal((9, n)).astype(np.float32)
+    s[0, :] = 0.5  # all tied
+    s[1, : 3 * k] = 7.0  # the top entries packed into few groups
+    bound = kth_lower_bound(s, k, group)
+    kth = np.sort(s, axis=1)[:, n - k]
+    assert np.all(bound <= kth)
+    assert np.all((s >= bound[:, None]).sum(axis=1) >= k)
+    assert bound[0] == 0.5 and bound[1] == 7.0
+
+
+def test_exact_matches_brute_force_when_the_top_share_groups():
+    # the best chunks sit in few of the lower bound's strided groups (columns j, j + m, ...),
+    # so the bound is far below the k-th score: more candidates, the same result
+    from structablate.retrieval.flat import _group_size
+
+    rng = np.random.default_rng(5)
+    n, k = 3000, 50
+    c = _unit(rng, n)
+    q = _unit(rng, 12)
+    group = _group_size(n, k)
+    m = n // group
+    best = np.array([j + i * m for j in range(8) for i in range(group)])
+    assert len(best) >= k
+    c[best] = q[0] + 0.01 * _unit(rng, len(best))
+    idx, sc = exact_search(q, c, k)
+    ref = (q.astype(np.float64) @ c.astype(np.float64).T).astype(np.float32)
+    assert set(idx[0].tolist()) <= set(best.tolist())
+    for i in range(len(q)):
+        order = np.lexsort((np.arange(n), -ref[i]))[:k]
+        assert idx[i].tolist() == order.tolist()
+        assert np.array_equal(sc[i], ref[i, order])

@@ -21,6 +21,7 @@ import pytest
 import slurm_cluster
 import yaml
 from conftest import REPO
+from hermetic import pythonpath
 from workflow_util import job_counts, snakemake, write_project
 
 pytestmark = pytest.mark.slow
@@ -135,7 +136,7 @@ def slurm_run(tmp_path_factory, cluster):
     root = base / "p"
     write_project(root, CONDITIONS, n_papers=N_PAPERS)
     profile = site_profile(base / "profile", cluster)
-    env = {**cluster.env, "PYTHONPATH": str(REPO / "src")}
+    env = {**cluster.env, "PYTHONPATH": pythonpath(REPO / "src")}
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
            "--directory", str(root), "--configfile", str(root / "config.yaml"),
            "--profile", str(profile),

@@ -241,3 +241,19 @@ def test_monte_carlo_flags_name_the_test_near_alpha():
     assert words == "yes — within Monte-Carlo error of α [a]"
     (letter, sentence), = flags.items()
     assert "two Monte-Carlo standard errors" in sentence and "rather than raising" in sentence
+
+
+def test_small_sample_columns_qualify_the_answer():
+    """The small-sample inference's optional columns (absent in older tables): a p from the
+    sign-flip test and mixed models that disagree are said on the row; an exact p has no
+    Monte-Carlo error to flag."""
+    row = {"n_queries": 40, "n_zero_delta": 2, "se": 0.01, "delta": 0.069, "p": 0.004,
+           "p_holm": 0.017, "p_method": "sign-flip-exact", "mixedlm_disagrees": True,
+           "mixedlm_disagreeing": "p_mixedlm,p_mixedlm_slope"}
+    assert row_answer(row) == ("yes — p from the exact document sign-flip test; the mixed "
+                               "models disagree (p_mixedlm,p_mixedlm_slope)")
+    near = row | {"p": 0.0125, "p_holm": 0.05 - 1e-4}
+    assert monte_carlo_flags(near, 10_000) == []
+    assert monte_carlo_flags(near | {"p_method": "sign-flip-mc"}, 10_000) == ["significance"]
+    assert row_answer({k: v for k, v in row.items()
+                       if k not in ("p_method", "mixedlm_disagrees")}) == "yes"

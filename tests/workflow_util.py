@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 from conftest import REPO, SAMPLE
+from hermetic import pythonpath
 
 
 def _absolute_caches(cfg: dict) -> None:
@@ -79,7 +80,7 @@ def snakemake(root: Path, *args: str, timeout: int = 1200,
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(workflow / "Snakefile"),
            "--directory", str(root), "--configfile", str(root / "config.yaml"),
            "--cores", "2", *args]
-    env = dict(os.environ, PYTHONPATH=str(workflow / "src"))
+    env = dict(os.environ, PYTHONPATH=pythonpath(workflow / "src"))
     return subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout,
                           env=env)
 

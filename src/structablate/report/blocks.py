@@ -213,10 +213,16 @@ def method_qualifiers(r: Mapping) -> list[str]:
     out = []
     method = r.get("p_method")
     if method and method != "bootstrap":
-        out.append(f"p from the {method}")
+        out.append("p from " + METHOD_WORDS.get(method, f"the {method} test"))
     if r.get("mixedlm_disagrees") is True:
-        out.append("the mixed models disagree")
+        which = r.get("mixedlm_disagreeing")
+        out.append("the mixed models disagree" + (f" ({which})" if which else ""))
     return out
+
+
+METHOD_WORDS = {"sign-flip-exact": "the exact document sign-flip test",
+                "sign-flip-mc": "the document sign-flip test (Monte-Carlo)"}
+"""How a row's ``p_method`` other than the bootstrap reads in its answer."""
 
 
 def routing_words(sr: Mapping | None, top_k: int | None, cite: Cite = plain) -> list[str]:

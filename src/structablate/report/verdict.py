@@ -387,7 +387,7 @@ def verdict_blocks(
         disagree = mixedlm_disagreement(row) if row is not None else None
         label = f"{pair[0]} − {pair[1]}"
         inconclusive = row is not None and decision_of(row) == "inconclusive"
-        if disagree and verdict != "not run":
+        if disagree and verdict != "not run" and row.get("mixedlm_disagrees") is None:
             cell_answer += "; MixedLM disagrees" if "disagree" in disagree else \
                 "; MixedLM did not converge"
         has_p = row is not None and _finite(row.get("p_holm"))

@@ -17,9 +17,9 @@ Stated choices:
 * **BM25** — ``rank_bm25.BM25Okapi`` with its defaults (``k1`` 1.5, ``b`` 0.75, ``epsilon``
   0.25: a negative idf is floored at ``epsilon`` times the mean idf). ``BM25Okapi`` fits the
   index (term frequencies, document lengths, idf); the scores are computed with the same
-  formula as ``BM25Okapi.get_scores`` but as one sparse product per batch of queries
-  (``get_scores`` loops over every chunk in Python, hours on 36k chunks × 4k queries); a test
-  checks equality with ``get_scores``;
+  formula as ``BM25Okapi.get_scores`` but from posting lists, one ``bincount`` per query
+  (``get_scores`` loops over every chunk in Python, hours on 36k chunks × 4k
+  queries); a test checks equality with ``get_scores``;
 * **scope** — ``corpus`` (default): the top chunk over the whole chunkset; ``document``: the
   top chunk among the chunks of the query's own document (same index, so idf and average
   length still come from the whole chunkset). The paper does not state its scope; on full
@@ -47,7 +47,7 @@ from structablate.text.rouge import rouge_l, rouge_quantiles
 from structablate.text.words import tokenize as bm25_tokenize
 
 __all__ = ["BM25Index", "BM25_REPORT_KEYS", "PAPER_GOLD_TOP1", "bm25_gold_top1", "bm25_report",
-           "bm25_tokenize", "evidence_rouge"]
+           "bm25_tokenize", "chunk_index", "evidence_rouge"]
 
 
 class BM25Index:
@@ -72,6 +72,9 @@ class BM25Index:
         self.weights = sparse.csr_matrix(
             (np.asarray(vals, dtype=np.float64), (rows, cols)),
             shape=(len(ok.doc_freqs), len(self.vocab)))
+        # the right operand of every query product, converted once (scipy converts the
+        # transposed view to this same CSR matrix on each product)
+        self._weights_t = self.weights.T.tocsr()
 
     def query_matrix(self, queries: Sequence[Sequence[str]]) -> sparse.csr_matrix:
         """``idf``-weighted term counts of the queries (a repeated query term counts again,
@@ -89,29 +92,47 @@ class BM25Index:
 
     def scores(self, queries: Sequence[Sequence[str]]) -> np.ndarray:
         """Dense ``(n_queries, n_chunks)`` scores."""
-        return np.asarray((self.query_matrix(queries) @ self.weights.T).todense())
+        q = self.query_matrix(queries)
+        n = self.weights.shape[0]
+        return np.stack([self._row(q, i) for i in range(len(queries))]) if len(queries) \
+            else np.zeros((0, n))
+
+    def _row(self, q: sparse.csr_matrix, i: int) -> np.ndarray:
+        """Query ``i``'s scores over every chunk, from the posting lists (the rows of the
+        transposed weights) with one ``bincount``: the query's postings laid out term by term
+        in ascending vocabulary order, so every chunk's score sums ``v · weight`` in the order,
+        and with the arithmetic, of scipy's sparse product ``q @ weights.T`` (the same values
+        to the bit), at the cost of the postings alone."""
+        wt = self._weights_t
+        lo, hi = q.indptr[i], q.indptr[i + 1]
+        if lo == hi:
+            return np.zeros(wt.shape[1])
+        ptr, ind, data = wt.indptr, wt.indices, wt.data
+        terms, coef = q.indices[lo:hi].tolist(), q.data[lo:hi].tolist()
+        cells = np.concatenate([ind[ptr[j]:ptr[j + 1]] for j in terms])
+        weights = np.concatenate([v * data[ptr[j]:ptr[j + 1]]
+                                  for j, v in zip(terms, coef, strict=True)])
+        return np.bincount(cells, weights=weights, minlength=wt.shape[1])
 
     def top1(
         self,
         queries: Sequence[Sequence[str]],
         candidates: Sequence[np.ndarray] | None = None,
-        batch: int = 256,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Index and score of each query's best chunk (first maximum), over all chunks or over
         ``candidates[q]`` (chunk indices in ascending order) for query ``q``."""
-        idx, best = [], []
-        for b in range(0, len(queries), batch):
-            s = self.scores(queries[b : b + batch])
-            for k in range(s.shape[0]):
-                row = s[k]
-                if candidates is None:
-                    i = int(row.argmax())
-                else:
-                    cand = candidates[b + k]
-                    i = int(cand[int(row[cand].argmax())])
-                idx.append(i)
-                best.append(float(row[i]))
-        return np.asarray(idx, dtype=np.int64), np.asarray(best, dtype=np.float64)
+        q = self.query_matrix(queries)
+        idx = np.empty(len(queries), dtype=np.int64)
+        best = np.empty(len(queries), dtype=np.float64)
+        for k in range(len(queries)):
+            row = self._row(q, k)
+            if candidates is None:
+                i = int(row.argmax())
+            else:
+                cand = candidates[k]
+                i = int(cand[int(row[cand].argmax())])
+            idx[k], best[k] = i, row[i]
+        return idx, best
 
 
 def _chunk_texts(chunks: pl.DataFrame, documents: pl.DataFrame, include_prefix: bool
@@ -126,6 +147,18 @@ def _chunk_texts(chunks: pl.DataFrame, documents: pl.DataFrame, include_prefix: 
     return out
 
 
+def chunk_index(chunks: pl.DataFrame, documents: pl.DataFrame, *, include_prefix: bool = False,
+                k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25) -> BM25Index:
+    """The BM25 index of a chunk table's texts (content, or prefix + content), tokenized by
+    :func:`bm25_tokenize`, in chunk-table order."""
+    if "prefix" in chunks.columns:
+        chunks = chunks.with_columns(pl.col("prefix").fill_null(""))
+    else:
+        chunks = chunks.with_columns(pl.lit("").alias("prefix"))
+    return BM25Index([bm25_tokenize(t) for t in _chunk_texts(chunks, documents, include_prefix)],
+                     k1=k1, b=b, epsilon=epsilon)
+
+
 def bm25_gold_top1(
     chunks: pl.DataFrame,
     documents: pl.DataFrame,
@@ -137,18 +170,22 @@ def bm25_gold_top1(
     k1: float = 1.5,
     b: float = 0.75,
     epsilon: float = 0.25,
+    index: BM25Index | None = None,
 ) -> tuple[dict[str, Any], pl.DataFrame]:
     """BM25 gold-top-1 of ``queries`` over ``chunks`` (module docstring).
 
-    ``scope``: ``corpus`` or ``document`` (module docstring). Returns the summary
-    (``scope``, ``n_queries``, ``hits``, ``gold_top1``, ``by_qtype``, ``n_chunks``,
-    ``n_zero_score``, the stated settings) and a per-query frame (qid, doc_id, qtype,
-    top_chunk_id, top_doc_id, score, hit, same_doc).
+    ``scope``: ``corpus`` or ``document`` (module docstring). ``index``: the index of these
+    chunks built with these settings (:func:`chunk_index`), to share one between scopes; built
+    here when None. Returns the summary (``scope``, ``n_queries``, ``hits``, ``gold_top1``,
+    ``by_qtype``, ``n_chunks``, ``n_zero_score``, the stated settings) and a per-query frame
+    (qid, doc_id, qtype, top_chunk_id, top_doc_id, score, hit, same_doc).
     """
-    chunks = chunks.with_columns(pl.col("prefix").fill_null("")) if "prefix" in chunks.columns \
-        else chunks.with_columns(pl.lit("").alias("prefix"))
-    index = BM25Index([bm25_tokenize(t) for t in _chunk_texts(chunks, documents, include_prefix)],
-                      k1=k1, b=b, epsilon=epsilon)
+    if index is None:
+        index = chunk_index(chunks, documents, include_prefix=include_prefix, k1=k1, b=b,
+                            epsilon=epsilon)
+    elif index.weights.shape[0] != chunks.height:
+        raise ValueError(f"the BM25 index holds {index.weights.shape[0]} chunks, the chunk "
+                         f"table {chunks.height}")
     gold: dict[str, list[tuple[int, int]]] = {}
     for qid, s, e in qrels.select("qid", "start", "end").iter_rows():
         gold.setdefault(qid, []).append((s, e))
@@ -273,9 +310,10 @@ def bm25_report(
     out: dict[str, Any] = {"corpus": corpus, "chunkset": chunkset,
                            "headline": "gold_top1_within_document"}
     frames = {}
+    index = chunk_index(chunks, documents, include_prefix=include_prefix)  # one for both scopes
     for scope in ("document", "corpus"):
         summary, per_query = bm25_gold_top1(chunks, documents, queries, qrels, scope=scope,
-                                            include_prefix=include_prefix)
+                                            include_prefix=include_prefix, index=index)
         out[f"bm25_{scope}"] = summary
         frames[scope] = per_query.select(
             "qid", pl.col("top_chunk_id").alias(f"top_chunk_{scope}"),

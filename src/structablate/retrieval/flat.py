@@ -9,9 +9,11 @@ broken by ascending row index, so the ranking is a pure function of the vectors.
   speed, each block of queries is first scored with a plain float32 matrix product, which is off
   from the float64 value by at most ``γ·‖q‖·‖x‖`` (:func:`float32_error_bound`, the standard
   bound for any summation order of a length-``d`` float32 dot product, plus the float64 and
-  final float32 roundings). Every chunk whose float32 score lies within twice that bound of the
-  query's ``k``-th float32 score is kept as a candidate (provably a superset of the top ``k``:
-  anything below is beaten by ``k`` chunks for certain); only the candidates are re-scored in
+  final float32 roundings). Every chunk whose float32 score lies within twice that bound of a
+  lower bound of the query's ``k``-th float32 score (:func:`kth_lower_bound`: the ``k``-th
+  largest of group maxima, which ``k`` chunks reach) is kept as a candidate (provably a
+  superset of the top ``k``: anything below is beaten by ``k`` chunks for certain); only the
+  candidates are re-scored in
   float64 and ranked by (score desc, row asc). The result is the same as scoring every chunk in
   float64; as with any float64 route, a score whose float64 sum lies within a few float64 ulps
   of a float32 rounding boundary (~1e-8 per score) may round to either neighbour depending on
@@ -131,6 +133,33 @@ def _exact_float64(queries: np.ndarray, x64: np.ndarray, k: int, block: int):
     return idx_out, sc_out
 
 
+def _group_size(n: int, k: int) -> int:
+    """Columns per group for :func:`kth_lower_bound`: as many as keep at least ``8·k`` groups
+    (so the top ``k`` rarely share one), at most 32."""
+    return int(max(1, min(32, n // (8 * max(k, 1)))))
+
+
+def kth_lower_bound(scores: np.ndarray, k: int, group: int) -> np.ndarray:
+    """Per row, a value ``L`` with at least ``k`` entries ``>= L``, at most the row's ``k``-th
+    largest: the ``k``-th largest of the maxima of ``m = n // group`` disjoint column groups
+    (group ``j`` holds columns ``j, j + m, …, j + (group − 1)·m``; the ``n − m·group`` left
+    over form one more group). The ``k`` largest maxima come from ``k`` distinct columns, so
+    ``L`` never exceeds the ``k``-th largest entry; it equals it when the top ``k`` fall in
+    distinct groups. Strided groups reduce with elementwise maxima of contiguous slabs, and
+    partitioning ``m`` maxima instead of ``n`` entries is what makes it cheap. Needs at least
+    ``k`` groups."""
+    b, n = scores.shape
+    m = n // group
+    maxima = scores[:, : m * group].reshape(b, group, m).max(axis=1)
+    if m * group < n:
+        maxima = np.concatenate([maxima, scores[:, m * group:].max(axis=1, keepdims=True)],
+                                axis=1)
+    if maxima.shape[1] < k:
+        raise ValueError(f"{maxima.shape[1]} groups of {group} columns cannot bound the top {k}")
+    maxima.partition(maxima.shape[1] - k, axis=1)
+    return maxima[:, maxima.shape[1] - k].copy()
+
+
 def exact_search(
     queries: np.ndarray, chunks: np.ndarray, k: int, block: int = 256
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -158,8 +187,8 @@ def exact_search(
     # buffers reused across blocks (fresh 10-100 MB arrays per block cost page faults)
     bsz = min(block, nq)
     s32_buf = np.empty((bsz, n), dtype=np.float32)
-    part_buf = np.empty((bsz, n), dtype=np.float32)
     mask_buf = np.empty((bsz, n), dtype=bool)
+    group = _group_size(n, k)
     for s in range(0, nq, block):
         qb = queries[s : s + block]
         b = qb.shape[0]
@@ -168,17 +197,14 @@ def exact_search(
             i, sc = _exact_float64(qb, x.astype(np.float64), k, block)
             idx_out[s : s + b], sc_out[s : s + b] = i, sc
             continue
-        part = part_buf[:b]
-        np.copyto(part, s32)
-        part.partition(n - k, axis=1)
-        kth = part[:, n - k].astype(np.float64)
+        kth = kth_lower_bound(s32, k, group).astype(np.float64)
         margin = gamma * q_norm[s : s + b] * x_norm_max + tiny
         thr = kth - 2 * margin
         thr32 = thr.astype(np.float32)
         low = thr32.astype(np.float64) > thr  # round the threshold down, never up
         thr32[low] = np.nextafter(thr32[low], np.float32(-np.inf))
         mask = np.greater_equal(s32, thr32[:, None], out=mask_buf[:b])
-        qi, cj = np.nonzero(mask)  # row-major: by query, then row
+        qi, cj = np.divmod(np.flatnonzero(mask), n)  # row-major: by query, then row
         ref = pair_scores(qb, x64, qi, cj)
         order = np.lexsort((cj, -ref, qi))  # per query: score desc, then row asc
         first = np.searchsorted(qi, np.arange(b))

@@ -16,6 +16,9 @@ computes none of its own.
   sample needed for the paper's effect sizes.
 * :func:`size_matching` — realized chunk sizes and truncation per chunkset.
 * :func:`ranking_identity` — how often two conditions return the very same ranking.
+* :func:`sign_flip` — the document-level sign-flip randomization test a contrast row over
+  fewer than :data:`MIN_DOCS` documents takes its p, interval and TOST from
+  (:mod:`.smallsample`).
 * :func:`cluster_bootstrap`, :func:`holm` — the building blocks.
 """
 
@@ -60,12 +63,14 @@ from .power import (
     sample_warnings,
 )
 from .sizes import size_gap, size_matching
+from .smallsample import EXACT_MAX_DOCS, SignFlip, sign_flip
 
 __all__ = [
     "ALPHA",
     "CELL",
     "DECISIONS",
     "DEFAULT_SEED",
+    "EXACT_MAX_DOCS",
     "EQUIVALENCE_COLUMNS",
     "ID_COLUMNS",
     "MIN_BOOTSTRAP_DOCS",
@@ -74,6 +79,7 @@ __all__ = [
     "OUTPUT_COLUMNS",
     "PAPER_DELTAS",
     "PAPER_DZ",
+    "SignFlip",
     "ZERO_TOL",
     "bootstrap_p",
     "bootstrap_se",
@@ -105,6 +111,7 @@ __all__ = [
     "sample_warnings",
     "section_recall_cis",
     "size_gap",
+    "sign_flip",
     "size_matching",
     "table_schema",
     "tost",

@@ -38,15 +38,16 @@ from .columns import CELL, metric_columns
 from .decision import ALPHA, MIN_BOOTSTRAP_DOCS, decide
 from .holm import holm
 from .mixedlm import mixedlm_pvalues, mixedlm_slope
-from .power import design_effect, mde
+from .power import MIN_DOCS, design_effect, mde
+from .smallsample import SignFlip, sign_flip
 
 OUTPUT_COLUMNS = [
     "corpus", "embedder", "reranker", "metric", "contrast", "cond_a", "cond_b", "n_queries",
-    "n_docs", "delta", "mean_b", "ci_low", "ci_high", "p", "p_holm", "dz", "se", "mde80",
-    "mde80_family", "design_effect", "n_zero_delta", "p_mixedlm", "p_mixedlm_query",
-    "p_mixedlm_slope", "primary", "family_size", "family_missing", "withheld", "margin",
-    "margin_relative", "p_tost", "p_tost_adj", "ci_tost_low", "ci_tost_high",
-    "equivalence_bound", "decision",
+    "n_docs", "delta", "mean_b", "ci_low", "ci_high", "p", "p_method", "p_holm", "dz", "se",
+    "mde80", "mde80_family", "design_effect", "n_zero_delta", "p_mixedlm", "p_mixedlm_query",
+    "p_mixedlm_slope", "mixedlm_disagrees", "mixedlm_disagreeing", "primary", "family_size",
+    "family_missing", "withheld", "margin", "margin_relative", "p_tost", "p_tost_adj",
+    "ci_tost_low", "ci_tost_high", "equivalence_bound", "decision",
 ]  # fmt: skip
 """``se``: the clustered bootstrap's standard error of ``delta``; ``mde80``: the minimum
 detectable effect at 80% power, two-sided α = 0.05 (``2.8016 · se``); ``mde80_family``: the
@@ -54,6 +55,25 @@ same at the level of the decision, two-sided ``α / family_size`` (Holm's strict
 ``3.3537 · se`` for a family of four); ``design_effect``: ``se² / (sd²/n)``
 (:mod:`structablate.stats.power`); ``n_zero_delta``: queries whose delta is 0
 (``|δ_q| <= ZERO_TOL``), i.e. that score the same under both conditions.
+
+``p_method``: where ``p``, ``ci_low``/``ci_high`` and the TOST columns come from:
+``"bootstrap"`` (the document-clustered percentile bootstrap, rows over at least
+:data:`~structablate.stats.power.MIN_DOCS` (30) documents), ``"sign-flip-exact"`` or
+``"sign-flip-mc"`` (the document-level sign-flip randomization test of
+:mod:`structablate.stats.smallsample`, all ``2^D`` sign vectors or a seeded Monte-Carlo
+sample of them, rows over fewer than 30 documents, where the percentile bootstrap is too
+optimistic: docs/statistics.md); null on a withheld row. ``se``, ``mde80``, ``mde80_family``
+and ``design_effect`` are the bootstrap's on every row that has one.
+
+``mixedlm_disagrees``: whether a mixed model reaches a different significance than the row's
+own test: the row is significant when ``p_holm < α``; each of ``p_mixedlm``,
+``p_mixedlm_query`` and ``p_mixedlm_slope`` is Holm-adjusted over the same declared family
+(a contrast that did not run, a withheld row or a model that was not fitted or failed enters
+with p = 1) and the row disagrees when any of the fitted models is significant (adjusted p <
+α) while the row is not, or the other way round. Null when no mixed model was fitted on the
+row or the row is withheld. ``mixedlm_disagreeing``: the disagreeing models' columns,
+comma-separated (e.g. ``"p_mixedlm,p_mixedlm_slope"``), empty when none; null with
+``mixedlm_disagrees``.
 
 ``family_size``: the contrasts the config declares in the row's family (Holm runs over all of
 them: one that did not run enters with p = 1); ``family_missing``: the declared contrasts of
@@ -72,14 +92,19 @@ margin above it would; NaN when none can), printed beside each equivalence answe
 reader can apply their own margin; ``p_tost``: the
 bootstrap two one-sided tests p of ``|Δ| >= margin``; ``p_tost_adj``: Bonferroni over the
 declared family; ``ci_tost_low``/``ci_tost_high``: the ``(1 − 2α / family_size)`` percentile
-interval, inside ``±margin`` exactly when ``p_tost_adj < α``; ``decision``:
+interval, inside ``±margin`` exactly when ``p_tost_adj < α`` (below 30 documents all four, and
+``equivalence_bound``, are the sign-flip test's, its inverted interval in place of the
+percentile one: ``p_method``); ``decision``:
 :func:`structablate.stats.decision.decide` of ``p_holm`` and ``p_tost_adj``."""
 
 EQUIVALENCE_COLUMNS = ["margin", "margin_relative", "p_tost", "p_tost_adj", "ci_tost_low",
                        "ci_tost_high", "equivalence_bound"]
 
-_STRING_COLUMNS = ("metric", "contrast", "cond_a", "cond_b", "family_missing", "withheld",
-                   "decision")
+_STRING_COLUMNS = ("metric", "contrast", "cond_a", "cond_b", "p_method", "mixedlm_disagreeing",
+                   "family_missing", "withheld", "decision")
+_BOOL_COLUMNS = ("primary", "mixedlm_disagrees")
+MIXEDLM_COLUMNS = ("p_mixedlm", "p_mixedlm_query", "p_mixedlm_slope")
+"""The mixed models' p columns :data:`OUTPUT_COLUMNS`' ``mixedlm_disagrees`` compares."""
 _INT_COLUMNS = ("n_queries", "n_docs", "n_zero_delta", "family_size")
 
 
@@ -169,6 +194,7 @@ def contrast_table(
     primary_family: bool = True,
     alpha: float = ALPHA,
     min_docs: int = MIN_BOOTSTRAP_DOCS,
+    small_sample_docs: int = MIN_DOCS,
 ) -> pl.DataFrame:
     """The contrasts table: one row per (cell[, by-values], metric, contrast that ran).
 
@@ -184,6 +210,13 @@ def contrast_table(
       in sorted order, so results do not depend on which other cells or contrasts are run.
     * A row over fewer than ``min_docs`` documents has its bootstrap answers withheld (null,
       with the reason in ``withheld``) and enters Holm with p = 1.
+    * A row over at least ``min_docs`` but fewer than ``small_sample_docs`` documents
+      (:data:`~structablate.stats.power.MIN_DOCS`, 30) takes ``p``, ``ci_low``/``ci_high``,
+      the TOST columns and ``equivalence_bound`` from the document-level sign-flip test
+      (:func:`structablate.stats.smallsample.sign_flip`: exact up to 16 documents, else
+      ``n_boot`` sign vectors from a fresh ``default_rng(seed)``), then Holm and the decision
+      as before; ``p_method`` says which. Rows over ``small_sample_docs`` or more documents
+      are the bootstrap's, bit for bit (``small_sample_docs=0``: the bootstrap everywhere).
     * ``equivalence_margin``: a mapping measure -> margin (a number in the measure's units, or
       a relative margin ``{"relative": share}`` of the control condition's mean over the
       row's questions), one number (the primary measure's margin: ``primary["metric"]``,
@@ -215,7 +248,7 @@ def contrast_table(
     primary_metric = (primary or {}).get("metric") or PRIMARY_METRIC
     opts = _Options(n_boot, seed, primary, mixedlm, bool(by),
                     resolve_margins(equivalence_margin, primary_metric), primary_family, alpha,
-                    min_docs)
+                    min_docs, small_sample_docs)
     rows: list[dict] = []
     for cell_key, cell in sorted(scores.group_by(keys), key=lambda kv: tuple(map(str, kv[0]))):
         rows.extend(_cell_rows(dict(zip(keys, cell_key, strict=True)), cell, contrasts,
@@ -228,7 +261,7 @@ def table_schema(by: Sequence[str] = ()) -> dict[str, pl.DataType]:
     """The column types of :func:`contrast_table` (``by`` columns after ``reranker``)."""
     cols = [*CELL, *by, *OUTPUT_COLUMNS[3:]]
     schema = {c: pl.String for c in [*CELL, *by, *_STRING_COLUMNS]}
-    schema |= {c: pl.Int64 for c in _INT_COLUMNS} | {"primary": pl.Boolean}
+    schema |= {c: pl.Int64 for c in _INT_COLUMNS} | {c: pl.Boolean for c in _BOOL_COLUMNS}
     return {c: schema.get(c, pl.Float64) for c in cols}
 
 
@@ -243,6 +276,7 @@ class _Options:
     primary_family: bool
     alpha: float
     min_docs: int
+    small_sample_docs: int
 
 
 def _is_primary(cell: dict, metric: str, primary: Mapping[str, str] | None, cut: bool) -> bool:
@@ -255,8 +289,10 @@ def _is_primary(cell: dict, metric: str, primary: Mapping[str, str] | None, cut:
 
 
 def _bootstrap(tests, metrics, o: _Options) -> dict[str, dict]:
-    """Per test name: CI, p, se, TOST figures per metric, from one shared draw per group of
-    tests over the same document set."""
+    """Per test name: the bootstrap replicates per metric from one shared draw per group of
+    tests over the same document set, and below ``o.small_sample_docs`` documents the
+    sign-flip distribution (:class:`~structablate.stats.smallsample.SignFlip`, one column per
+    metric) from one shared set of sign vectors per group."""
     stats: dict[str, dict] = {}
     groups: dict[tuple, list[int]] = {}
     for i, (_, _, _, j) in enumerate(tests):
@@ -276,9 +312,12 @@ def _bootstrap(tests, metrics, o: _Options) -> dict[str, dict]:
         sums = np.concatenate([s for s, _ in deltas], axis=1)
         cnts = np.concatenate([np.repeat(c[:, None], len(metrics), axis=1) for _, c in deltas], 1)
         reps = cluster_bootstrap(sums, cnts, o.n_boot, o.seed)
+        flip = (sign_flip(sums, cnts, o.n_boot, o.seed)
+                if docs < o.small_sample_docs else None)
         for k, i in enumerate(members):
-            stats[tests[i][0]] = {"n_docs": docs,
-                                  "reps": reps[:, k * len(metrics):(k + 1) * len(metrics)]}
+            cols = slice(k * len(metrics), (k + 1) * len(metrics))
+            stats[tests[i][0]] = {"n_docs": docs, "reps": reps[:, cols], "flip": flip,
+                                  "flip_cols": cols}
     return stats
 
 
@@ -318,13 +357,16 @@ def _cell_rows(cell, df, contrasts, metrics, o: _Options):
                 "mean_b": mean_b, "margin": margin,
                 "margin_relative": relative_share(spec), "withheld": None,
                 "p_mixedlm": float("nan"), "p_mixedlm_query": float("nan"),
-                "p_mixedlm_slope": float("nan"),
+                "p_mixedlm_slope": float("nan"), "p_method": None,
             }
             if reps is None:
                 row["withheld"] = (f"{st['n_docs']} documents, fewer than the {o.min_docs} a "
                                    "document-clustered bootstrap needs")
             else:
                 row |= _bootstrap_columns(reps, d, margin, m_family, level, o.alpha)
+                if st.get("flip") is not None:
+                    col = st["flip_cols"].start + mi
+                    row |= _sign_flip_columns(st["flip"], col, margin, m_family, o.alpha)
             if o.mixedlm == "all" or (o.mixedlm == "primary" and in_primary_cell):
                 qids, doc_ids = j["qid"].to_numpy(), j["doc_id"].to_numpy()
                 row["p_mixedlm"], row["p_mixedlm_query"] = mixedlm_pvalues(
@@ -337,6 +379,7 @@ def _cell_rows(cell, df, contrasts, metrics, o: _Options):
         for row, ph in zip(fam, adj, strict=False):
             row["p_holm"] = None if row.get("p") is None else float(ph)
             row["decision"] = decide(row["p_holm"], row.get("p_tost_adj"), alpha=o.alpha)
+        _mixedlm_disagreement(fam, m_family, o.alpha)
         out.extend(fam)
     return out  # ordered by metric as given, then contrast as given
 
@@ -349,6 +392,7 @@ def _bootstrap_columns(reps: np.ndarray, d: np.ndarray, margin: float | None, m_
     sd = float(d.std(ddof=1)) if len(d) > 1 else float("nan")
     out = {
         "ci_low": float(lo), "ci_high": float(hi), "p": float(bootstrap_p(reps)),
+        "p_method": "bootstrap",
         "se": se, "mde80": mde(se), "mde80_family": mde(se, alpha=alpha / m_family),
         "design_effect": design_effect(se, sd, len(d)),
         "equivalence_bound": tost_bound(reps, m_family, alpha),
@@ -359,6 +403,50 @@ def _bootstrap_columns(reps: np.ndarray, d: np.ndarray, margin: float | None, m_
         out |= {"p_tost": p_tost, "p_tost_adj": min(1.0, m_family * p_tost),
                 "ci_tost_low": float(tlo), "ci_tost_high": float(thi)}
     return out
+
+
+def _sign_flip_columns(flip: SignFlip, col: int, margin: float | None, m_family: int,
+                       alpha: float) -> dict:
+    """The columns a row below :data:`~structablate.stats.power.MIN_DOCS` documents takes
+    from the sign-flip test (column ``col`` of ``flip``): p, the inverted 95 % interval, the
+    TOST against ``±margin`` at the family's level and the smallest margin it passes at
+    (:class:`~structablate.stats.smallsample.SignFlip`); infinite interval ends (too few sign
+    vectors for the level) become NaN."""
+    def fin(x) -> float:
+        x = float(x)
+        return x if np.isfinite(x) else float("nan")
+
+    lo, hi = flip.interval(0.95)
+    out = {"p": float(flip.p_zero()[col]), "p_method": flip.method, "ci_low": fin(lo[col]),
+           "ci_high": fin(hi[col]),
+           "equivalence_bound": float(flip.equivalence_bound(m_family, alpha)[col])}
+    if margin is not None:
+        t = flip.tost(margin, m_family, alpha)
+        out |= {"p_tost": float(t["p_tost"][col]), "p_tost_adj": float(t["p_tost_adj"][col]),
+                "ci_tost_low": fin(t["ci_tost_low"][col]),
+                "ci_tost_high": fin(t["ci_tost_high"][col])}
+    return out
+
+
+def _mixedlm_disagreement(fam: list[dict], m_family: int, alpha: float) -> None:
+    """Set ``mixedlm_disagrees`` and ``mixedlm_disagreeing`` on one family's rows
+    (:data:`OUTPUT_COLUMNS`' docstring): each mixed model's p Holm-adjusted over the declared
+    family (missing, withheld, unfitted: p = 1) against the row's ``p_holm`` at ``alpha``."""
+    def fitted(x) -> bool:
+        return x is not None and np.isfinite(x)
+
+    adjusted = {}
+    for c in MIXEDLM_COLUMNS:
+        ps = [r[c] if fitted(r.get(c)) and r.get("p") is not None else 1.0 for r in fam]
+        adjusted[c] = holm(ps + [1.0] * (m_family - len(fam)))
+    for k, row in enumerate(fam):
+        models = [c for c in MIXEDLM_COLUMNS if fitted(row.get(c))]
+        if row.get("p_holm") is None or not models:
+            row["mixedlm_disagrees"], row["mixedlm_disagreeing"] = None, None
+            continue
+        sig = row["p_holm"] < alpha
+        off = [c for c in models if (adjusted[c][k] < alpha) != sig]
+        row["mixedlm_disagrees"], row["mixedlm_disagreeing"] = bool(off), ",".join(off)
 
 
 def equivalence_table(

@@ -143,9 +143,11 @@ def monte_carlo_flags(row: Mapping, n_boot: int, *, alpha: float = ALPHA) -> lis
     Monte-Carlo standard errors (:func:`monte_carlo_se`) of ``alpha``: ``"significance"``
     (``p_holm`` from ``p``, two-sided) and ``"equivalence"`` (``p_tost_adj`` from ``p_tost``,
     the larger one-sided tail). ``n_boot``: the replicates the row's bootstrap drew (the run's
-    ``statistics.bootstrap_iters``). Empty for a row without spread or without a bootstrap."""
-    if no_spread(row) is not None:
-        return []
+    ``statistics.bootstrap_iters``; a Monte-Carlo sign-flip test draws as many sign vectors).
+    Empty for a row without spread, without a p, or whose p is exact (``p_method``
+    ``"sign-flip-exact"``: every sign vector enumerated)."""
+    if no_spread(row) is not None or row.get("p_method") == "sign-flip-exact":
+        return []  # no spread: no question to flag; an exact p has no Monte-Carlo error
     out = []
     for name, adj, raw, two in (("significance", "p_holm", "p", True),
                                 ("equivalence", "p_tost_adj", "p_tost", False)):

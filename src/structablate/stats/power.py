@@ -111,7 +111,8 @@ def needed_for_dz(n_queries: int, n_docs: int, deff: float, dz: float,
 
 MIN_DOCS = 30
 """Below this many documents the clustered bootstrap's CI and p are optimistic (module
-docstring)."""
+docstring), so :func:`~structablate.stats.contrast_table` takes a row's p, interval and TOST
+from the document-level sign-flip test there (:mod:`structablate.stats.smallsample`)."""
 MIN_QUERIES = needed_for_dz(1, 1, 1.0, PAPER_DZ[1])[0]
 """272: questions needed to detect dz 0.17 with 80% power even if they were independent."""
 

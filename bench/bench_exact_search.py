@@ -1,0 +1,98 @@
+"""Benchmark: the project's exact search against faiss's flat inner-product index.
+
+One process, contenders interleaved round by round (so a load on the machine falls on both),
+at the full-QASPER size (4,301 queries x 36,217 chunks, k 100) and the three embedders'
+dimensions (384 bge-small/MiniLM, 768 mpnet, 1024 bge-large). Vectors are clustered unit
+vectors (200 topics, like one corpus's embeddings). Each round times
+:func:`structablate.retrieval.flat.exact_search` and ``faiss.IndexFlatIP.search`` (index built
+outside the timing, as a run builds it once), both with the same thread count, and prints
+the ratio faiss-seconds / ours-seconds (> 1: ours faster). Equality is checked, not assumed:
+ours against a float64 brute force (same lists and float32 scores, ties by row), and faiss's
+lists against ours (the share of queries whose top k differ as a set or in order, which
+float32 summation makes non-zero).
+
+    python bench/bench_exact_search.py                       # needs the bench extra (faiss-cpu)
+    python bench/bench_exact_search.py --queries 1024 --dims 384 --rounds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import numpy as np
+
+from structablate.retrieval.flat import exact_search
+
+
+def vectors(n: int, nq: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    c = rng.standard_normal((200, d), dtype=np.float32)
+    x = c[rng.integers(0, 200, n)] + 0.7 * rng.standard_normal((n, d), dtype=np.float32)
+    q = c[rng.integers(0, 200, nq)] + 0.9 * rng.standard_normal((nq, d), dtype=np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    return q, x
+
+
+def brute_force(q: np.ndarray, x: np.ndarray, k: int, block: int = 128):
+    """Float64 scores rounded to float32, ranked score desc then row asc."""
+    x64 = x.astype(np.float64)
+    idx = np.empty((len(q), k), dtype=np.int64)
+    sc = np.empty((len(q), k), dtype=np.float32)
+    rows = np.arange(len(x))
+    for s in range(0, len(q), block):
+        ref = (q[s:s + block].astype(np.float64) @ x64.T).astype(np.float32)
+        for i, r in enumerate(ref):
+            order = np.lexsort((rows, -r))[:k]
+            idx[s + i], sc[s + i] = order, r[order]
+    return idx, sc
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--queries", type=int, default=4301)
+    ap.add_argument("--chunks", type=int, default=36217)
+    ap.add_argument("--dims", type=int, nargs="+", default=[384, 768, 1024])
+    ap.add_argument("--k", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--check-queries", type=int, default=300,
+                    help="queries checked against the float64 brute force (it is slow)")
+    ap.add_argument("--seed", type=int, default=20261207)
+    args = ap.parse_args(argv)
+    import faiss
+
+    threads = len(os.sched_getaffinity(0))
+    faiss.omp_set_num_threads(threads)
+    print(f"threads {threads}, load average {os.getloadavg()[0]:.2f}, faiss {faiss.__version__}")
+    print("| dim | ours s (median) | faiss s (median) | faiss/ours min / median / max | "
+          "ours = float64 brute force | faiss lists differing from ours |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for d in args.dims:
+        q, x = vectors(args.chunks, args.queries, d, args.seed)
+        index = faiss.IndexFlatIP(d)
+        index.add(x)
+        ours_t, faiss_t = [], []
+        for _ in range(args.rounds):
+            t = time.perf_counter()
+            idx, sc = exact_search(q, x, args.k)
+            ours_t.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            _, fidx = index.search(q, args.k)
+            faiss_t.append(time.perf_counter() - t)
+        m = min(args.check_queries, len(q))
+        bidx, bsc = brute_force(q[:m], x, args.k)
+        equal = np.array_equal(bidx, idx[:m]) and np.array_equal(bsc, sc[:m])
+        differ = float(np.mean([a.tolist() != b.tolist() for a, b in zip(fidx, idx,
+                                                                         strict=True)]))
+        ratios = [f / o for f, o in zip(faiss_t, ours_t, strict=True)]
+        print(f"| {d} | {statistics.median(ours_t):.3f} | {statistics.median(faiss_t):.3f} | "
+              f"{min(ratios):.2f} / {statistics.median(ratios):.2f} / {max(ratios):.2f} | "
+              f"{'yes' if equal else 'NO'} ({m} queries) | {100 * differ:.1f} % |")
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
