@@ -169,7 +169,7 @@ from structablate.stats.decision import (  # noqa: E402
 def test_all_questions_tied_is_too_small_to_tell_never_equivalence():
     """A user corpus's routing row: all 20 of 20 questions tied, so every replicate is 0,
     the TOST passes at any margin and the rule alone would say "no difference"."""
-    scores = make_scores(n_docs=12, seed=4)
+    scores = make_scores(n_docs=40, seed=4)
     same = scores.filter(pl.col("condition") == "A3")
     tied = pl.concat([same, same.with_columns(pl.lit("A4").alias("condition"))])
     t = contrast_table(tied, {"C4": ("A4", "A3")}, n_boot=300, seed=1, mixedlm="none",
@@ -257,3 +257,15 @@ def test_small_sample_columns_qualify_the_answer():
     assert monte_carlo_flags(near | {"p_method": "sign-flip-mc"}, 10_000) == ["significance"]
     assert row_answer({k: v for k, v in row.items()
                        if k not in ("p_method", "mixedlm_disagrees")}) == "yes"
+
+
+def test_all_tied_over_few_documents_is_too_small_to_tell_under_the_sign_flip_test_too():
+    scores = make_scores(n_docs=12, seed=4)
+    same = scores.filter(pl.col("condition") == "A3")
+    tied = pl.concat([same, same.with_columns(pl.lit("A4").alias("condition"))])
+    t = contrast_table(tied, {"C4": ("A4", "A3")}, n_boot=300, seed=1, mixedlm="none",
+                       equivalence_margin={"covNDCG@10": 0.01})
+    row = t.filter(pl.col("metric") == "covNDCG@10").row(0, named=True)
+    assert row["p_method"] == "sign-flip-exact"
+    assert row_decision(row) == "inconclusive"
+    assert row_answer(row).startswith(f"too small to tell (all {row['n_queries']:,} tie) — ")
