@@ -9,7 +9,9 @@ blocks between markers::
 
 ``python -m structablate.report.results RESULTS --page PAGE [--corpus C --embedder E
 --reranker R]`` reads the run's own tables under ``RESULTS`` and rewrites every block of
-``PAGE`` in place (``--out`` writes elsewhere; ``--check`` fails when the page is stale). The
+``PAGE`` in place (``--out`` writes elsewhere; ``--check`` re-derives every statistics table
+from the per-question scores with the run's shipped config, :mod:`.rederive`, and fails,
+saying where, when a table does not re-derive bit for bit or the page is stale). The
 prose between blocks is written by hand and must hold no number of its own
 (:func:`prose_numbers`: digits with their qualifiers, ``4x``, ``<0.05``, ``80%``, ``.005``,
 and number words); a claim names the table row it rests on, which the ``claims`` block
