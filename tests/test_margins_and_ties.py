@@ -2,8 +2,8 @@
 (issue 39): a margin is per measure and recorded on the row it tested; one number is the
 primary measure's only; a relative margin is a share of the control's mean; every
 equivalence answer holds exactly above its row's ``equivalence_bound``; no shipped config
-applies one margin to every measure; no share of tied questions turns a Holm-significant row
-into "not testable here"."""
+applies one margin to every measure; no share of tied questions qualifies a Holm-significant
+row, and a qualified row keeps the rule's answer (issue 50)."""
 
 import math
 from pathlib import Path
@@ -16,12 +16,12 @@ from conftest import REPO
 from test_stats_contrasts import make_scores
 
 from structablate.report.guard import comparison_flags
-from structablate.report.testable import NOT_TESTABLE, mark_contrasts
+from structablate.report.testable import mark_contrasts
 from structablate.report.verdict import needed_sentence
 from structablate.settings import StatisticsSettings, parse
 from structablate.stats.bootstrap import tost, tost_bound
 from structablate.stats.contrasts import contrast_difference, contrast_table, resolve_margins
-from structablate.stats.decision import decide
+from structablate.stats.decision import decide, row_words
 
 DECLARED = {"C1": ("A3", "A1"), "C2": ("A3", "P"), "C3": ("G3", "A3"), "C4": ("A4", "A3")}
 KW = dict(n_boot=400, seed=1, mixedlm="none")
@@ -148,10 +148,11 @@ PAIRS = [("A3-d2", "A3"), ("G3", "G2"), ("A3", "P"), ("A4", "A3"), ("G4", "G3")]
 
 
 @pytest.mark.parametrize("seed", range(30))
-def test_no_tie_share_turns_a_significant_row_into_not_testable(seed):
+def test_no_tie_share_qualifies_a_significant_row(seed):
     """Random rows, random shares of tied questions, identical rankings and identical chunk
-    texts: a row whose Holm p is below 0.05 is never "not testable here" for them; a row that
-    is not significant is, when the conditions returned identical rankings."""
+    texts: a row whose Holm p is below 0.05 gets no reason of identity and reads the rule's
+    answer alone; a row that is not significant is qualified as about conditions that
+    returned the same results, and still reads the rule's answer first."""
     rng = np.random.default_rng(seed)
     rows, ranking, checks = [], [], []
     for a, b in PAIRS:
@@ -168,14 +169,17 @@ def test_no_tie_share_turns_a_significant_row_into_not_testable(seed):
     marked = mark_contrasts(pl.DataFrame(rows), ranking=pl.DataFrame(ranking),
                             checks=pl.DataFrame(checks))
     for r in marked.iter_rows(named=True):
+        assert r["answer"].startswith(row_words(r)), r
+        assert "not testable" not in r["answer"]
         if r["p_holm"] < 0.05:
-            assert r["answer"] != NOT_TESTABLE and r["not_testable"] is None, r
+            assert r["guard"] is None and r["answer"] == row_words(r), r
         else:
-            assert r["answer"] == NOT_TESTABLE and "identical rankings" in r["not_testable"]
+            assert "identical rankings" in r["guard"]
+            assert "about two conditions that returned the same results" in r["answer"]
     # without the ranking identity the score ties stand in, for non-significant rows only
     bare = mark_contrasts(pl.DataFrame(rows))
     for r in bare.iter_rows(named=True):
-        assert (r["answer"] == NOT_TESTABLE) == (r["p_holm"] >= 0.05)
+        assert (r["guard"] is not None) == (r["p_holm"] >= 0.05)
 
 
 def test_score_ties_do_not_flag_when_the_rankings_were_measured():

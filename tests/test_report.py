@@ -115,13 +115,20 @@ def test_contrast_table_has_table1_layout_preregistered_first():
     rr = t.rows[1]
     assert rr[2] == "RR" and rr[10] == "—" and rr[11] == "— (no margin for this measure)"
     assert rr[16] == "—" and rr[17] == "too small to tell" and rr[18] == "exploratory"
-    # the guard's mark travels with the row
+    # the guard's mark travels with the row, and qualifies it (an old table's `not_testable`
+    # column is read as reasons; the answer is never replaced)
     marked = _contrast_rows().with_columns(
-        pl.Series("not_testable", ["x", "routing keeps every section", None]))
+        pl.Series("not_testable", ["x", "stage 1 keeps every section", None]))
     t = blocks.contrasts_block(marked, ["covNDCG@10", "RR"])
     # rows sort C4 (covNDCG@10), C4 (RR), G2-A0; the marks were given in input order
-    assert [r[17] for r in t.rows] == ["not testable here", "too small to tell",
-                                       "not testable here"]
+    assert [r[17] for r in t.rows] == [
+        "no, it hurts — about routing that ranks flat search's own candidates [a]",
+        "too small to tell",
+        f"{t.rows[2][17].split(' — ')[0]} — about what the structure guard found [b]"]
+    assert not t.rows[2][17].startswith("not testable")
+    assert "[b] About what the structure guard found: x." in t.note
+    assert "[a] About routing that ranks flat search's own candidates: stage 1 keeps every " \
+        "section." in t.note
     only = blocks.contrasts_block(_contrast_rows(), ["RR"])
     assert len(only.rows) == 1
 

@@ -12,6 +12,8 @@ import pytest
 import yaml
 from workflow_util import job_counts, snakemake, write_project
 
+from structablate.stats.decision import row_words
+
 pytestmark = pytest.mark.slow
 
 CONDITIONS = ["A0", "G3", "G4"]  # fixed windows, breadcrumbs, two-stage routing
@@ -109,13 +111,16 @@ def test_summary_page_holds_contrast_table_and_every_figure(project):
     assert "breadcrumb-depth dose-response: needs A2" in text  # stated plainly as not run
     md = (page_dir / "index.md").read_text()
     assert "| p (Holm) | dz |" in md
-    # every contrast row of the cell tables is answered by the rule or the guard's mark
+    # every contrast row of the cell tables is answered by the rule; a row the guard has
+    # reasons against keeps that answer and says what it is about (issue 50)
+    assert "not testable" not in md
     for cell in CELLS:
         marked = pl.read_parquet(project / "results" / "report" / cell /
                                  "contrasts_marked.parquet")
         assert marked.height and marked["answer"].is_not_null().all()
-        flagged = marked.filter(pl.col("not_testable").is_not_null())
-        assert (flagged["answer"] == "not testable here").all()
+        assert "not_testable" not in marked.columns
+        for r in marked.filter(pl.col("guard").is_not_null()).iter_rows(named=True):
+            assert r["answer"].startswith(row_words(r) + " — about "), r
     for src in expected:
         assert f"]({src})" in md
 

@@ -153,3 +153,119 @@ def test_too_few_documents_are_withheld():
     assert (t1["decision"] == "withheld").all() and t1["p"].is_null().all()
     row = t1.row(0, named=True)
     assert answer(row) == "withheld"
+
+
+# ---------------------------------------------------------------- issue 50: no spread, MC error
+
+from structablate.stats.decision import (  # noqa: E402
+    monte_carlo_flags,
+    monte_carlo_se,
+    no_spread,
+    row_decision,
+    row_words,
+)
+
+
+def test_all_questions_tied_is_too_small_to_tell_never_equivalence():
+    """A user corpus's routing row: all 20 of 20 questions tied, so every replicate is 0,
+    the TOST passes at any margin and the rule alone would say "no difference"."""
+    scores = make_scores(n_docs=40, seed=4)
+    same = scores.filter(pl.col("condition") == "A3")
+    tied = pl.concat([same, same.with_columns(pl.lit("A4").alias("condition"))])
+    t = contrast_table(tied, {"C4": ("A4", "A3")}, n_boot=300, seed=1, mixedlm="none",
+                       equivalence_margin={"covNDCG@10": 0.01})
+    row = t.filter(pl.col("metric") == "covNDCG@10").row(0, named=True)
+    n = row["n_queries"]
+    assert row["n_zero_delta"] == n and row["se"] == 0.0
+    # the p-values alone would claim equivalence ...
+    assert decide(row["p_holm"], row["p_tost_adj"]) == "equivalent"
+    # ... the sample without spread cannot carry it
+    assert no_spread(row) == f"all {n:,} tie"
+    assert row_decision(row) == "inconclusive"
+    assert row_words(row) == f"too small to tell (all {n:,} tie)"
+    assert row_answer(row) == row_words(row) == answer(row)
+
+
+def test_zero_width_bootstrap_is_too_small_to_tell():
+    row = {"p_holm": 0.0, "p_tost_adj": 0.0, "n_queries": 50, "n_zero_delta": 0,
+           "se": 0.0, "delta": 0.02, "margin": 0.01}
+    assert decide(0.0, 0.0) == "negligible"  # what the p-values alone say
+    assert row_decision(row) == "inconclusive"
+    assert "no spread" in row_words(row)
+    assert row_decision(row | {"se": 0.001}) == "negligible"
+    assert no_spread(row | {"se": 0.001, "n_zero_delta": 49}) is None
+
+
+def test_the_rule_stays_monotone_for_a_fixed_spread():
+    rng = np.random.default_rng(12)
+    for p1, p2, t1 in rng.uniform(0, 0.2, (2000, 3)):
+        lo, hi = sorted((p1, p2))
+        for flag in (False, True):
+            assert EFFECT_CLAIM[decide(lo, t1, spreadless=flag)] >= \
+                EFFECT_CLAIM[decide(hi, t1, spreadless=flag)]
+    assert decide(None, 0.01, spreadless=True) == "withheld"  # withheld stays withheld
+
+
+def test_monte_carlo_error_of_a_bootstrap_p_matches_a_simulation():
+    """The standard error :func:`monte_carlo_se` gives for a two-sided p near α is the spread
+    of p over bootstrap seeds (a binomial share of replicates), within 15 %."""
+    rng = np.random.default_rng(0)
+    n_boot, alpha = 2000, 0.05
+    # replicates of a mean whose two-sided p is about α: the mean sits ~1.96 sd from 0
+    ps = []
+    for _ in range(400):
+        reps = rng.normal(1.96, 1.0, n_boot)
+        ps.append(min(1.0, 2 * min((reps <= 0).mean(), (reps >= 0).mean())))
+    se = monte_carlo_se(float(np.mean(ps)), float(np.mean(ps)), n_boot, alpha=alpha)
+    assert se == pytest.approx(float(np.std(ps)), rel=0.15)
+
+
+def test_monte_carlo_flags_name_the_test_near_alpha():
+    base = {"n_queries": 300, "n_zero_delta": 10, "se": 0.01}
+    # Holm multiplier 4: the decision flips at p = 0.0125; 2 SE at 10,000 replicates ≈ 0.0126
+    near = base | {"p": 0.012, "p_holm": 0.048, "p_tost": None, "p_tost_adj": None}
+    far = base | {"p": 0.0025, "p_holm": 0.010}
+    assert monte_carlo_flags(near, 10_000) == ["significance"]
+    assert monte_carlo_flags(far, 10_000) == []
+    # more replicates, a smaller error: the same p is no longer within it
+    assert monte_carlo_flags(near | {"p": 0.0105, "p_holm": 0.042}, 1_000_000) == []
+    # the equivalence test: Bonferroni over a family of 7, one-sided tail
+    tost = base | {"p": 0.5, "p_holm": 1.0, "p_tost": 0.0068, "p_tost_adj": 0.0476}
+    assert monte_carlo_flags(tost, 10_000) == ["equivalence"]
+    # a sample without spread has no Monte-Carlo question
+    assert monte_carlo_flags(near | {"n_zero_delta": 300}, 10_000) == []
+    # a qualified answer on the page says so, with a letter whose sentence names the choice
+    from structablate.report.guard import Flags
+    flags = Flags()
+    words = row_answer(near | {"delta": 0.01}, flags, 10_000)
+    assert words == "yes — within Monte-Carlo error of α [a]"
+    (letter, sentence), = flags.items()
+    assert "two Monte-Carlo standard errors" in sentence and "rather than raising" in sentence
+
+
+def test_small_sample_columns_qualify_the_answer():
+    """The small-sample inference's optional columns (absent in older tables): a p from the
+    sign-flip test and mixed models that disagree are said on the row; an exact p has no
+    Monte-Carlo error to flag."""
+    row = {"n_queries": 40, "n_zero_delta": 2, "se": 0.01, "delta": 0.069, "p": 0.004,
+           "p_holm": 0.017, "p_method": "sign-flip-exact", "mixedlm_disagrees": True,
+           "mixedlm_disagreeing": "p_mixedlm,p_mixedlm_slope"}
+    assert row_answer(row) == ("yes — p from the exact document sign-flip test; the mixed "
+                               "models disagree (p_mixedlm,p_mixedlm_slope)")
+    near = row | {"p": 0.0125, "p_holm": 0.05 - 1e-4}
+    assert monte_carlo_flags(near, 10_000) == []
+    assert monte_carlo_flags(near | {"p_method": "sign-flip-mc"}, 10_000) == ["significance"]
+    assert row_answer({k: v for k, v in row.items()
+                       if k not in ("p_method", "mixedlm_disagrees")}) == "yes"
+
+
+def test_all_tied_over_few_documents_is_too_small_to_tell_under_the_sign_flip_test_too():
+    scores = make_scores(n_docs=12, seed=4)
+    same = scores.filter(pl.col("condition") == "A3")
+    tied = pl.concat([same, same.with_columns(pl.lit("A4").alias("condition"))])
+    t = contrast_table(tied, {"C4": ("A4", "A3")}, n_boot=300, seed=1, mixedlm="none",
+                       equivalence_margin={"covNDCG@10": 0.01})
+    row = t.filter(pl.col("metric") == "covNDCG@10").row(0, named=True)
+    assert row["p_method"] == "sign-flip-exact"
+    assert row_decision(row) == "inconclusive"
+    assert row_answer(row).startswith(f"too small to tell (all {row['n_queries']:,} tie) — ")

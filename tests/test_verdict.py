@@ -1,6 +1,6 @@
 """The verdict page's plain-words answers: order (significance before equivalence), the guard's
-'not testable here', resolving power, the paper's contrast or a labelled fallback, MixedLM
-disagreement, sample-size warnings, provenance, BM25 and what was left out."""
+qualification (never hiding an answer), resolving power, the paper's contrast or a labelled
+fallback, MixedLM disagreement, sample-size warnings, provenance, BM25 and what was left out."""
 
 import polars as pl
 import pytest
@@ -97,9 +97,16 @@ def test_answer_order_significance_before_equivalence():
         "no difference larger than ±0.01")
     assert answer(_row("A3", "A1", 0.01, -0.01, 0.03, 0.4, "inconclusive")) == (
         "too small to tell")
-    # a flagged comparison cannot answer, whatever its numbers say
-    assert answer(_row("A4", "A3", 0.0, 0.0, 0.0, 1.0, "equivalent"), ["x"]) == (
-        "not testable here")
+    # a flagged comparison keeps its answer and says what it is about (issue 50)
+    assert answer(_row("A4", "A3", -0.03, -0.04, -0.02, 0.001, "different"),
+                  ["about this inducer's segmentation: κ 0.25 < 0.50"]) == (
+        "no, it hurts — about this inducer's segmentation")
+    # an old table's reason (no "about" clause) is still a qualification, never a hiding
+    assert answer(_row("A4", "A3", 0.0, -0.01, 0.01, 1.0, "inconclusive"), ["x"]) == (
+        "too small to tell — about what the structure guard found")
+    # every question tied: too small to tell, never equivalence
+    tied = _row("A4", "A3", 0.0, 0.0, 0.0, 1.0, "equivalent") | {"n_zero_delta": 400}
+    assert answer(tied) == "too small to tell (all 400 tie)"
 
 
 def _verdict(contrasts, **kw):
@@ -116,36 +123,48 @@ def _verdict(contrasts, **kw):
     return answers, notes, warnings
 
 
-def test_degenerate_structure_answers_not_testable_with_reasons():
+def test_degenerate_structure_qualifies_answers_with_reasons():
     """The bundled default's failure: one top-level section per document, routing keeps 5 of
-    5 sections, no level 3, induced structure 11% like gold; A4 = A3 exactly."""
+    5 sections, no level 3, induced structure 11% like gold; A4 = A3 exactly. Each answer
+    keeps the rule's words and says what it is about; each reason's sentence is printed once,
+    under its letter, after the answers table."""
     rows = [_row("A2", "A0", 0.004, -0.01, 0.02, 0.6, "inconclusive"),
             _row("A3", "P", 0.0, -0.003, 0.003, 1.0, "equivalent"),
             _row("A3", "A1", 0.01, -0.01, 0.03, 0.4, "inconclusive"),
-            _row("A4", "A3", 0.0, 0.0, 0.0, 1.0, "equivalent")]
+            _row("A4", "A3", 0.0, 0.0, 0.0, 1.0, "equivalent") | {"n_zero_delta": 400}]
     ranking = pl.DataFrame({"cond_a": ["A3"], "cond_b": ["A4"], "n_queries": [33],
                             "identical": [33], "identical_share": [1.0]})
-    answers, notes, _ = _verdict(rows, quality=_quality(0.11, 1.0, 2), checks=DEGENERATE,
-                                 ranking=ranking)
-    for q in ("Is two-stage routing safe?", "Do real heading paths help beyond token injection?",
+    answers, notes, warnings = _verdict(rows, quality=_quality(0.11, 1.0, 2),
+                                        checks=DEGENERATE, ranking=ranking)
+    routing_q = "Is two-stage routing safe?"
+    for q in (routing_q, "Do real heading paths help beyond token injection?",
               "Is LLM contextualisation worth its tokens?"):
-        assert answers[q][1] == "not testable here"
+        assert "not testable" not in answers[q][1] and " — about " in answers[q][1]
         text = notes[q].text
-        assert "Answer: not testable here: " in text and notes[q].kind == "warning"
+        assert "not testable" not in text and notes[q].kind == "warning"
         said = text.removeprefix(q).split("Made with")[0]
         assert not any(w in said for w in FORBIDDEN), said
-    routing = notes["Is two-stage routing safe?"].text
-    assert "stage 1 keeps 5 of the corpus's 5 top-level sections" in routing
-    assert "by construction" in routing and "identical rankings for 33 of 33" in routing
-    assert "routing picks documents, not sections" in routing
-    assert ("the induced section boundaries agree with gold little beyond chance: boundary F1 "
-            "0.64 (within one paragraph) against 0.60 for random boundaries with as many per "
-            "document, chance-corrected 0.11 (guard: at least 0.50)") in routing
-    placebo = notes["Do real heading paths help beyond token injection?"].text
-    assert "too few distinct paths to shuffle; 9 of 12 unique" in placebo
-    # no G2 − A0 in the grid: the paper's contrast answers, flagged
-    assert answers["Does cutting at structure help here?"][1:3] == ["not testable here",
-                                                                  "A2 − A0"]
+    # A4 = A3 on every question: no equivalence, the tie said, then what it is about
+    assert answers[routing_q][1].startswith("too small to tell (all 400 tie) — about routing "
+                                            "that ranks flat search's own candidates [")
+    routing = notes[routing_q].text
+    assert "about routing between documents, not sections [" in routing
+    assert "about this inducer's segmentation [" in routing
+    flags = "\n".join(warnings)
+    assert "stage 1 keeps 5 of the corpus's 5 top-level sections" in flags
+    assert "by construction" in flags and "identical rankings for 33 of 33" in flags
+    assert "routing picks documents, not sections" in flags
+    assert ("About this inducer's segmentation: chance-corrected boundary agreement with gold "
+            "0.11 < 0.50 (the guard's floor), from boundary F1 0.64 within one paragraph "
+            "against 0.60 for random boundaries with as many per document") in flags
+    assert "too few distinct paths to shuffle; 9 of 12 unique" in flags
+    # each sentence once, by letter, however many answers it qualifies
+    assert flags.count("About this inducer's segmentation") == 1
+    assert all(w.startswith("[") for w in warnings if "About" in w)
+    # no G2 − A0 in the grid: the paper's contrast answers, qualified
+    assert answers["Does cutting at structure help here?"][1].startswith(
+        "too small to tell (resolves ±0.012) — about this inducer's segmentation [")
+    assert answers["Does cutting at structure help here?"][2] == "A2 − A0"
 
 
 def test_fallback_to_gold_is_labelled_with_the_reason():
@@ -155,9 +174,9 @@ def test_fallback_to_gold_is_labelled_with_the_reason():
     row = answers["Does cutting at structure help here?"]
     assert row[1:3] == ["yes", "G2 − A0"]
     text = notes["Does cutting at structure help here?"].text
-    assert "uses G2 − A0 instead of the paper's contrast A2 − A0, because A2 − A0 is not " \
-           "testable here: the induced section boundaries agree with gold little beyond " \
-           "chance" in text
+    assert "uses G2 − A0 instead of the paper's contrast A2 − A0, because A2 − A0's answer " \
+           "would be about this inducer's segmentation [a] (it reads: too small to tell — " \
+           "about this inducer's segmentation [a])" in text
     # with a good inducer the paper's contrast answers and no fallback is mentioned
     answers, notes, _ = _verdict(rows, quality=_quality(0.8), checks=HEALTHY)
     assert answers["Does cutting at structure help here?"][1:3] == ["too small to tell "
@@ -243,7 +262,7 @@ def test_answers_name_the_models_behind_them():
     assert "qwen, replayed from a recording" in ctx and "A1 contexts by smollm2" in ctx
 
 
-def test_unchanged_scores_make_a_comparison_untestable_only_without_rankings():
+def test_unchanged_scores_qualify_a_comparison_only_without_rankings():
     """Top-10 identical but the tails differ (Wikipedia sample, A4 vs A3): rankings are not
     identical, yet every per-query covNDCG@10 delta is 0. What the conditions did decides:
     with the ranking identity measured the score ties flag nothing; without it they stand in
@@ -254,19 +273,22 @@ def test_unchanged_scores_make_a_comparison_untestable_only_without_rankings():
                             "identical": [4], "identical_share": [4 / 33]})
     assert comparison_flags("A4", "A3", ranking=ranking, row=row) == []
     flags = comparison_flags("A4", "A3", row=row)
-    assert flags == ["A4 and A3 score the same covNDCG@10 (per-query Δ exactly 0) on 33 of 33 "
-                     "queries (no ranking identity was measured to say whether they returned "
-                     "the same results)"]
+    assert flags == ["about two conditions that returned the same results: A4 and A3 score the "
+                     "same covNDCG@10 (per-query Δ exactly 0) on 33 of 33 queries (no ranking "
+                     "identity was measured to say whether they returned the same results)"]
     assert comparison_flags("A4", "A3", row={**row, "n_zero_delta": 20}) == []
     answers, notes, _ = _verdict([row])
-    assert answers["Is two-stage routing safe?"][1] == "not testable here"
+    assert answers["Is two-stage routing safe?"][1] == (
+        "too small to tell (all 33 tie) — about two conditions that returned the same results "
+        "[a]")
 
 
 def test_guard_thresholds_are_settings():
     # the Wikipedia sample: 5 of 6 sections kept is almost flat search; 5 of 7 is not
     almost = comparison_flags("A4", "A3", checks=_checks([("A3", "A4", "routing_pool", 5, 6)]))
-    assert almost == ["stage 1 keeps 5 of the corpus's 6 top-level sections for every query "
-                      "(83%), almost every candidate of flat search: A4 ≈ A3"]
+    assert almost == ["about routing that ranks flat search's own candidates: stage 1 keeps 5 "
+                      "of the corpus's 6 top-level sections for every query (83%), almost "
+                      "every candidate of flat search: A4 ≈ A3"]
     assert comparison_flags("A4", "A3", checks=_checks([("A3", "A4", "routing_pool", 5, 7)])) \
         == []
     q = _quality(0.35)
@@ -322,7 +344,7 @@ def test_dropped_inputs_and_bm25_headline():
 
 def test_page_verdict_section_shows_guard_table_bm25_and_left_out():
     contrasts = pl.DataFrame([_row("A4", "A3", 0.0, 0.0, 0.0, 1.0, "equivalent", n_q=33,
-                                   n_d=5)])
+                                   n_d=5) | {"n_zero_delta": 33}])
     summary = pl.DataFrame({"condition": ["A3", "A4"], "measure": [METRIC, METRIC],
                             "mean": [0.3, 0.3], "n_queries": [33, 33], "n_docs": [5, 5]})
     cell = CellData(("c", "e", "none"), summary, contrasts, pl.DataFrame(
@@ -357,25 +379,31 @@ def test_page_verdict_section_shows_guard_table_bm25_and_left_out():
     assert "queries (c): LLM outputs were REPLAYED" in md and "queries (other)" not in md
     provenance = page_markdown("t", [s for s in sections if s.key == "provenance"])
     assert "queries (other): LLM outputs were REPLAYED" in provenance
-    assert "Is two-stage routing safe? Answer: not testable here" in md
+    assert "Is two-stage routing safe? Answer: too small to tell (all 33 tie) — about routing" \
+        in md and "not testable" not in md
     assert "50.0 % within the question's own document (comparable to the paper's 36.3 % on " \
            "Wikipedia-FA); 10.0 % over the whole corpus" in md
     assert "Left out of this corpus: Candidate documents rejected: 1 min depth." in md
     assert "Generated questions dropped: 4 question leaked its evidence (kept 33)." in md
     assert "| induced:llm | 5 | 12.0 | 1.0 | 100.0 % | 2 |" in md
-    # the cell section flags the contrast under its table, too
+    # the cell section qualifies the contrast under its table, once, by letter
     cell_md = page_markdown("t", [s for s in sections if s.key == "cell-c-e-none"])
-    assert "A4-A3 (A4 − A3) is not testable here: stage 1 keeps 5 of" in cell_md
-    # and says the depth ladder has a rung twice (only that: gold agreement is another matter)
-    ladder = next(line for line in cell_md.split("\n\n") if "depth ladder" in line)
-    assert "rungs A3-d2 and A3 do not differ here: 100% of the chunks embed the same text " \
-           "under A3-d2 and A3: the induced structure is at most 2 levels deep" in ladder
-    assert "gold" not in ladder and "A3-d1 and A3-d2" not in cell_md
+    assert "[a] About routing that ranks flat search's own candidates: stage 1 keeps 5 of" \
+        in cell_md and cell_md.count("stage 1 keeps 5 of") == 1
+    assert "not testable" not in cell_md
+    # the dose-response carries the guard: a rung twice, and the induced structure near chance
+    ladder = [line for line in cell_md.split("\n\n") if "breadcrumb-depth slope" in line]
+    assert any("about two conditions that embed the same text: A3-d2 vs A3: 100% of the "
+               "chunks embed the same text under A3-d2 and A3: the induced structure is at "
+               "most 2 levels deep" in x for x in ladder), ladder
+    assert any("about this inducer's segmentation" in x for x in ladder)
+    assert "A3-d1 vs A3-d2" not in cell_md
 
 
 def test_the_guards_mark_travels_to_every_place_a_contrast_appears():
-    """A contrast the guard rejects reads "not testable here" in the marked table, the contrast
-    table, the summary and the forest plot; the depth ladder's flags reach its figure."""
+    """A contrast the guard qualifies keeps its answer and says what it is about in the marked
+    table, the contrast table, the summary and the forest plot, its reason printed once per
+    table by letter; the depth ladder's flags reach its figure."""
     from structablate.report import figures
     from structablate.report.summary import summary_markdown
     from structablate.report.testable import dose_flags, mark_contrasts
@@ -386,27 +414,35 @@ def test_the_guards_mark_travels_to_every_place_a_contrast_appears():
                              pl.lit(False).alias("primary"))
     marked = mark_contrasts(rows, quality=_quality(0.11, 1.0, 2), checks=DEGENERATE)
     a4, g4 = marked.row(0, named=True), marked.row(1, named=True)
-    assert "stage 1 keeps 5 of the corpus's 5" in a4["not_testable"]
-    assert a4["answer"] == "not testable here"
-    assert g4["not_testable"] is None and g4["answer"] == "no, it hurts"
+    assert "stage 1 keeps 5 of the corpus's 5" in a4["guard"]
+    assert a4["answer"].startswith("no, it hurts — about routing that ranks flat search's own "
+                                   "candidates; about routing between documents, not sections")
+    assert g4["guard"] is None and g4["answer"] == "no, it hurts"
     table = blocks.contrasts_block(marked, [METRIC])
     answer = blocks.CONTRAST_COLUMNS.index("answer")
-    assert [r[answer] for r in table.rows] == ["not testable here", "no, it hurts"]
+    assert [r[answer] for r in table.rows] == [
+        "no, it hurts — about routing that ranks flat search's own candidates [a]; about "
+        "routing between documents, not sections [b]; about this inducer's segmentation [c]",
+        "no, it hurts"]
+    assert table.note.count("[a] About routing that ranks") == 1 and "[c] About this" in \
+        table.note
     summary = pl.DataFrame({"condition": ["A3"], "measure": [METRIC], "mean": [0.2],
                             "n_queries": [400], "n_docs": [60]})
     md = summary_markdown({("c", "e", "none"): summary}, {"e": {"model": "m"}}, {},
                           contrasts={("c", "e", "none"): marked}, metric=METRIC)
-    # the report page's contrast table, then the guard's reason for the row it marked
-    assert md.count("| not testable here |") == 1 and "| no, it hurts |" in md
-    assert "A4 − A3) is not testable here: stage 1 keeps 5" in md
+    # the report page's contrast table, the guard's reasons once under it by letter
+    assert "not testable" not in md and "| no, it hurts |" in md
+    assert "| no, it hurts — about routing that ranks flat search's own candidates [a]" in md
+    assert md.count("stage 1 keeps 5") == 1
     fig = figures.forest_plot(marked, METRIC)
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
-    assert sum("[not testable here]" in x for x in labels) == 1
-    assert any("A4−A3" in x and "[not testable here]" in x for x in labels)
+    assert sum("[about routing" in x for x in labels) == 1
+    assert any("A4−A3" in x and "[about routing" in x for x in labels)
     flags = dose_flags(["A2", "A3-d1", "A3-d2", "A3"], quality=_quality(0.11, 1.0, 2),
                        checks=DEGENERATE)
-    assert any(f.startswith("A3-d2 vs A3: ") for f in flags)
-    assert any("agree with gold little beyond chance" in f for f in flags)
+    assert any(f.startswith("about two conditions that embed the same text: A3-d2 vs A3: ")
+               for f in flags)
+    assert any("chance-corrected boundary agreement with gold 0.11 < 0.50" in f for f in flags)
     dose = pl.DataFrame({"metric": [METRIC], "slope": [0.01], "ci_low": [0.0],
                          "ci_high": [0.02], "p": [0.04]})
     cis = pl.DataFrame({"condition": ["A2", "A3-d1", "A3-d2", "A3"], "measure": [METRIC] * 4,
@@ -414,4 +450,33 @@ def test_the_guards_mark_travels_to_every_place_a_contrast_appears():
                         "ci_high": [0.14] * 4})
     fig = figures.dose_response_plot(dose, cis, METRIC, flags=flags)
     texts = [t.get_text() for t in fig.axes[0].texts]
-    assert texts[0].startswith("NOT TESTABLE HERE: slope +0.0100")
+    assert texts[0].startswith("ABOUT TWO CONDITIONS THAT EMBED THE SAME TEXT; ABOUT THIS "
+                               "INDUCER'S SEGMENTATION: slope +0.0100")
+
+
+def test_routing_rows_say_how_often_routing_hit_and_how_much_was_back_filled():
+    """A user corpus's routing contrast: every question tied, routing kept a gold-bearing
+    section for 75 % of them and 86 of each question's 100 results came from the flat ranking;
+    the verdict and the contrast table say so, and never "no difference"."""
+    row = _row("G4", "G3", 0.0, 0.0, 0.0, 1.0, "equivalent", n_q=20, n_d=12) | {
+        "n_zero_delta": 20, "family": "exploratory", "primary": False}
+    recall = pl.DataFrame({"condition": ["G4"], "n_queries": [20], "n_docs": [12],
+                           "section_recall": [0.75], "ci_low": [0.5], "ci_high": [0.9],
+                           "mean_backfill": [86.0], "share_backfilled": [1.0]})
+    summary = pl.DataFrame({"condition": ["G3"], "measure": [METRIC], "mean": [0.2]})
+    out = verdict_blocks("c", ("c", "e", "none"), pl.DataFrame([row]), summary, recall, METRIC,
+                         top_k=100)
+    note = next(b.text for b in out if getattr(b, "text", "").startswith("Is two-stage"))
+    assert note.startswith("Is two-stage routing safe? Answer: too small to tell (all 20 tie)")
+    assert "no difference larger" not in note
+    assert ("Stage 1 kept a gold-bearing section for 75% of the queries (the routing hit "
+            "rate); on average 86.0 of each question's 100 results (86%) were back-filled "
+            "from the flat ranking.") in note
+    table = blocks.contrasts_block(pl.DataFrame([row]), [METRIC], section_recall=recall,
+                                   top_k=100)
+    assert table.rows[0][blocks.CONTRAST_COLUMNS.index("answer")] == (
+        "too small to tell (all 20 tie) — routing hit 75.0 %, 86.0 % of the 100 results "
+        "back-filled from the flat ranking")
+    # a flat contrast gets no routing figures
+    flat = row | {"cond_a": "G3", "cond_b": "G2", "contrast": "G3-G2"}
+    assert blocks.routing_row(flat, recall) is None

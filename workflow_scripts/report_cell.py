@@ -34,8 +34,8 @@ def main(smk):
                  guard=settings.guard)
     contrasts = mark_contrasts(contrasts, **guard)
     write_parquet(contrasts, smk.output.marked)
-    log.info("%d of %d contrast rows not testable here (structure-quality guard)",
-             contrasts["not_testable"].is_not_null().sum(), contrasts.height)
+    log.info("%d of %d contrast rows qualified by the structure-quality guard",
+             contrasts["guard"].is_not_null().sum(), contrasts.height)
 
     # did the reranker of this cell have a trained head? (the rerank rule records it per row)
     observed = None

@@ -30,7 +30,8 @@ def main(smk):
         conditions=settings.conditions, measures=settings.measures, primary=settings.primary,
         stage_conditions=settings.stage_conditions, llm=settings.llm,
         size_match_structure=settings.size_match_structure, inducer=settings.inducer,
-        guard=settings.guard, contrasts=settings.contrasts)
+        guard=settings.guard, contrasts=settings.contrasts, n_boot=settings.n_boot,
+        top_k=settings.top_k)
     intro, sections = build_page(cells, corpora, run)
     write_page(intro, sections, smk.output.markdown, smk.output.html)
     Path(smk.output.overview).write_text(overview_html(intro, sections), encoding="utf-8")

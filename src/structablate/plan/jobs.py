@@ -342,7 +342,10 @@ class ReportPageJob(Job):
     order, corpora with their kind and whether their questions are generated). ``primary``:
     the primary cell with its embedder filled in; ``llm``: each LLM stage's settings (``None``:
     it does not run); ``contrasts``: the configured families, ``statistics.contrasts`` and
-    ``statistics.extra_contrasts``, so a contrast that did not run is named as configured."""
+    ``statistics.extra_contrasts``, so a contrast that did not run is named as configured;
+    ``n_boot``: the bootstrap replicates the contrasts drew (``statistics.bootstrap_iters``),
+    so a decision within Monte-Carlo error of α is flagged; ``top_k``: the results per question
+    (``retrieval.top_k``), so a routing row says what share of them was back-filled."""
 
     cells: list[Cell]
     corpora: list[str]
@@ -359,6 +362,8 @@ class ReportPageJob(Job):
     stage_conditions: dict[str, list[str]]
     guard: GuardSettings
     contrasts: dict[str, dict[str, tuple[str, str]]]
+    n_boot: int
+    top_k: int
 
 
 # ------------------------------------------------------------------------------ builders
@@ -447,7 +452,8 @@ def _report_page(plan: Plan, s: Settings, w: dict[str, str]) -> ReportPageJob:
         inducer=s.induction.inducer, stage_conditions=plan.stage_conditions(),
         guard=s.report.guard,
         contrasts={"statistics.contrasts": s.statistics.contrasts,
-                   "statistics.extra_contrasts": s.statistics.extra_contrasts})
+                   "statistics.extra_contrasts": s.statistics.extra_contrasts},
+        n_boot=s.statistics.bootstrap_iters, top_k=s.retrieval.top_k)
 
 
 _RULES: dict[str, _RuleJob[Any]] = {

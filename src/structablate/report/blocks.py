@@ -26,10 +26,11 @@ import polars as pl
 
 from structablate import study
 from structablate.paper import PAPER_BM25_GOLD_TOP1, PAPER_QASPER_FUNNEL
-from structablate.stats.decision import decide, decision_words
+from structablate.stats.decision import monte_carlo_flags, row_words
 from structablate.stats.sizes import size_gap
 
-from .render import Note, TableBlock
+from .guard import Flags, row_guard, split_reason
+from .render import TableBlock
 
 # ---------------------------------------------------------------- formatting
 
@@ -124,8 +125,9 @@ CONTRAST_NOTE = (
     "above = the smallest margin at which the equivalence test passes at the family's level, "
     "for a reader who prefers another margin; p MixedLM = the mixed models (document "
     "intercept; query in document; per-document slope), only where fitted; answer = the one "
-    "decision rule, or 'not testable here' where the structure-quality guard rejects the "
-    "comparison; role = confirmatory for the pre-registered family on the primary measure in "
+    "decision rule, followed where the structure-quality guard qualifies it by what the answer "
+    "is about and a letter whose sentence follows the table (the guard never hides an answer); "
+    "role = confirmatory for the pre-registered family on the primary measure in "
     "the primary cell, exploratory for everything else.")
 
 
@@ -137,9 +139,10 @@ def interval(r: Mapping, kind: str, key: Mapping[str, object], cite: Cite = plai
     return f"[{cite(r['ci_low'], kind, 'ci_low', key)}, {cite(r['ci_high'], kind, 'ci_high', key)}]"
 
 
-def contrast_cells(r: Mapping, cite: Cite = plain) -> list[str]:
+def contrast_cells(r: Mapping, cite: Cite = plain, flags: Flags | None = None,
+                   n_boot: int | None = None, extra: Sequence[str] = ()) -> list[str]:
     """One contrast row's cells under :data:`CONTRAST_CELLS`, each number printed by
-    ``cite``."""
+    ``cite``; the answer is :func:`row_answer` with ``flags``, ``n_boot`` and ``extra``."""
     key = {k: r[k] for k in ("family", "contrast", "metric") if r.get(k) is not None}
 
     def n(col: str, kind: str) -> str:
@@ -164,7 +167,8 @@ def contrast_cells(r: Mapping, cite: Cite = plain) -> list[str]:
     return [tied, n("delta", "+4"), ci,
             n("p", "p"), holm, n("dz", "+3"), mde, margin, tost, bound,
             n("p_mixedlm", "p"), n("p_mixedlm_query", "p"), n("p_mixedlm_slope", "p"),
-            row_answer(r), "confirmatory" if r.get("primary") else "exploratory"]
+            row_answer(r, flags, n_boot, extra),
+            "confirmatory" if r.get("primary") else "exploratory"]
 
 
 def _family_order(df: pl.DataFrame) -> pl.DataFrame:
@@ -174,16 +178,89 @@ def _family_order(df: pl.DataFrame) -> pl.DataFrame:
         (pl.col("family") != "pre-registered").cast(pl.Int8).alias("_fam"))
 
 
-def row_answer(r: Mapping) -> str:
-    """A contrast row's answer: the guard's mark where :func:`structablate.report.testable.
-    mark_contrasts` put one, else the decision rule in words."""
-    if r.get("not_testable"):
-        return "not testable here"
-    if r.get("answer"):
-        return r["answer"]
-    return decision_words(decide(r.get("p_holm"), r.get("p_tost_adj")), r.get("delta"),
-                          r.get("margin"), bound=r.get("equivalence_bound"),
-                          relative=r.get("margin_relative"))
+def routing_row(r: Mapping, section_recall: pl.DataFrame | None) -> dict | None:
+    """The section-recall row of a routing contrast's two-stage condition (a two-stage
+    condition against its flat twin, either order), None for any other row."""
+    if section_recall is None or not section_recall.height:
+        return None
+    a, b = r["cond_a"], r["cond_b"]
+    if not (study.is_condition(a) and study.is_condition(b)):
+        return None
+    two = [c for c in (a, b) if study.is_two_stage(c)]
+    if len(two) != 1:
+        return None
+    sub = section_recall.filter(pl.col("condition") == two[0])
+    return sub.row(0, named=True) if sub.height else None
+
+
+def monte_carlo_sentence() -> str:
+    """The flag sentence of a decision within Monte-Carlo error of α
+    (:func:`structablate.stats.decision.monte_carlo_flags`). It states no number of its own
+    (a results page records every number it prints; the replicates are stated beside the
+    table, :func:`structablate.report.results.monte_carlo_line`)."""
+    return ("Within Monte-Carlo error of α: the adjusted p lies within two Monte-Carlo "
+            "standard errors of the level for the run's bootstrap replicates (the binomial "
+            "error of a share of replicates, taken where the decision flips, "
+            "docs/statistics.md), so another bootstrap seed could give the other decision; "
+            "structablate flags such a row rather than raising the replicates, so the "
+            "shipped tables stay the run's own.")
+
+
+def method_qualifiers(r: Mapping) -> list[str]:
+    """Short qualifiers for the optional columns of the small-sample inference: ``p_method``
+    (which test gave p, when not the percentile bootstrap) and ``mixedlm_disagrees`` (the mixed
+    models fall on the other side of α); empty for a table without them."""
+    out = []
+    method = r.get("p_method")
+    if method and method != "bootstrap":
+        out.append("p from " + METHOD_WORDS.get(method, f"the {method} test"))
+    if r.get("mixedlm_disagrees") is True:
+        which = r.get("mixedlm_disagreeing")
+        out.append("the mixed models disagree" + (f" ({which})" if which else ""))
+    return out
+
+
+METHOD_WORDS = {"sign-flip-exact": "the exact document sign-flip test",
+                "sign-flip-mc": "the document sign-flip test (Monte-Carlo)"}
+"""How a row's ``p_method`` other than the bootstrap reads in its answer."""
+
+
+def routing_words(sr: Mapping | None, top_k: int | None, cite: Cite = plain) -> list[str]:
+    """What a routing row rests on, from its two-stage condition's row of the section-recall
+    table (``sr``): the routing hit rate (the share of questions whose stage 1 kept a section
+    holding gold evidence, ``section_recall``) and the share of each question's ``top_k``
+    results back-filled from the flat ranking (``mean_backfill / top_k``; a corpus with fewer
+    chunks than ``top_k`` returns fewer, so the share is then a lower bound). Empty without a
+    row; the share is left out without ``top_k``."""
+    if sr is None:
+        return []
+    k = {"condition": sr["condition"]}
+    out = f"routing hit {cite(sr['section_recall'], 'pct', 'section_recall', k)}"
+    if top_k and sr.get("mean_backfill") is not None:
+        share = sr["mean_backfill"] / top_k
+        out += (f", {cite(share, 'pct', '=', k)} of the {cite(top_k, 'int', '=', {})} results "
+                "back-filled from the flat ranking")
+    return [out]
+
+
+def row_answer(r: Mapping, flags: Flags | None = None, n_boot: int | None = None,
+               extra: Sequence[str] = ()) -> str:
+    """A contrast row's answer: the one decision rule in words
+    (:func:`structablate.stats.decision.row_words`), then, after " — ", what qualifies it:
+    each guard reason's "about …" (with its letter in ``flags``, whose sentences the caller
+    prints once; without ``flags`` the phrase alone), "within Monte-Carlo error of α" when
+    ``n_boot`` is given and a p lies that close to α, and the small-sample inference's
+    qualifiers (:func:`method_qualifiers`), then ``extra`` (e.g. :func:`routing_words`). A
+    guarded row keeps its answer: the guard qualifies, it never hides."""
+    quals = [flags.reason(x) if flags is not None else split_reason(x)[0] for x in row_guard(r)]
+    if n_boot and monte_carlo_flags(r, n_boot):
+        mc = "within Monte-Carlo error of α"
+        quals.append(f"{mc} [{flags.ref(monte_carlo_sentence())}]" if flags is not None
+                     else mc)
+    quals += method_qualifiers(r)
+    quals += list(extra)
+    words = row_words(r)
+    return f"{words} — {'; '.join(quals)}" if quals else words
 
 
 def family_notes(contrasts: pl.DataFrame) -> list[str]:
@@ -213,12 +290,19 @@ def contrasts_block(
     key: str = "contrasts",
     title: str = "Contrasts",
     with_cell: bool = False,
+    n_boot: int | None = None,
+    section_recall: pl.DataFrame | None = None,
+    top_k: int | None = None,
 ) -> TableBlock:
     """Table 1 layout, one row per (cell, metric, contrast): pre-registered family first.
 
     ``metrics`` restricts and orders the metrics (default: all, in the table's order).
     ``with_cell`` adds a leading ``cell`` column (for a table spanning cells). The ``answer``
-    column is :func:`row_answer` (the guard's mark travels with the row).
+    column is :func:`row_answer` (the guard's qualification travels with the row, by letter;
+    each letter's sentence is printed once, after the table's note); ``n_boot``: the run's
+    bootstrap replicates, to flag decisions within Monte-Carlo error of α; ``section_recall``
+    (the cell's; a table spanning cells leaves it out) and ``top_k``: a routing row prints its
+    routing hit rate and back-filled share (:func:`routing_words`).
     """
     df = _family_order(contrasts)
     order = list(metrics) if metrics is not None else list(dict.fromkeys(df["metric"]))
@@ -228,15 +312,18 @@ def contrasts_block(
     sort = (["corpus", "embedder", "reranker"] if with_cell else []) + ["_fam", "_m", "contrast"]
     df = df.sort(sort, maintain_order=True)
     rows = []
+    flags = Flags()
     for r in df.iter_rows(named=True):
         row = [f"{r['contrast']}: {r['cond_a']} − {r['cond_b']}", r["family"], r["metric"],
-               f"{r.get('n_queries', '—')} / {r.get('n_docs', '—')}", *contrast_cells(r)]
+               f"{r.get('n_queries', '—')} / {r.get('n_docs', '—')}",
+               *contrast_cells(r, flags=flags, n_boot=n_boot,
+                               extra=routing_words(routing_row(r, section_recall), top_k))]
         if with_cell:
             row.insert(0, cell_label(r["corpus"], r["embedder"], r["reranker"]))
         rows.append(row)
     cols = (["cell"] if with_cell else []) + CONTRAST_COLUMNS
     note = CONTRAST_NOTE
-    extra = family_notes(contrasts)
+    extra = family_notes(contrasts) + flags.notes()
     if extra:
         note += " " + " ".join(extra)
     align = ["l"] * (4 if with_cell else 3) + ["r"] * (len(CONTRAST_CELLS) - 1) + ["l", "l"]
@@ -487,21 +574,6 @@ def structure_quality_block(quality: pl.DataFrame, *, key: str = "structure-qual
              "(observed − chance) / (1 − chance), on which the guard decides. Two-stage "
              "routing ranks the top-level sections of the whole corpus.",
         align=["l"] + ["r"] * 5 + ["l"] + ["r"] * (len(cols) - 7))
-
-
-def guard_notes(contrasts: pl.DataFrame, flags_of, metric: str) -> list:
-    """One warning per contrast of ``contrasts`` that the guard flags on ``metric``;
-    ``flags_of((a, b), row)`` returns the reasons (:func:`structablate.report.guard.
-    comparison_flags`)."""
-    if not contrasts.height:
-        return []
-    out = []
-    for r in contrasts.filter(pl.col("metric") == metric).iter_rows(named=True):
-        reasons = flags_of((r["cond_a"], r["cond_b"]), r)
-        if reasons:
-            out.append(Note(f"{r['contrast']} ({r['cond_a']} − {r['cond_b']}) is not testable "
-                            "here: " + "; ".join(reasons) + ".", "warning"))
-    return out
 
 
 def resolving_power_block(power: pl.DataFrame, *, key: str = "resolving-power",

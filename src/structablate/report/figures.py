@@ -23,6 +23,8 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from structablate.study import DOSE_LADDER  # noqa: E402
 
+from .guard import row_guard, split_reason  # noqa: E402
+
 SIG_COLOR = "#1f5fa8"
 NS_COLOR = "#8c8c8c"
 PRIMARY_COLOR = "#c0392b"
@@ -68,10 +70,11 @@ def forest_plot(contrasts: pl.DataFrame, metric: str, title: str = "") -> Figure
     """Contrasts of one corpus (all cells) for ``metric``: Δ with its 95% CI per row.
 
     Rows are grouped by cell; filled markers are Holm-significant (p_holm < 0.05), the
-    pre-registered primary rows are red; a row the structure-quality guard marked (its
-    ``not_testable`` column, :func:`structablate.report.testable.mark_contrasts`) is drawn
-    hollow and light grey whatever its p, and labelled "not testable here"; a row whose
-    bootstrap was withheld has no interval.
+    pre-registered primary rows are red; a row the structure-quality guard qualifies (its
+    ``guard`` column, :func:`structablate.report.testable.mark_contrasts`; ``not_testable`` in
+    an older table) is drawn grey and dotted, filled when Holm-significant like any other
+    row, and labelled with what its answer is about; a row whose bootstrap was withheld has
+    no interval.
     """
     df = contrasts.filter(pl.col("metric") == metric)
     if not df.height:
@@ -85,8 +88,9 @@ def forest_plot(contrasts: pl.DataFrame, metric: str, title: str = "") -> Figure
     labels = []
     for i, r in enumerate(df.iter_rows(named=True)):
         y = n - 1 - i
-        flagged = bool(r.get("not_testable"))
-        sig = _finite(r["p_holm"]) and r["p_holm"] < 0.05 and not flagged
+        reasons = row_guard(r)
+        flagged = bool(reasons)
+        sig = _finite(r["p_holm"]) and r["p_holm"] < 0.05
         color = (FLAGGED_COLOR if flagged else PRIMARY_COLOR if r.get("primary")
                  else SIG_COLOR if sig else NS_COLOR)
         if _finite(r.get("ci_low"), r.get("ci_high")):
@@ -95,7 +99,7 @@ def forest_plot(contrasts: pl.DataFrame, metric: str, title: str = "") -> Figure
         ax.plot([r["delta"]], [y], "o", color=color, ms=7,
                 mfc=color if sig else "white", mew=1.8)
         fam = "" if r["family"] == "pre-registered" else " (expl.)"
-        mark = "  [not testable here]" if flagged else ""
+        mark = ("  [" + "; ".join(split_reason(x)[0] for x in reasons) + "]") if flagged else ""
         labels.append(f"{r['contrast']}: {r['cond_a']}−{r['cond_b']}{fam}  ·  "
                       f"{r['embedder']}/{r['reranker']}{mark}")
     ax.axvline(0, color="black", lw=0.8, ls="--")
@@ -103,7 +107,7 @@ def forest_plot(contrasts: pl.DataFrame, metric: str, title: str = "") -> Figure
     ax.set_yticklabels(list(reversed(labels)), fontsize=9)
     ax.set_xlabel(f"Δ {metric} (a − b), 95% document-clustered bootstrap CI\n"
                   "filled: Holm p < 0.05 · open: n.s. · red: pre-registered primary cell · "
-                  "grey dotted: not testable here (structure-quality guard)",
+                  "grey dotted: qualified by the structure-quality guard (label: what it is about)",
                   fontsize=9)
     ax.set_title(title or f"Contrasts, {metric}", fontsize=11)
     ax.set_ylim(-0.7, n - 0.3)
@@ -157,8 +161,9 @@ def dose_response_plot(dose: pl.DataFrame, cis: pl.DataFrame, metric: str,
     """Breadcrumb depth (A2 → A3-d1 → A3-d2 → A3) against the mean of ``metric`` with CIs,
     annotated with the within-query slope and its CI. A placeholder when the ladder did not
     run. ``flags``: the guard's reasons against the ladder
-    (:func:`structablate.report.testable.dose_flags`); with any, the slope is labelled "not
-    testable here" and the reasons are printed under the plot."""
+    (:func:`structablate.report.testable.dose_flags`); with any, the slope is labelled with
+    what it is about ("about this inducer's segmentation: slope …") and the reasons are printed
+    under the plot."""
     title = title or f"Breadcrumb-depth dose-response, {metric}"
     row = dose.filter(pl.col("metric") == metric) if dose.height else dose
     have = set(cis.filter(pl.col("measure") == metric)["condition"]) if cis.height else set()
@@ -180,7 +185,8 @@ def dose_response_plot(dose: pl.DataFrame, cis: pl.DataFrame, metric: str,
     ax.set_ylabel(f"mean {metric}")
     ax.set_title(title, fontsize=11)
     ax.grid(alpha=0.3)
-    mark = "NOT TESTABLE HERE: " if flags else ""
+    mark = ("; ".join(dict.fromkeys(split_reason(f)[0] for f in flags)).upper() + ": "
+            if flags else "")
     ax.text(0.02, 0.95, f"{mark}slope {r['slope']:+.4f} per level, 95% CI "
             f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}], p = {r['p']:.3f}",
             transform=ax.transAxes, va="top", fontsize=9,

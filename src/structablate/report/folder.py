@@ -63,14 +63,25 @@ def read_table(path: str | os.PathLike[str]) -> pl.DataFrame:
     """A Parquet table of the folder; :class:`ResultsError` when the run has not written it."""
     if not Path(path).exists():
         raise ResultsError(f"{path}: missing (the run has not written it)")
-    return read_parquet(path)
+    try:
+        return read_parquet(path)
+    except Exception as e:  # noqa: BLE001 - any damage to the file: name it
+        raise ResultsError(f"{path}: not a readable Parquet table ({type(e).__name__}: "
+                           f"{e})") from None
 
 
 def read_json(path: str | os.PathLike[str]) -> dict:
     """A JSON report of the folder; :class:`ResultsError` when the run has not written it."""
     if not Path(path).exists():
         raise ResultsError(f"{path}: missing (the run has not written it)")
-    return json.loads(Path(path).read_text())
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ResultsError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise ResultsError(f"{path}: a JSON report must be an object, not a "
+                           f"{type(data).__name__}")
+    return data
 
 
 def read_scores(paths: Paths, cell: Cell, conditions: Sequence[str]) -> dict[str, pl.DataFrame]:

@@ -1,12 +1,17 @@
-"""The structure-quality guard: which comparisons the inputs cannot support, and why.
+"""The structure-quality guard: what a comparison's answer is about, and why.
 
 The measurements come from :mod:`structablate.structure.quality` (per corpus: the
 structure-quality table and the comparison checks) and :func:`structablate.stats.
 ranking_identity` (per cell); this module only compares them with the thresholds of
-:class:`GuardSettings` and words the reasons. A comparison with at least one reason is *not
-testable here*: the verdict never calls it equivalent or safe.
+:class:`GuardSettings` and words the reasons. A reason **qualifies** a row, it never hides it:
+the row keeps its answer by the one decision rule (a significant answer and its Δ stay
+printed) and says what the answer is about — "no, it hurts — about this inducer's
+segmentation [a]" — with the reason's full sentence once per page or cell under the letter
+(:class:`Flags`). A guarded row is never called equivalent or safe *without* its
+qualification.
 
-Reasons, per pair of conditions ``(a, b)`` (either order):
+Each reason reads ``"about WHAT: DETAIL"`` (:func:`split_reason`); per pair of conditions
+``(a, b)`` (either order):
 
 * **routing covers the pool** — two-stage vs its flat twin, when stage 1 keeps at least
   ``max_routed_section_share`` of the corpus's sections (every query keeps the same
@@ -35,15 +40,19 @@ Reasons, per pair of conditions ``(a, b)`` (either order):
 The reasons of identity — *same text* and *unchanged* — qualify only a claim of no
 difference: they dilute a contrast toward 0, so an answer of "no difference" or "too small to
 tell" would restate that the conditions coincide; they never touch a row whose Holm p is
-below α (a difference found on the questions that do differ is a difference), so a
-significant row is never made "not testable here" by ties. The structural reasons (routing,
-one top-level section, induced structure near chance) say what the contrast measures and
-apply to every row.
+below α (a difference found on the questions that do differ is a difference). The structural
+reasons (routing, one top-level section, induced structure near chance) say what the contrast
+measures and qualify every row, significant or not.
+
+Tables written before this rule carry the reasons in a ``not_testable`` column in older words;
+:func:`row_guard` reads either column and :func:`split_reason` words an old reason as a new one
+(:func:`upgrade_reason`), so an old table's row is qualified, never hidden, too.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -61,6 +70,131 @@ def _finite(x) -> bool:
 
 def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
+
+
+ABOUT_POOL = "about routing that ranks flat search's own candidates"
+ABOUT_SINGLE_TOP = "about routing between documents, not sections"
+ABOUT_PLACEBO = "about a placebo that mostly keeps the real paths"
+ABOUT_SAME_TEXT = "about two conditions that embed the same text"
+ABOUT_INDUCED = "about this inducer's segmentation"
+ABOUT_UNCHANGED = "about two conditions that returned the same results"
+ABOUT_OTHER = "about what the structure guard found"
+"""What a reason says an answer is about: the short phrase a row prints (the reason's full
+sentence is its flag, :class:`Flags`)."""
+
+
+def induced_reason(kappa: str, floor: str, observed: str, chance: str) -> str:
+    """The induced-structure reason from its four figures, as printed (two decimals)."""
+    return (f"{ABOUT_INDUCED}: chance-corrected boundary agreement with gold {kappa} < "
+            f"{floor} (the guard's floor), from boundary F1 {observed} within one paragraph "
+            f"against {chance} for random boundaries with as many per document, so the answer "
+            "describes how this inducer segments the documents, not their own structure")
+
+
+_OLD_INDUCED = re.compile(
+    r"the induced section boundaries agree with gold little beyond chance: boundary F1 "
+    r"(?P<observed>\S+) \(within one paragraph\) against (?P<chance>\S+) for random boundaries "
+    r"with as many per document, chance-corrected (?P<kappa>\S+) \(guard: at least "
+    r"(?P<floor>[^)]+)\).*")
+_OLD_ABOUT = (("stage 1 keeps", ABOUT_POOL), ("single top-level section", ABOUT_SINGLE_TOP),
+              ("under the placebo", ABOUT_PLACEBO), ("embed the same text", ABOUT_SAME_TEXT),
+              ("identical rankings", ABOUT_UNCHANGED), ("per-query Δ exactly 0", ABOUT_UNCHANGED))
+"""The previous wording's reasons, by a phrase each held, and what they are about."""
+
+
+def upgrade_reason(text: str) -> str:
+    """A reason in this module's previous words (a ``not_testable`` column of an older table)
+    in the current ``"about WHAT: DETAIL"`` form; a current reason is returned unchanged."""
+    text = text.strip()
+    if text.startswith("about "):
+        return text
+    m = _OLD_INDUCED.fullmatch(text)
+    if m:
+        return induced_reason(m["kappa"], m["floor"], m["observed"], m["chance"])
+    about = next((a for key, a in _OLD_ABOUT if key in text), ABOUT_OTHER)
+    return f"{about}: {text}"
+
+
+def split_reason(text: str) -> tuple[str, str]:
+    """``(about, detail)`` of a reason (:func:`upgrade_reason` first, so an old table's reason
+    splits too): the short phrase a row prints and the rest of the sentence."""
+    about, _, detail = upgrade_reason(text).partition(": ")
+    return about, detail
+
+
+def split_reasons(joined: str | None) -> list[str]:
+    """The reasons of a ``guard`` (or old ``not_testable``) cell: joined by "; ", split only
+    outside parentheses (a reason may hold "; " inside them)."""
+    if not joined:
+        return []
+    out, depth, cur = [], 0, []
+    i = 0
+    while i < len(joined):
+        ch = joined[i]
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0 and joined.startswith("; ", i):
+            out.append("".join(cur))
+            cur = []
+            i += 2
+            continue
+        cur.append(ch)
+        i += 1
+    out.append("".join(cur))
+    return [x.strip() for x in out if x.strip()]
+
+
+def row_guard(row: Mapping) -> list[str]:
+    """The guard's reasons recorded on a contrast row, in current words: its ``guard`` column,
+    or the ``not_testable`` column of a table written before the guard qualified rows."""
+    joined = row.get("guard") if row.get("guard") is not None else row.get("not_testable")
+    return [upgrade_reason(r) for r in split_reasons(joined)]
+
+
+class Flags:
+    """The lettered qualifications of one page or cell: each distinct sentence gets a letter
+    (a, b, …) the first time a row refers to it, so the rows print a short phrase and the
+    letter and the sentence is printed once (:meth:`notes`)."""
+
+    def __init__(self) -> None:
+        self._letters: dict[str, str] = {}
+        self._printed: set[str] = set()
+
+    def ref(self, sentence: str) -> str:
+        """The letter of ``sentence`` (a new one the first time)."""
+        if sentence not in self._letters:
+            n = len(self._letters)
+            letter = ""
+            while True:
+                letter = chr(ord("a") + n % 26) + letter
+                n = n // 26 - 1
+                if n < 0:
+                    break
+            self._letters[sentence] = letter
+        return self._letters[sentence]
+
+    def reason(self, text: str) -> str:
+        """A row's short qualification for a guard reason: ``"about WHAT [x]"``, the reason's
+        whole sentence under letter ``x``."""
+        about, detail = split_reason(text)
+        sentence = f"{about[0].upper()}{about[1:]}: {detail}." if detail else \
+            f"{about[0].upper()}{about[1:]}."
+        return f"{about} [{self.ref(sentence)}]"
+
+    def items(self) -> list[tuple[str, str]]:
+        """``(letter, sentence)`` in letter order."""
+        return [(v, k) for k, v in self._letters.items()]
+
+    def notes(self, *, new_only: bool = False) -> list[str]:
+        """``"[x] sentence"`` for every flag (``new_only``: those not printed by an earlier
+        call with ``new_only``, so a page prints each flag once)."""
+        out = []
+        for letter, sentence in self.items():
+            if new_only and letter in self._printed:
+                continue
+            self._printed.add(letter)
+            out.append(f"[{letter}] {sentence}")
+        return out
 
 
 def _pair_rows(df: pl.DataFrame | None, a: str, b: str) -> list[dict]:
@@ -140,7 +274,8 @@ def comparison_flags(
     gold_agreement: bool = True,
     row: Mapping | None = None,
 ) -> list[str]:
-    """Why ``cond_a`` vs ``cond_b`` cannot answer its question here (empty: testable).
+    """What ``cond_a`` vs ``cond_b``'s answer is about here, when not the question it was
+    asked for (empty: no qualification).
 
     ``quality``: the corpus's structure-quality table; ``checks``: its comparison checks;
     ``ranking``: the cell's ranking identity (:func:`structablate.stats.ranking_identity`);
@@ -148,7 +283,7 @@ def comparison_flags(
     whether two conditions differ at all); ``row``: the contrast row (its ``metric``,
     ``n_queries``, ``n_zero_delta`` and ``p_holm``): a row whose Holm p is below
     :data:`~structablate.stats.decision.ALPHA` gets no reason of identity (module
-    docstring). Each reason is a clause in plain words, ready to follow "not testable here: ".
+    docstring). Each reason reads ``"about WHAT: DETAIL"`` (:func:`split_reason`).
     """
     s = settings or GuardSettings()
     a, b = study.condition(cond_a), study.condition(cond_b)
@@ -159,14 +294,14 @@ def comparison_flags(
     if pool and _finite(pool["value"]) and pool["value"] >= s.max_routed_section_share:
         how = ("so it ranks exactly the candidates flat search ranks (by construction)"
                if pool["value"] >= 1 else "almost every candidate of flat search")
-        out.append(f"stage 1 keeps {pool['count']} of the corpus's {pool['total']} top-level "
-                   f"sections for every query ({_pct(pool['value'])}), {how}: {two.name} ≈ "
-                   f"{flat.name}")
+        out.append(f"{ABOUT_POOL}: stage 1 keeps {pool['count']} of the corpus's "
+                   f"{pool['total']} top-level sections for every query "
+                   f"({_pct(pool['value'])}), {how}: {two.name} ≈ {flat.name}")
     single = by_check.get("routing_single_top")
     if single and _finite(single["value"]) and single["value"] >= s.max_single_top_share:
-        out.append(f"{single['count']} of {single['total']} documents have a single top-level "
-                   f"section ({two.structure} structure), so routing picks documents, not "
-                   "sections")
+        out.append(f"{ABOUT_SINGLE_TOP}: {single['count']} of {single['total']} documents "
+                   f"have a single top-level section ({two.structure} structure), so routing "
+                   "picks documents, not sections")
     significant = row is not None and _finite(row.get("p_holm")) and row["p_holm"] < ALPHA
     same = by_check.get("same_text")
     if same and _finite(same["value"]) and not significant:
@@ -177,7 +312,8 @@ def comparison_flags(
                 pairs = by_check.get("placebo_pairs_identical")
                 extra = (f"; {pairs['count']} of {pairs['total']} unique (document, path) "
                          "pairs got their own path back" if pairs else "")
-                out.append(f"{_pct(same['value'])} of the chunks carry the same heading path "
+                out.append(f"{ABOUT_PLACEBO}: {_pct(same['value'])} of the chunks carry the "
+                           f"same heading path "
                            f"under the placebo as under the real paths (too few distinct "
                            f"paths to shuffle{extra}), which dilutes the contrast toward 0")
             else:
@@ -189,28 +325,27 @@ def comparison_flags(
                     why = (f": the {a.structure} structure is at most {depth} level"
                            f"{'s' if depth != 1 else ''} deep, so breadcrumbs of depth "
                            f"{min(a.depth, b.depth)} and {max(a.depth, b.depth)} are the same")
-                out.append(f"{_pct(same['value'])} of the chunks embed the same text under "
-                           f"{cond_a} and {cond_b}{why}")
+                out.append(f"{ABOUT_SAME_TEXT}: {_pct(same['value'])} of the chunks embed the "
+                           f"same text under {cond_a} and {cond_b}{why}")
     structures = {a.structure, b.structure}
     if gold_agreement and Structure.INDUCED in structures and Structure.GOLD not in structures:
         agree, _ = induced_agreement(quality)
         if agree is not None and agree.kappa < s.min_boundary_kappa:
-            out.append(f"the induced section boundaries agree with gold little beyond chance: "
-                       f"{agree.describe()} (guard: at least {s.min_boundary_kappa:.2f}), so "
-                       "the answer would describe this inducer's segmentation, not the "
-                       "documents' structure")
+            out.append(induced_reason(f"{agree.kappa:.2f}", f"{s.min_boundary_kappa:.2f}",
+                                      f"{agree.observed:.2f}", f"{agree.chance:.2f}"))
     if significant:
         return out
     ranked = _pair_rows(ranking, cond_a, cond_b)
     for r in ranked:
         if _finite(r["identical_share"]) and r["identical_share"] >= s.max_unchanged_share:
-            out.append(f"{cond_a} and {cond_b} returned identical rankings for "
-                       f"{r['identical']} of {r['n_queries']} queries")
+            out.append(f"{ABOUT_UNCHANGED}: {cond_a} and {cond_b} returned identical "
+                       f"rankings for {r['identical']} of {r['n_queries']} queries")
     if not ranked and row is not None and row.get("n_zero_delta") is not None \
             and row.get("n_queries"):
         share = row["n_zero_delta"] / row["n_queries"]
         if share >= s.max_unchanged_share:
-            out.append(f"{cond_a} and {cond_b} score the same {row.get('metric', '')} "
+            out.append(f"{ABOUT_UNCHANGED}: {cond_a} and {cond_b} score the same "
+                       f"{row.get('metric', '')} "
                        f"(per-query Δ exactly 0) on {row['n_zero_delta']} of "
                        f"{row['n_queries']} queries (no ranking identity was measured to say "
                        "whether they returned the same results)")

@@ -34,7 +34,6 @@ from .blocks import (
     cross_cell_means_block,
     dropped_inputs,
     funnel_block,
-    guard_notes,
     left_out_block,
     resolving_power_block,
     section_recall_block,
@@ -42,10 +41,10 @@ from .blocks import (
     structure_quality_block,
     two_stage_conditions,
 )
-from .guard import GuardSettings, comparison_flags
+from .guard import GuardSettings, split_reason
 from .provenance import answer_provenance, cell_flags, llm_status, provenance_blocks
 from .render import FigureBlock, Note, PageSection
-from .testable import mark_contrasts
+from .testable import GUARD_COLUMN, dose_flags, mark_contrasts
 from .verdict import verdict_blocks
 
 TITLE = "structablate report"
@@ -117,7 +116,11 @@ class PageSettings:
     (:meth:`~structablate.plan.Plan.llm_stages`), None: no LLM information; ``guard``: the
     structure-quality guard's thresholds; ``contrasts``: the configured contrast families
     (``{"statistics.contrasts": {name: [a, b]}, "statistics.extra_contrasts": …}``), so a
-    question or contrast that did not run says why (None: the paper's C1–C4 are assumed).
+    question or contrast that did not run says why (None: the paper's C1–C4 are assumed);
+    ``n_boot``: the bootstrap replicates of the run's contrasts (``statistics.bootstrap_iters``),
+    so a decision within Monte-Carlo error of α is flagged (None: not checked); ``top_k``: the
+    results per question (``retrieval.top_k``), so a routing row says what share of them was
+    back-filled from the flat ranking (None: the count alone).
     """
 
     embedders: Mapping[str, Any]
@@ -131,6 +134,8 @@ class PageSettings:
     inducer: str = InductionSettings.inducer
     guard: GuardSettings = field(default_factory=GuardSettings)
     contrasts: Mapping[str, Mapping[str, Sequence[str]]] | None = None
+    n_boot: int | None = None
+    top_k: int | None = None
 
 
 def build_page(cells: Sequence[CellData], corpora: Sequence[CorpusData], run: PageSettings
@@ -161,7 +166,7 @@ def build_page(cells: Sequence[CellData], corpora: Sequence[CorpusData], run: Pa
             sections.append(PageSection(
                 f"Verdict: {corpus.name}",
                 _verdict_section(corpus, chosen, metric, guard, embedders, rerankers, llm,
-                                 conditions, inducer, stage_conditions, contrasts),
+                                 conditions, inducer, stage_conditions, contrasts, run.top_k),
                 key=f"verdict-{corpus.name}"))
     sections += [PageSection("Run provenance: models and flags", provenance_blocks(
         embedders, rerankers, [c.cell for c in cells], observed, llm, conditions,
@@ -174,7 +179,7 @@ def build_page(cells: Sequence[CellData], corpora: Sequence[CorpusData], run: Pa
     if allc:
         df = pl.concat(allc, how="diagonal_relaxed")
         t1.append(contrasts_block(df, [metric], key="table-1", with_cell=True,
-                                 title=f"Contrasts, {metric}, every cell"))
+                                 title=f"Contrasts, {metric}, every cell", n_boot=run.n_boot))
         pre = df.filter(pl.col("family") == "pre-registered") if "family" in df.columns else df
         if not pre.height:
             missing = _missing_contrasts(contrasts, conditions)
@@ -214,10 +219,11 @@ def build_page(cells: Sequence[CellData], corpora: Sequence[CorpusData], run: Pa
         label = cell_label(*c.cell)
         k = "-".join(c.cell)
         blocks = [Note(f, "warning") for f in cell_flags(c.cell, rerankers, c.observed_trained)]
+        # the guard's sentences are the table's lettered notes: one per reason in this cell
         blocks.append(contrasts_block(c.contrasts, measures, key=f"contrasts-{k}",
-                                      title=f"Contrasts, {label}"))
+                                      title=f"Contrasts, {label}", n_boot=run.n_boot,
+                                      section_recall=c.section_recall, top_k=run.top_k))
         corpus = next((x for x in corpora if x.name == c.cell[0]), None)
-        blocks += guard_notes(c.contrasts, _flagger(corpus, c, guard), metric)
         if c.contrasts.height and "mde80" in c.contrasts.columns:
             blocks.append(resolving_power_block(
                 resolving_power(c.contrasts.filter(pl.col("metric") == metric)),
@@ -240,16 +246,10 @@ def build_page(cells: Sequence[CellData], corpora: Sequence[CorpusData], run: Pa
             blocks.append(_figure(f"dose-{k}", c.figures["dose"],
                                  f"Breadcrumb-depth dose-response, {label}."))
         if c.dose.height:
-            crumbs = study.breadcrumb_rungs()
-            for a, b in zip(crumbs, crumbs[1:], strict=False):
-                reasons = comparison_flags(
-                    a, b, quality=corpus.structure_quality if corpus else None,
-                    checks=corpus.comparison_checks if corpus else None,
-                    ranking=c.ranking_identity, settings=guard, gold_agreement=False)
-                if reasons:
-                    blocks.append(Note(f"The depth ladder's rungs {a} and {b} do not differ "
-                                       "here: " + "; ".join(reasons) + ". The slope counts "
-                                       "them as two depths.", "warning"))
+            blocks += dose_notes(dose_flags(
+                list(study.DOSE_LADDER), quality=corpus.structure_quality if corpus else None,
+                checks=corpus.comparison_checks if corpus else None,
+                ranking=c.ranking_identity, guard=guard))
         if two_stage and c.section_recall.height:
             blocks.append(section_recall_block(c.section_recall, key=f"section-recall-{k}",
                                                title=f"Stage-1 section recall, {label}"))
@@ -290,7 +290,7 @@ def _marked(cell: CellData, corpus: CorpusData | None, guard: GuardSettings | No
             ) -> CellData:
     """``cell`` with its contrasts marked by the guard (:func:`.testable.mark_contrasts`), so
     every table of the page carries the mark; kept as it is when already marked."""
-    if not cell.contrasts.height or "not_testable" in cell.contrasts.columns:
+    if not cell.contrasts.height or GUARD_COLUMN in cell.contrasts.columns:
         return cell
     marked = mark_contrasts(
         cell.contrasts, quality=corpus.structure_quality if corpus else None,
@@ -299,18 +299,20 @@ def _marked(cell: CellData, corpus: CorpusData | None, guard: GuardSettings | No
     return replace(cell, contrasts=marked)
 
 
-def _flagger(corpus: CorpusData | None, cell: CellData, guard: GuardSettings | None):
-    def flags_of(pair, row=None):
-        return comparison_flags(
-            *pair, quality=corpus.structure_quality if corpus else None,
-            checks=corpus.comparison_checks if corpus else None,
-            ranking=cell.ranking_identity, settings=guard, row=row)
-    return flags_of
+def dose_notes(reasons: Sequence[str]) -> list[Note]:
+    """The guard's reasons against the depth ladder (:func:`.testable.dose_flags`) as one
+    warning each: the dose-response rests on the same structure as the contrasts it
+    qualifies, so the slope carries the same qualification."""
+    out = []
+    for reason in reasons:
+        about, detail = split_reason(reason)
+        out.append(Note(f"The breadcrumb-depth slope is {about}: {detail}.", "warning"))
+    return out
 
 
 def _verdict_section(corpus: CorpusData, chosen: CellData, metric: str,
                      guard: GuardSettings | None, embedders, rerankers, llm, conditions,
-                     inducer, stage_conditions, configured=None) -> list:
+                     inducer, stage_conditions, configured=None, top_k=None) -> list:
     """The verdict of one corpus: flags, answers, the guard table, BM25, what was left out."""
     blocks: list = []
     if corpus.questions_generated:
@@ -328,7 +330,7 @@ def _verdict_section(corpus: CorpusData, chosen: CellData, metric: str,
         quality=corpus.structure_quality, checks=corpus.comparison_checks,
         ranking=chosen.ranking_identity, guard=guard,
         provenance=answer_provenance(chosen.cell, embedders, rerankers, llm, inducer),
-        conditions=conditions, configured=configured)
+        conditions=conditions, configured=configured, top_k=top_k)
     if corpus.structure_quality is not None and corpus.structure_quality.height:
         blocks.append(structure_quality_block(
             corpus.structure_quality, key=f"structure-quality-{corpus.name}",

@@ -9,7 +9,9 @@ blocks between markers::
 
 ``python -m structablate.report.results RESULTS --page PAGE [--corpus C --embedder E
 --reranker R]`` reads the run's own tables under ``RESULTS`` and rewrites every block of
-``PAGE`` in place (``--out`` writes elsewhere; ``--check`` fails when the page is stale). The
+``PAGE`` in place (``--out`` writes elsewhere; ``--check`` re-derives every statistics table
+from the per-question scores with the run's shipped config, :mod:`.rederive`, and fails,
+saying where, when a table does not re-derive bit for bit or the page is stale). The
 prose between blocks is written by hand and must hold no number of its own
 (:func:`prose_numbers`: digits with their qualifiers, ``4x``, ``<0.05``, ``80%``, ``.005``,
 and number words); a claim names the table row it rests on, which the ``claims`` block
@@ -40,7 +42,8 @@ like with the paper's QASPER funnel, then every field), ``bm25``, ``structure``,
 paper's on its own interval, in units and as a share of the control's mean, and against its
 controls as a paired difference, :func:`against_paper`; ``control_embedder``: a second
 embedder cell as one more control), ``sensitivity`` (``embedder``: the same conditions and
-contrasts in a second embedder cell), ``embedders`` (``weak``: the embedder axis, levels
+contrasts in a second embedder cell; ``absent=say``: a cell the tables lack is said, not an
+error), ``embedders`` (``weak``: the embedder axis, levels
 and each contrast under both embedders with its interaction test), ``claims``
 (``metric``), ``timing``, ``embedding``, ``hashes``.
 """
@@ -57,6 +60,7 @@ import sys
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import polars as pl
@@ -74,6 +78,7 @@ from structablate.paper import (
 from structablate.results_paths import Paths
 from structablate.stats.bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED
 from structablate.stats.contrasts import contrast_difference
+from structablate.stats.decision import row_words
 from structablate.stats.embedders import embedder_contrasts, embedder_levels
 from structablate.study import CONTROLS, DOSE_LADDER
 
@@ -89,12 +94,17 @@ from .blocks import (
     qasper_funnel_block,
     qtype_block,
     report_fields_block,
+    routing_row,
+    routing_words,
     row_answer,
     section_recall_block,
     structure_quality_block,
 )
 from .folder import ResultsError, cell_file, corpus_file, read_json, read_scores, read_table
+from .guard import Flags
+from .rederive import CONFIG, RunSettings, rederive, run_settings, settings_from
 from .render import table_markdown
+from .testable import dose_flags
 
 MARK = re.compile(r"^<!-- results: (?P<spec>[^>]*?) -->\s*$")
 END = "<!-- /results -->"
@@ -150,6 +160,9 @@ class Ledger:
     """Every number a page prints, with where it came from."""
 
     entries: list[Entry] = field(default_factory=list)
+    flags: Flags = field(default_factory=Flags)
+    """The page's lettered qualifications (:class:`structablate.report.guard.Flags`): a
+    sentence is printed once per page, by the first block whose rows refer to it."""
 
     format = staticmethod(format_number)
 
@@ -303,7 +316,7 @@ def embedding_counts(results: str | Path) -> list[dict]:
     results = Path(results)
     out = []
     for path in sorted(results.glob("*/*/embeddings/*.json")):
-        s = json.loads(path.read_text())
+        s = read_json(path)
         out.append({"job": path.relative_to(results).with_suffix("").as_posix(),
                     "file": path.relative_to(results).as_posix(),
                     **{k: s.get(k) for k in ("texts", "unique_texts", "computed", "cache_hits",
@@ -333,6 +346,32 @@ class Run:
 
     def rel(self, path: str) -> str:
         return Path(path).relative_to(self.results).as_posix()
+
+    @cached_property
+    def settings(self) -> RunSettings | None:
+        """The run's statistics settings from the ``config.yaml`` shipped with its tables
+        (:func:`structablate.report.rederive.settings_from`); None without one."""
+        path = self.results / CONFIG
+        return settings_from(path) if path.exists() else None
+
+    @property
+    def n_boot(self) -> int | None:
+        """The bootstrap replicates of the run's contrasts (None: not recorded here)."""
+        s = self.settings
+        return s.statistics.bootstrap_iters if s is not None else None
+
+    @property
+    def top_k(self) -> int | None:
+        """The results per question of the run's retrieval (None: not recorded here)."""
+        s = self.settings
+        return s.top_k if s is not None else None
+
+    def section_recall(self) -> pl.DataFrame | None:
+        """The cell's stage-1 section recall table, None where the run wrote none."""
+        try:
+            return self.table("section_recall")
+        except ResultsError:
+            return None
 
     CORPUS_NAMES = {"structure": "structure_quality", "funnel": "funnel", "bm25": "bm25"}
     """The corpus files a page reads, by the name a block asks for (the rest are the cell's,
@@ -511,7 +550,7 @@ def block_describe(run: Run, led: Ledger, **_) -> list[str]:
         return [*out, "", "No run description is recorded with these tables (the config, the "
                 "command and the code version are written by `--export-tables DIR --config "
                 "FILE --command CMD`)."]
-    d = json.loads(path.read_text())
+    d = read_json(path)
     out += ["", f"- config: `{d.get('config') or 'not recorded'}`"
             + (f" (sha256 `{d['config_sha256']}`, shipped as `config.yaml` beside the tables)"
                if d.get("config_sha256") else "")]
@@ -557,10 +596,55 @@ def block_means(run: Run, led: Ledger, **_) -> list[str]:
     return [table_markdown(block), "", role_line(run)]
 
 
-def _contrast_cells(r: Mapping, led: Ledger, src: str) -> list[str]:
+def _routing(run: Run, led: Ledger, r: Mapping) -> list[str]:
+    """A routing row's hit rate and back-filled share (:func:`structablate.report.blocks.
+    routing_words`), each number recorded: the hit rate against the section-recall table, the
+    share as derived."""
+    sr = routing_row(r, run.section_recall())
+    if sr is None:
+        return []
+    src = run.source("section_recall")
+
+    def cite(value, kind, column, key):
+        if column == "=":
+            return _derived(led, value, kind)
+        return led.num(value, kind, src, key, column)
+
+    return routing_words(sr, run.top_k, cite)
+
+
+def _answer(run: Run, led: Ledger, r: Mapping) -> str:
+    """A contrast row's answer on a results page: the rule's words, qualified by letter
+    (:func:`structablate.report.blocks.row_answer` with the page's flags, the run's
+    replicates and the routing figures)."""
+    return row_answer(r, led.flags, run.n_boot, _routing(run, led, r))
+
+
+def _contrast_cells(r: Mapping, led: Ledger, src: str, run: Run | None = None) -> list[str]:
     """A contrast row's cells (:func:`structablate.report.blocks.contrast_cells`), each number
-    recorded in the ledger against the row of ``src`` it came from."""
-    return contrast_cells(r, led.cite(src))
+    recorded in the ledger against the row of ``src`` it came from; the answer qualified by
+    the page's lettered flags."""
+    if run is None:
+        return contrast_cells(r, led.cite(src), flags=led.flags)
+    return contrast_cells(r, led.cite(src), flags=led.flags, n_boot=run.n_boot,
+                          extra=_routing(run, led, r))
+
+
+def flag_lines(led: Ledger) -> list[str]:
+    """The sentences of the page's flags that no earlier block printed (each once a page)."""
+    return led.flags.notes(new_only=True)
+
+
+def monte_carlo_line(run: Run, led: Ledger) -> list[str]:
+    """What the page does about Monte-Carlo error (item 8 of issue 50): rows are flagged, not
+    recomputed with more replicates; empty when the run's replicates are not recorded."""
+    if run.n_boot is None:
+        return ["Monte-Carlo error of the bootstrap p-values: not checked (the run's "
+                "replicates are not recorded with these tables)."]
+    return [f"Monte-Carlo error: each decision's adjusted p is compared with α at the run's "
+            f"{_derived(led, run.n_boot, 'int')} bootstrap replicates; a decision within "
+            "two Monte-Carlo standard errors of α is flagged on its row (\"within Monte-Carlo "
+            "error of α\"), not recomputed with more replicates (docs/statistics.md)."]
 
 
 CONTRAST_HEADER = CONTRAST_CELLS
@@ -583,19 +667,16 @@ def block_contrasts(run: Run, led: Ledger, metric: str = PAPER_METRIC,
     rows = []
     for r in df.iter_rows(named=True):
         rows.append([f"{r['contrast']}: {r['cond_a']} − {r['cond_b']}", r.get("family", ""),
-                     *_contrast_cells(r, led, src)])
+                     *_contrast_cells(r, led, src, run)])
     out = _table(["contrast", "family", *CONTRAST_HEADER], rows, "ll" + CONTRAST_ALIGN)
-    notes = [ROLE_NOTE]
+    notes = [ROLE_NOTE, *monte_carlo_line(run, led)]
     for fam in dict.fromkeys(df["family"].to_list() if "family" in df.columns else []):
         sub = df.filter(pl.col("family") == fam)
         missing = sorted({m for v in sub["family_missing"].to_list() if v for m in v.split(",")})
         if missing:
             notes.append(f"The {fam} family as configured also holds {', '.join(missing)}, "
                          "which did not run: Holm counts them with p set to one.")
-    flagged = [r for r in df.iter_rows(named=True) if r.get("not_testable")]
-    for r in flagged:
-        notes.append(f"{r['contrast']} not testable here: {r['not_testable']}.")
-    return out + [""] + notes
+    return out + [""] + notes + flag_lines(led)
 
 
 def block_contrast(run: Run, led: Ledger, name: str, **_) -> list[str]:
@@ -604,11 +685,9 @@ def block_contrast(run: Run, led: Ledger, name: str, **_) -> list[str]:
     if not df.height:
         return [f"No row of `{src}` is named {name}: it did not run in this cell (a condition "
                 "of it is not in the run's conditions)."]
-    rows = [[r["metric"], *_contrast_cells(r, led, src)] for r in df.iter_rows(named=True)]
+    rows = [[r["metric"], *_contrast_cells(r, led, src, run)] for r in df.iter_rows(named=True)]
     out = _table(["measure", *CONTRAST_HEADER], rows, "l" + CONTRAST_ALIGN)
-    flagged = [f"{r['metric']} not testable here: {r['not_testable']}."
-               for r in df.iter_rows(named=True) if r.get("not_testable")]
-    return [*out, "", ROLE_NOTE, *flagged]
+    return [*out, "", ROLE_NOTE, *flag_lines(led)]
 
 
 def block_qtype(run: Run, led: Ledger, metric: str = PAPER_METRIC, **_) -> list[str]:
@@ -630,7 +709,28 @@ def block_dose(run: Run, led: Ledger, **_) -> list[str]:
         df, run.table("summary"), cite=led.cite(src),
         cite_summary=led.cite(run.source("summary")),
         cite_depth=lambda value, kind, column, key: _derived(led, value, kind))
-    return [table_markdown(means), "", table_markdown(slope)]
+    out = [table_markdown(means), "", table_markdown(slope)]
+    reasons = dose_flags(list(DOSE_LADDER), quality=_optional(run, "structure"),
+                         ranking=_optional_file(run, run.paths.ranking_identity(
+                             run.corpus, run.embedder, run.reranker)))
+    if reasons:
+        out += ["", "The slope rests on the ladder's structure, and the guard qualifies it: "
+                "it is " + "; ".join(led.flags.reason(x) for x in reasons) + ".",
+                *flag_lines(led)]
+    return out
+
+
+def _optional(run: Run, which: str) -> pl.DataFrame | None:
+    """Table ``which`` of the run, None where it was not written (or shipped)."""
+    try:
+        return run.table(which)
+    except ResultsError:
+        return None
+
+
+def _optional_file(run: Run, path: str) -> pl.DataFrame | None:
+    """The table at ``path`` (under the run's folder), None where it is absent."""
+    return read_table(path) if Path(path).exists() else None
 
 
 def block_section_recall(run: Run, led: Ledger, kind: str = "qasper", **_) -> list[str]:
@@ -797,19 +897,19 @@ def block_paper(run: Run, led: Ledger, kind: str = "qasper", control_embedder: s
         if rel is not None and "ci_low" in rel:
             share += (f" [{_derived(led, rel['ci_low'], '+pct')}, "
                       f"{_derived(led, rel['ci_high'], '+pct')}]")
-        mark = " (not testable here)" if r.get("not_testable") else ""
         rows.append([f"{r['contrast']}: {a} − {b}",
                      ptxt + ("" if published else " (from the means)"), pstxt,
                      led.num(r["delta"], "+4", csrc, key, "delta"), led.ci(r, "+4", csrc, key),
-                     share, row_answer(r), against_paper(pd, r) + mark,
-                     (against_paper(pshare, rel) if pshare is not None else "—") + mark])
+                     share, _answer(run, led, r), against_paper(pd, r),
+                     against_paper(pshare, rel) if pshare is not None else "—"])
     out += ["", *_table(["contrast", "paper Δ", "paper Δ / control", "here Δ", "here 95% CI",
                          "here Δ / control [95% CI]", "here: answer", "against the paper (Δ)",
                          "against the paper (share of control)"], rows, "lrrrrrlll")]
     out += ["", "Against the paper: consistent when the paper's value lies in this run's 95% "
             "interval of the same contrast, differs when it does not, not run when the "
             "contrast has no row here (no interval of another contrast is consulted). The "
-            "share of control treats the control's mean as fixed."]
+            "share of control treats the control's mean as fixed. A lettered answer is about "
+            "what its flag says, and so is its comparison with the paper.", *flag_lines(led)]
     out += _control_differences(run, led, ran, other, control_embedder)
     if control_embedder and other is None:
         out += ["", f"The control cell `{run.corpus}/{control_embedder}/{run.reranker}` is not "
@@ -868,10 +968,15 @@ def _control_differences(run: Run, led: Ledger, ran: Mapping[tuple[str, str], Ma
 
 
 def block_sensitivity(run: Run, led: Ledger, embedder: str, metric: str = PAPER_METRIC,
-                      **_) -> list[str]:
+                      absent: str = "", **_) -> list[str]:
     """The cell's levels and contrasts beside a second cell of the same results folder that
-    differs only by its embedder entry (e.g. the same model at another ``max_seq_length``)."""
+    differs only by its embedder entry (e.g. the same model at another ``max_seq_length``).
+    A second cell the folder lacks is an error, unless ``absent=say``: then the block says
+    which cell is missing from which folder, and prints nothing of it."""
     other = Run(run.results, run.corpus, embedder, run.reranker)
+    if absent == "say" and not (run.results / other.file("summary")).exists():
+        return [f"The cell `{run.corpus}/{embedder}/{run.reranker}` is not in these tables "
+                f"(`{run.results}`): none of its numbers can be printed or re-derived here."]
     cells = (run, other)
     sums = [c.table("summary") for c in cells]
     conds = [c for c in _conds(run) if c in set(sums[1]["condition"].to_list())]
@@ -896,13 +1001,14 @@ def block_sensitivity(run: Run, led: Ledger, embedder: str, metric: str = PAPER_
             key = {"family": x.get("family"), "contrast": x["contrast"], "metric": metric}
             src = cell.source("contrasts")
             row += [led.num(x["delta"], "+4", src, key, "delta"), led.ci(x, "+4", src, key),
-                    row_answer(x)]
-        row.append("same" if row_answer(r) == row_answer(o) else "differs")
+                    _answer(cell, led, x)]
+        row.append("same" if row_words(r) == row_words(o) else "differs")
         rows.append(row)
     out += ["", *_table(["contrast", f"Δ `{run.embedder}`", "95% CI", "answer",
                          f"Δ `{embedder}`", "95% CI", "answer", "answers"], rows,
                         "lrrlrrll")]
-    return [*out, "", role_line(run) + " The second cell is a sensitivity check: exploratory."]
+    return [*out, "", role_line(run) + " The second cell is a sensitivity check: exploratory.",
+            *flag_lines(led)]
 
 
 def block_embedders(run: Run, led: Ledger, weak: str, kind: str = "qasper",
@@ -970,10 +1076,10 @@ def block_embedders(run: Run, led: Ledger, weak: str, kind: str = "qasper",
             x = _contrast_row(dfs[cell.embedder], a, b, metric)
             src = cell.source("contrasts")
             key = {"family": x.get("family"), "contrast": x["contrast"], "metric": metric}
-            answers.append(row_answer(x))
+            answers.append(row_words(x))
             cells_ += [led.num(x["delta"], "+4", src, key, "delta"),
                        _derived(led, r["rel_weak" if cell is other else "rel_strong"], "+pct"),
-                       answers[-1]]
+                       _answer(cell, led, x)]
         ci = f"[{_derived(led, r['ci_lo'], '+4')}, {_derived(led, r['ci_hi'], '+4')}]"
         moved = ("moves" if r["p_holm"] < 0.05 else "no change shown")
         cells_ += [_derived(led, r["interaction"], "+4"), ci, _derived(led, r["p_holm"], "p"),
@@ -991,7 +1097,7 @@ def block_embedders(run: Run, led: Ledger, weak: str, kind: str = "qasper",
             f"{_derived(led, DEFAULT_SEED, 's')}) with both deltas on the same draws, Holm over "
             "the contrasts of the table; \"moves\" where the Holm p is below the level. "
             f"{role_line(run)} The embedder comparison is exploratory (the paper "
-            "pre-registers no interaction)."]
+            "pre-registers no interaction).", *flag_lines(led)]
 
 
 def block_claims(run: Run, led: Ledger, metric: str = PAPER_METRIC, **_) -> list[str]:
@@ -1003,9 +1109,10 @@ def block_claims(run: Run, led: Ledger, metric: str = PAPER_METRIC, **_) -> list
         ph = led.num(r.get("p_holm"), "p", src, key, "p_holm")
         fs = led.num(r.get("family_size"), "int", src, key, "family_size")
         out.append(f"- {r['contrast']} ({r['cond_a']} − {r['cond_b']}, {r.get('family')}): "
-                   f"**{row_answer(r)}** — Δ {led.num(r['delta'], '+4', src, key, 'delta')}, "
+                   f"**{_answer(run, led, r)}** — Δ "
+                   f"{led.num(r['delta'], '+4', src, key, 'delta')}, "
                    f"Holm p {ph} over a family of {fs} ({where}).")
-    return out
+    return out + ([""] + flag_lines(led) if led.flags.items() else [])
 
 
 def block_timing(run: Run, led: Ledger, **_) -> list[str]:
@@ -1117,6 +1224,24 @@ def page_source(page: str, where: str = "page") -> tuple[str | None, list[str], 
     return None, [], None
 
 
+def page_differences(old: str, new: str, where: str, limit: int = 5) -> list[str]:
+    """Where the committed page ``old`` differs from what its tables give (``new``): the
+    line number and both lines, the first ``limit`` of them (empty when equal)."""
+    if old == new:
+        return []
+    a, b = old.splitlines(), new.splitlines()
+    out = []
+    for i in range(max(len(a), len(b))):
+        x = a[i] if i < len(a) else "(no line)"
+        y = b[i] if i < len(b) else "(no line)"
+        if x != y:
+            out.append(f"{where}:{i + 1}: the page has {x!r}, its tables give {y!r}")
+            if len(out) == limit:
+                out.append(f"{where}: … (regenerate the page to see every difference)")
+                break
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m structablate.report.results",
                                  description=__doc__.split("\n\n")[0])
@@ -1129,10 +1254,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--embedder")
     ap.add_argument("--reranker")
     ap.add_argument("--check", action="store_true",
-                    help="exit 1 when the page differs from what the run gives")
+                    help="re-derive every statistics table from the per-question scores (the "
+                         "run's config.yaml beside the tables, or --config) and exit 1, "
+                         "saying where, when a table or the page differs from what the run "
+                         "gives")
     ap.add_argument("--export-tables", metavar="DIR",
                     help="also copy the run's small tables (what --check reads) into DIR")
-    ap.add_argument("--config", help="with --export-tables: the config file of the run")
+    ap.add_argument("--config", help="with --export-tables: the config file of the run; with "
+                                     "--check: the config to re-derive the tables with when "
+                                     "none is shipped beside them")
     ap.add_argument("--command", help="with --export-tables: the command that made the run")
     ap.add_argument("--code-version",
                     help="with --export-tables: the code version that made the run (default: "
@@ -1165,6 +1295,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             export_tables(run.results, a.export_tables, config=a.config, command=a.command,
                           code=a.code_version)
             run = Run(Path(a.export_tables), run.corpus, run.embedder, run.reranker)
+        if a.check:
+            settings = (settings_from(a.config) if a.config and not a.export_tables
+                        else run_settings(run.results))
+            derived, notes = rederive(run, settings)
         led = Ledger()
         new = render_page(text, run, led, str(page_path))
         problems = verify_ledger(led, run.results)
@@ -1175,7 +1309,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if a.check:
-        return 0 if new == text else 1
+        stale = page_differences(text, new, str(page_path))
+        for line in [*derived[:50], *stale]:
+            print(f"check failed: {line}", file=sys.stderr)
+        if len(derived) > 50:
+            per_file: dict[str, int] = defaultdict(int)
+            for line in derived:
+                per_file[line.split(" (", 1)[0]] += 1
+            print(f"check failed: … and {len(derived) - 50} more differences of the tables; "
+                  "all of them by file: " + ", ".join(f"{f} {n}" for f, n in per_file.items()),
+                  file=sys.stderr)
+        if derived or stale:
+            return 1
+        print(f"check passed: {page_path} is what its tables give, and every statistics table "
+              f"re-derives bit for bit from the per-question scores of {run.results} ("
+              + "; ".join(notes) + ")", file=sys.stderr)
+        return 0
     Path(a.out or a.page).write_text(new, encoding="utf-8")
     print(f"wrote {a.out or a.page}: {len(led.entries)} numbers from {run.results}",
           file=sys.stderr)

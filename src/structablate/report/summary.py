@@ -15,8 +15,8 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from structablate.report.blocks import condition_means_block, contrasts_block, guard_notes
-from structablate.report.render import block_markdown, table_markdown
+from structablate.report.blocks import condition_means_block, contrasts_block
+from structablate.report.render import table_markdown
 from structablate.stats.means import condition_means
 from structablate.stats.power import MIN_DOCS, MIN_QUERIES, sample_warnings
 
@@ -39,7 +39,8 @@ def summary_markdown(
     """A Markdown page: one table (conditions x measures) per cell, with model provenance,
     and, given ``contrasts`` (the marked contrasts of :func:`structablate.report.testable.
     mark_contrasts`) and ``metric``, the cell's contrasts of ``metric`` with their answers by
-    the one decision rule, "not testable here" where the guard rejects a comparison.
+    the one decision rule, qualified where the guard has reasons (what the answer is about,
+    with a letter whose sentence is printed once under the cell's table).
 
     The page opens with a banner when a cell is small (:func:`structablate.stats.power.
     sample_warnings`) and names the primary cell by what ran: ``primary`` (``metric``,
@@ -82,14 +83,12 @@ def summary_markdown(
 
 def _contrast_lines(df: pl.DataFrame, metric: str) -> list[str]:
     """The cell's contrasts of ``metric`` as the report page shows them
-    (:func:`structablate.report.blocks.contrasts_block`), then why each row the guard marked
-    is not testable."""
+    (:func:`structablate.report.blocks.contrasts_block`): each guard reason once, by letter,
+    in the table's note."""
     if not df.filter(pl.col("metric") == metric).height:
         return []
     table = contrasts_block(df, [metric], title=f"Contrasts of {metric}")
-    notes = guard_notes(df, lambda pair, r: [r["not_testable"]] if r.get("not_testable")
-                        else [], metric)
-    return [table_markdown(table), "", *(block_markdown(n) + "\n" for n in notes)]
+    return [table_markdown(table), ""]
 
 
 def _primary_sentence(cells, contrasts, metric, primary) -> str:

@@ -1,10 +1,13 @@
 """The guard's mark on every contrast row, so it travels with the numbers.
 
-:func:`mark_contrasts` adds ``not_testable`` (the structure-quality guard's reasons, joined by
-"; "; null when the comparison is testable) and ``answer`` (the decision in words, or "not
-testable here") to a contrasts table. The report's cell tables, the forest and dose-response
-figures, the summary and the verdict page all read these two columns, so a comparison the guard
-rejects is never shown like a confirmed result anywhere.
+:func:`mark_contrasts` adds ``guard`` (the structure-quality guard's reasons, each "about
+WHAT: DETAIL", joined by "; "; null when the guard has nothing to say) and ``answer`` (the
+decision in words, followed by what a guarded answer is about) to a contrasts table. The
+guard qualifies, never hides: a guarded row keeps the answer the one decision rule gives it
+(:func:`structablate.stats.decision.row_words`). The report's cell tables, the forest and
+dose-response figures, the summary and the verdict page all read these columns (a table
+written before this rule has ``not_testable`` instead of ``guard``:
+:func:`structablate.report.guard.row_guard` reads either).
 """
 
 from __future__ import annotations
@@ -18,7 +21,10 @@ from structablate.settings import GuardSettings
 from .blocks import row_answer
 from .guard import comparison_flags
 
-NOT_TESTABLE = "not testable here"
+GUARD_COLUMN = "guard"
+OLD_GUARD_COLUMN = "not_testable"
+"""The column an older table holds the guard's reasons in (the answer then read "not testable
+here"; :func:`structablate.report.guard.row_guard` reads it as reasons that qualify)."""
 
 
 def mark_contrasts(
@@ -29,20 +35,20 @@ def mark_contrasts(
     ranking: pl.DataFrame | None = None,
     guard: GuardSettings | None = None,
 ) -> pl.DataFrame:
-    """``contrasts`` with ``not_testable`` and ``answer`` columns (module docstring).
+    """``contrasts`` with ``guard`` and ``answer`` columns (module docstring); an older mark
+    (``not_testable``) is dropped and measured again.
 
     ``quality``/``checks``: the corpus's structure-quality table and comparison checks;
     ``ranking``: the cell's ranking identity. Without them only what the row itself shows
     (per-query deltas all 0) can flag it."""
-    if "not_testable" in contrasts.columns:
-        contrasts = contrasts.drop("not_testable", "answer", strict=False)
+    contrasts = contrasts.drop(GUARD_COLUMN, OLD_GUARD_COLUMN, "answer", strict=False)
     reasons, answers = [], []
     for r in contrasts.iter_rows(named=True):
         flags = comparison_flags(r["cond_a"], r["cond_b"], quality=quality, checks=checks,
                                  ranking=ranking, settings=guard, row=r)
         reasons.append("; ".join(flags) if flags else None)
-        answers.append(NOT_TESTABLE if flags else row_answer(r))
-    return contrasts.with_columns(pl.Series("not_testable", reasons, dtype=pl.String),
+        answers.append(row_answer({**r, GUARD_COLUMN: reasons[-1]}))
+    return contrasts.with_columns(pl.Series(GUARD_COLUMN, reasons, dtype=pl.String),
                                   pl.Series("answer", answers, dtype=pl.String))
 
 
@@ -55,13 +61,15 @@ def dose_flags(
     guard: GuardSettings | None = None,
 ) -> list[str]:
     """The guard's reasons against the depth ladder ``rungs`` (e.g. A2, A3-d1, A3-d2, A3):
-    neighbouring rungs that do not differ here, and induced structure too far from gold to
-    stand for the documents' structure (asked once, of the first and last rung)."""
+    neighbouring rungs that do not differ here ("about WHAT: A3-d2 vs A3: DETAIL"), and
+    induced structure too far from gold to stand for the documents' structure (asked once, of
+    the first and last rung)."""
     out: list[str] = []
     for a, b in zip(rungs, rungs[1:], strict=False):
         for reason in comparison_flags(a, b, quality=quality, checks=checks, ranking=ranking,
                                        settings=guard, gold_agreement=False):
-            out.append(f"{a} vs {b}: {reason}")
+            about, _, detail = reason.partition(": ")
+            out.append(f"{about}: {a} vs {b}: {detail}")
     if len(rungs) > 1:
         # the agreement reason alone: what the gold check adds to the flags of the end rungs
         ends = dict(quality=quality, settings=guard)

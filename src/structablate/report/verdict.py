@@ -9,19 +9,23 @@ first that applies, in this order:
 1. **not run** — no contrast row compares the pair: a condition of the pair is not in the grid,
    or both ran but no configured contrast compares them (e.g. ``C1`` redefined onto another
    pair); the note says which, from ``conditions`` and ``configured`` when given;
-2. **not testable here** — the structure-quality guard (:mod:`.guard`) found that the inputs
-   cannot support the comparison (e.g. routing keeps the whole corpus); the reasons follow,
-   with what the user can do about them;
-3. **withheld** — too few documents for the bootstrap (the row's ``withheld``);
-4. otherwise the one decision rule of :mod:`structablate.stats.decision`, in words
-   (:func:`~structablate.stats.decision.decision_words`): **yes** / **no, it hurts** (a
+2. **withheld** — too few documents for the bootstrap (the row's ``withheld``);
+3. otherwise the one decision rule of :mod:`structablate.stats.decision`, in words
+   (:func:`~structablate.stats.decision.row_words`): **yes** / **no, it hurts** (a
    difference), **a real but negligible difference (smaller than ±m)**, **no difference larger
    than ±m**, **too small to tell** (then: the effects this corpus resolves at the family's
-   level, and how many questions and documents the paper's effects would need).
+   level, and how many questions and documents the paper's effects would need), **too small
+   to tell (all N tie)** for a sample without spread.
+
+Where the structure-quality guard (:mod:`.guard`) has reasons against the pair (e.g. induced
+boundaries near chance), the answer stays the rule's and says what it is about — "no, it
+hurts — about this inducer's segmentation [a]" — with each reason's sentence once under its
+letter after the answers table, and what the user can do about it in the question's note.
 
 Each question lists its candidate contrasts, the paper's (induced-structure) arm first and the
-gold-structure arm after it: the first that ran and is testable answers; when a later one
-answers (e.g. G2 − A0g for "Does cutting at structure help?"), the note says so and why.
+gold-structure arm after it: the first that ran without a guard reason answers (else the
+first that ran, qualified); when a later one answers (e.g. G2 − A0g for "Does cutting at
+structure help?"), the note says so and why.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import polars as pl
 
 from structablate import study
 from structablate.paper import paper_relative_effects
-from structablate.stats.decision import ALPHA, decide, decision_words, margin_text
+from structablate.stats.decision import ALPHA, margin_text, no_spread, row_decision, row_words
 from structablate.stats.power import (
     MIN_DOCS,
     MIN_QUERIES,
@@ -45,7 +49,8 @@ from structablate.stats.power import (
     sample_warnings,
 )
 
-from .guard import GuardSettings, comparison_flags
+from .blocks import method_qualifiers
+from .guard import Flags, GuardSettings, comparison_flags, split_reason
 from .render import Note, TableBlock
 
 
@@ -76,7 +81,7 @@ QUESTIONS = (
 )
 """The questions, each with its candidate pairs (:data:`structablate.study.QUESTION_PAIRS`):
 the paper's arm first (induced structure, as the paper's conditions), then the gold-structure
-arm, which answers where the corpus has real headings and induced structure is not testable
+arm, which answers where the corpus has real headings and induced structure is guarded
 (G2 − A0g and G3 − GP are structablate's own controls, beyond the paper; docs/conditions.md)."""
 
 
@@ -98,21 +103,26 @@ def significant(row: Mapping) -> bool:
 
 
 def decision_of(row: Mapping) -> str:
-    """The row's decision by the one rule (:func:`structablate.stats.decision.decide`)."""
-    return decide(row.get("p_holm"), row.get("p_tost_adj"))
+    """The row's decision by the one rule (:func:`structablate.stats.decision.row_decision`)."""
+    return row_decision(row)
 
 
-def answer(row: Mapping | None, flags: Sequence[str] = ()) -> str:
-    """One of: not run, not testable here, withheld, or the decision in words (yes, no, it
-    hurts, a real but negligible difference (smaller than ±m), no difference larger than ±m,
-    too small to tell); module docstring for the order."""
+def answer(row: Mapping | None, flags: Sequence[str] = (), letters: Flags | None = None,
+           resolves: float | None = None) -> str:
+    """One of: not run, withheld, or the decision in words (yes, no, it hurts, a real but
+    negligible difference (smaller than ±m), no difference larger than ±m, too small to tell
+    [(all N tie)]), followed by what the guard's reasons ``flags`` say it is about ("— about
+    this inducer's segmentation [a]", the letter from ``letters`` when given); module
+    docstring for the order. The guard never replaces the answer. ``resolves``: the MDE at the
+    family's level, printed after "too small to tell" where the sample has spread."""
     if row is None:
         return "not run"
-    if flags:
-        return "not testable here"
-    return decision_words(decision_of(row), row.get("delta"), row.get("margin"),
-                          bound=row.get("equivalence_bound"),
-                          relative=row.get("margin_relative"))
+    words = row_words(row)
+    if _finite(resolves) and row_decision(row) == "inconclusive" and no_spread(row) is None:
+        words += f" (resolves ±{resolves:.3f})"
+    quals = [letters.reason(f) if letters is not None else split_reason(f)[0] for f in flags]
+    quals += method_qualifiers(row)
+    return f"{words} — {'; '.join(quals)}" if quals else words
 
 
 def mixedlm_disagreement(row: Mapping) -> str | None:
@@ -287,9 +297,10 @@ def next_steps(q: Question, pair: tuple[str, str], contrasts: pl.DataFrame, metr
 
 
 
-def _choose(q: Question, contrasts, metric, flag_of, reason_of
+def _choose(q: Question, contrasts, metric, flag_of, reason_of, letters: Flags
             ) -> tuple[tuple[str, str], dict | None, list[str], str]:
-    """(pair, row, flags, why-not-the-paper's) for a question."""
+    """(pair, row, flags, why-not-the-paper's) for a question: the first pair that ran without
+    a guard reason, else the first that ran (its reasons qualify the answer)."""
     ran = [(p, _row(contrasts, *p, metric)) for p in q.pairs]
     ran = [(p, r) for p, r in ran if r is not None]
     if not ran:
@@ -303,7 +314,9 @@ def _choose(q: Question, contrasts, metric, flag_of, reason_of
             paper = next((x for x in ran if x[0] == first), None)
             why = (f"{first[0]} − {first[1]} did not run ({reason_of(first)})"
                    if paper is None else
-                   f"{first[0]} − {first[1]} is not testable here: " + "; ".join(flag_of(first)))
+                   f"{first[0]} − {first[1]}'s answer would be "
+                   + "; ".join(letters.reason(f) for f in flag_of(first))
+                   + f" (it reads: {answer(paper[1], flag_of(first), letters)})")
             return p, r, [], why
     p, r = ran[0]
     return p, r, flag_of(p), ""
@@ -326,6 +339,7 @@ def verdict_blocks(
     provenance: Mapping[str, str] | None = None,
     conditions: Sequence[str] | None = None,
     configured: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+    top_k: int | None = None,
 ) -> list:
     """The verdict of one corpus as report blocks: sample-size warnings, the answers table,
     then one note per question.
@@ -336,7 +350,9 @@ def verdict_blocks(
     ``provenance``: what produced each input (:func:`made_with`). Without the guard inputs no
     comparison is flagged. ``conditions`` (the run's) and ``configured`` (the configured
     contrast families, see :func:`not_run_reason`) let a question that cannot be answered say
-    why: a condition did not run, or no configured contrast compares the pair.
+    why: a condition did not run, or no configured contrast compares the pair. ``top_k``: the
+    results per question, so the routing answer says what share was back-filled from the flat
+    ranking.
     """
     def flag_of(pair):
         return comparison_flags(*pair, quality=quality, checks=checks, ranking=ranking,
@@ -362,16 +378,16 @@ def verdict_blocks(
                 f"{max(PAPER_DZ):.2f}) with 80% power, so 'too small to tell' is the expected "
                 "answer to most questions here.", "warning"))
     rows, notes = [], []
+    letters = Flags()
     for q in QUESTIONS:
-        pair, row, flags, why = _choose(q, contrasts, metric, flag_of, reason_of)
-        verdict = answer(row, flags)
+        pair, row, flags, why = _choose(q, contrasts, metric, flag_of, reason_of, letters)
+        resolves = None if row is None else row.get("mde80_family")
+        verdict = answer(row, flags, letters)
+        cell_answer = answer(row, flags, letters, resolves)
         disagree = mixedlm_disagreement(row) if row is not None else None
         label = f"{pair[0]} − {pair[1]}"
-        cell_answer = verdict
-        resolves = None if row is None else row.get("mde80_family")
-        if verdict == "too small to tell" and _finite(resolves):
-            cell_answer += f" (resolves ±{resolves:.3f})"
-        if disagree and verdict not in ("not run", "not testable here"):
+        inconclusive = row is not None and decision_of(row) == "inconclusive"
+        if disagree and verdict != "not run" and row.get("mixedlm_disagrees") is None:
             cell_answer += "; MixedLM disagrees" if "disagree" in disagree else \
                 "; MixedLM did not converge"
         has_p = row is not None and _finite(row.get("p_holm"))
@@ -390,18 +406,20 @@ def verdict_blocks(
                               f"{q.meaning}.", "not-run"))
             continue
         meaning = f"{q.meaning[0].upper()}{q.meaning[1:]}"
-        if verdict == "not testable here":
-            text = (f"{q.text} Answer: not testable here: {'; '.join(flags)}. {meaning} "
-                    f"({label}) measured {_numbers(row, metric, equivalence=False)}, but these "
-                    f"numbers cannot answer the question. {next_steps(q, pair, contrasts, metric)}")
-        elif verdict == "too small to tell":
-            text = (f"{q.text} Answer: too small to tell: at the family's level this corpus "
+        qualified = ""
+        if flags:
+            qualified = (f" The answer is {'; '.join(letters.reason(f) for f in flags)}, not "
+                         f"the question asked (the letters' sentences follow the answers "
+                         f"table). {next_steps(q, pair, contrasts, metric)}").rstrip()
+        if inconclusive:
+            text = (f"{q.text} Answer: {verdict}: at the family's level this corpus "
                     "resolves effects of "
                     + (f"±{resolves:.4f} or larger. " if _finite(resolves)
                        else "an unknown size (no standard error recorded). ")
                     + f"{meaning} ({label}): {_numbers(row, metric)}. {needed_sentence(row)}")
         else:
             text = f"{q.text} Answer: {verdict}. {meaning} ({label}): {_numbers(row, metric)}."
+        text += qualified
         if why:
             text += (f" This answer uses {label} instead of the paper's contrast "
                      f"{q.pairs[0][0]} − {q.pairs[0][1]}, because {why}.")
@@ -428,12 +446,17 @@ def verdict_blocks(
             sr = section_recall.filter(pl.col("condition") == pair[0])
             if sr.height:
                 text += (f" Stage 1 kept a gold-bearing section for "
-                         f"{float(sr['section_recall'][0]):.0%} of the queries.")
+                         f"{float(sr['section_recall'][0]):.0%} of the queries (the routing "
+                         "hit rate)")
+                nb = sr["mean_backfill"][0] if "mean_backfill" in sr.columns else None
+                if nb is not None and top_k:
+                    text += (f"; on average {nb:.1f} of each question's {top_k} results "
+                             f"({nb / top_k:.0%}) were back-filled from the flat ranking")
+                text += "."
         mw = made_with(pair, provenance)
         if mw:
             text += " " + mw
-        kind = "warning" if verdict in ("no, it hurts", "not testable here") or disagree \
-            else "info"
+        kind = "warning" if verdict.startswith("no, it hurts") or flags or disagree else "info"
         notes.append(Note(text, kind))
     label = " / ".join(cell)
     blocks.append(TableBlock(
@@ -444,7 +467,9 @@ def verdict_blocks(
              "difference when the Holm p over the declared family is below 0.05, equivalence "
              "when the family-adjusted TOST p is below 0.05 (the margin is structablate's "
              "choice, not the paper's), both: a real but negligible difference, neither: too "
-             "small to tell. Every number is in the contrast tables below; 'not testable here' "
-             "means the inputs cannot support the comparison (structure-quality guard).",
+             "small to tell. Every number is in the contrast tables below. Where the "
+             "structure-quality guard qualifies an answer, the answer is kept and says what it "
+             "is about, with a letter whose sentence follows this table.",
         align=["l", "l", "l", "r", "r", "r", "r", "r"]))
+    blocks += [Note(n, "warning") for n in letters.notes()]
     return [*blocks, *notes]

@@ -282,14 +282,15 @@ class StatisticsSettings:
 @frozen
 class GuardSettings:
     """Thresholds of the structure-quality guard (shares and a chance-corrected agreement, all
-    in [0, 1]): a comparison whose inputs cross one is reported "not testable here", never
-    equivalent or safe (docs/report.md)."""
+    in [0, 1]): a comparison whose inputs cross one keeps the answer of the rule, qualified by
+    what it is about, never called equivalent or safe without that (docs/report.md)."""
 
     min_boundary_kappa: float = setting(
         0.50, minimum=0, maximum=1, doc="chance-corrected boundary agreement of the induced "
         "structure with gold, (F1 - F1 of random boundaries with the same count per document) "
-        "/ (1 - that chance F1), below which comparisons resting on induced structure are not "
-        "testable: below 0.5 the induced boundaries are nearer to random ones of the same "
+        "/ (1 - that chance F1), below which answers resting on induced structure are "
+        "qualified as about the inducer's segmentation: below 0.5 the induced boundaries are "
+        "nearer to random ones of the same "
         "density than to gold's; raw F1 within a paragraph misleads, since random "
         "boundaries reach most of it (docs/report.md)")
     max_routed_section_share: float = setting(
