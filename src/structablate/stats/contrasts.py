@@ -35,7 +35,7 @@ from .bootstrap import (
     tost_bound,
 )
 from .columns import CELL, metric_columns
-from .decision import ALPHA, MIN_BOOTSTRAP_DOCS, decide
+from .decision import ALPHA, MIN_BOOTSTRAP_DOCS, row_decision
 from .holm import holm
 from .mixedlm import mixedlm_pvalues, mixedlm_slope
 from .power import MIN_DOCS, design_effect, mde
@@ -95,7 +95,8 @@ declared family; ``ci_tost_low``/``ci_tost_high``: the ``(1 − 2α / family_siz
 interval, inside ``±margin`` exactly when ``p_tost_adj < α`` (below 30 documents all four, and
 ``equivalence_bound``, are the sign-flip test's, its inverted interval in place of the
 percentile one: ``p_method``); ``decision``:
-:func:`structablate.stats.decision.decide` of ``p_holm`` and ``p_tost_adj``."""
+:func:`structablate.stats.decision.row_decision` of the row (``p_holm``, ``p_tost_adj``
+and whether its sample has any spread)."""
 
 EQUIVALENCE_COLUMNS = ["margin", "margin_relative", "p_tost", "p_tost_adj", "ci_tost_low",
                        "ci_tost_high", "equivalence_bound"]
@@ -231,7 +232,7 @@ def contrast_table(
       never primary.
     * ``mixedlm``: ``"all"``, ``"primary"`` (the rows in the primary cell and metric, of either
       family; NaN elsewhere) or ``"none"``. Each fit takes seconds on 4,303 queries.
-    * ``decision``: :func:`structablate.stats.decision.decide` at family-wise ``alpha``.
+    * ``decision``: :func:`structablate.stats.decision.row_decision` at family-wise ``alpha``.
     """
     if mixedlm not in ("all", "primary", "none"):
         raise ValueError("mixedlm must be 'all', 'primary' or 'none'")
@@ -378,7 +379,7 @@ def _cell_rows(cell, df, contrasts, metrics, o: _Options):
         adj = holm(ps + [1.0] * (m_family - len(fam)))
         for row, ph in zip(fam, adj, strict=False):
             row["p_holm"] = None if row.get("p") is None else float(ph)
-            row["decision"] = decide(row["p_holm"], row.get("p_tost_adj"), alpha=o.alpha)
+            row["decision"] = row_decision(row, alpha=o.alpha)  # ties: too small to tell
         _mixedlm_disagreement(fam, m_family, o.alpha)
         out.extend(fam)
     return out  # ordered by metric as given, then contrast as given
