@@ -155,7 +155,7 @@ def test_trees_as_data_reproduce_scikit_learn(classes):
     y = (x[:, 0] > 0).astype(int) + ((x[:, 1] > 0.5) & (classes == 3))
     m = HistGradientBoostingClassifier(max_iter=25, early_stopping=False,
                                        random_state=0).fit(x, y)
-    trees = Trees.from_dict(json.loads(json.dumps(Trees.from_sklearn(m).as_dict())))
+    trees = Trees.from_data(json.loads(json.dumps(Trees.from_sklearn(m).as_data())))
     xt = rng.normal(size=(300, 5))
     xt[::5, 2] = np.nan
     assert np.allclose(trees.proba(xt), m.predict_proba(xt), atol=1e-12, rtol=0)
@@ -190,7 +190,7 @@ def test_cross_fitting_never_segments_a_document_with_a_model_that_saw_its_gold(
     k0 = folds[items[0].doc.doc_id]
     alone = train_model([it for it in items if folds[it.doc.doc_id] != k0], FAST,
                         embedder=None)
-    assert alone.as_dict()["boundary"] == models[items[0].doc.doc_id].as_dict()["boundary"]
+    assert alone.as_data()["boundary"] == models[items[0].doc.doc_id].as_data()["boundary"]
 
 
 def test_cross_fitted_induction_is_deterministic_and_tiles_every_document():

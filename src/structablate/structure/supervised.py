@@ -227,11 +227,11 @@ class Trees:
         e = np.exp(r)
         return e / e.sum(axis=1, keepdims=True)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_data(self) -> dict[str, Any]:
         return {"baseline": list(self.baseline), "trees": [list(t) for t in self.trees]}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Trees:
+    def from_data(cls, d: Mapping[str, Any]) -> Trees:
         return cls(tuple(float(x) for x in d["baseline"]),
                    tuple(tuple(t) for t in d["trees"]))
 
@@ -261,31 +261,31 @@ class GapModel:
         lv = np.asarray(self.level_classes)[np.argmax(self.level.proba(rows), axis=1)]
         return p, lv
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_data(self) -> dict[str, Any]:
         return {"format": MODEL_FORMAT, "feature_set": self.feature_set,
                 "embedder": self.embedder, "features": list(self.features),
                 "threshold": self.threshold, "suppress": self.suppress,
                 "level_classes": list(self.level_classes), "provenance": self.provenance,
-                "boundary": self.boundary.as_dict(), "level": self.level.as_dict()}
+                "boundary": self.boundary.as_data(), "level": self.level.as_data()}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], where: str = "model") -> GapModel:
+    def from_data(cls, d: Mapping[str, Any], where: str = "model") -> GapModel:
         if d.get("format") != MODEL_FORMAT:
             raise ModelMismatchError(f"{where}: format {d.get('format')!r} is not "
                                      f"{MODEL_FORMAT!r}")
-        return cls(Trees.from_dict(d["boundary"]), Trees.from_dict(d["level"]),
+        return cls(Trees.from_data(d["boundary"]), Trees.from_data(d["level"]),
                    tuple(int(c) for c in d["level_classes"]), float(d["threshold"]),
                    bool(d["suppress"]), str(d["feature_set"]), d.get("embedder"),
                    tuple(d["features"]), dict(d.get("provenance") or {}))
 
     def write(self, path: str | Path) -> None:
         """The model as JSON (sorted keys, floats written to round-trip exactly)."""
-        Path(path).write_text(json.dumps(self.as_dict(), sort_keys=True, separators=(",", ":"))
+        Path(path).write_text(json.dumps(self.as_data(), sort_keys=True, separators=(",", ":"))
                               + "\n", encoding="utf-8")
 
     @classmethod
     def read(cls, path: str | Path) -> GapModel:
-        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")), str(path))
+        return cls.from_data(json.loads(Path(path).read_text(encoding="utf-8")), str(path))
 
     def check_matches(self, embedder: str | None, where: str) -> None:
         """Refuse a model whose feature set or embedder is not the run's, naming both."""
