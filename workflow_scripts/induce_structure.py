@@ -1,5 +1,8 @@
-"""Glue: documents + paragraphs (+ gold sections, for the report only; the inducer never sees
-them) -> induced sections table + induction report."""
+"""Glue: documents + paragraphs (+ gold sections) -> induced sections table + induction report.
+
+The gold sections reach the report, and the supervised inducer's cross-fitting: it trains on
+the gold of the other folds' documents only, never on a document's own
+(:mod:`structablate.structure.supervised`); the LLM and TextTiling inducers never see them."""
 
 from pathlib import Path
 

@@ -93,6 +93,7 @@ from structablate.settings.stages import (
     RerankerSettings,
     RetrievalSettings,
     StatisticsSettings,
+    SupervisedSettings,
     TextTilingSettings,
 )
 from structablate.settings.vocabulary import (
@@ -147,6 +148,7 @@ __all__ = [
     "SourceFacts",
     "StatisticsSettings",
     "StructureName",
+    "SupervisedSettings",
     "TextTilingSettings",
     "UserCorpus",
     "UserQueriesFile",

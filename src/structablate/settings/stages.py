@@ -88,6 +88,31 @@ class TextTilingSettings:
         "about 3x less CPU)")
 
 
+@frozen
+class SupervisedSettings:
+    """The supervised boundary inducer: gap features into boosted trees, cross-fitted by
+    document on the corpus's gold, or a pretrained model (docs/induction.md)."""
+
+    train: Literal["auto", "corpus", "pretrained"] = setting(
+        "auto", doc="corpus: cross-fit on this corpus's gold; pretrained: the model file; "
+                    "auto: corpus when it has min_train_boundaries gold boundaries, else "
+                    "pretrained")
+    model: str = setting("resources/induction/supervised-qasper.json",
+                         doc="the pretrained model file (JSON; relative: to the workflow)")
+    folds: int = setting(5, minimum=2, doc="cross-fitting folds (by document)")
+    inner_folds: int = setting(3, minimum=2, doc="folds of the training documents that "
+                                                 "choose the decision threshold")
+    min_train_boundaries: int = setting(
+        200, minimum=1, doc="fewest gold boundaries a corpus needs to be trained on")
+    embedding: bool = setting(False, doc="add paragraph-embedding similarity features "
+                                         "(embedder: induction.texttiling.model)")
+    iterations: int = setting(200, minimum=1, doc="boosting iterations of the boundary model "
+                                                  "(the level model: half)")
+    learning_rate: float = setting(0.1, exclusiveMinimum=0, maximum=1,
+                                   doc="boosting learning rate")
+    max_leaf_nodes: int = setting(31, minimum=2, doc="leaves per tree")
+
+
 @dataclass(frozen=True)
 class InducerFacts:
     """What is known of a structure inducer from the settings alone.
@@ -111,6 +136,9 @@ INDUCERS: dict[str, InducerFacts] = {
                                embeds_paragraphs=True,
                                doc="embedding TextTiling; LLM-written headings with "
                                    "texttiling.titles: llm (the hybrid)"),
+    "supervised": InducerFacts(lambda induction: False, embeds_paragraphs=False,
+                               doc="boosted trees on paragraph-gap features, cross-fitted on "
+                                   "the corpus's gold or pretrained (no LLM)"),
 }
 """``induction.inducer`` name -> facts (order: the schema's)."""
 
@@ -140,6 +168,8 @@ class InductionSettings:
     max_quoted_violations: int = setting(20, minimum=1, doc="violations quoted back at most")
     doc_batch: int = setting(64, minimum=1, runtime=True, doc="documents per generation batch")
     texttiling: TextTilingSettings = setting(TextTilingSettings(), doc="TextTiling settings")
+    supervised: SupervisedSettings = setting(SupervisedSettings(),
+                                             doc="supervised inducer settings")
     llm: dict[str, Any] | None = setting(None, doc="llm settings of this stage over the llm "
                                                    "block (same keys)")
 

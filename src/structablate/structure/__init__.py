@@ -1,4 +1,6 @@
-"""Structure induction: an LLM inducer (Appendix H) and an embedding-TextTiling inducer.
+"""Structure induction: an LLM inducer (Appendix H), an embedding-TextTiling inducer and a
+supervised inducer (boosted trees on paragraph-gap features, cross-fitted on the corpus's gold
+or pretrained).
 
 Entry point for the workflow: :func:`induce_documents` (settings in, sections and report out).
 """
@@ -19,12 +21,14 @@ from structablate.settings import (
 )
 from structablate.structure.induce import InducedStructure, LLMInducer
 from structablate.structure.report import induction_report, span_identity, span_identity_share
+from structablate.structure.supervised import SupervisedInducer
 from structablate.structure.texttiling import TextTilingInducer
 
 __all__ = [
     "INDUCER_FACTORIES",
     "InducedStructure",
     "LLMInducer",
+    "SupervisedInducer",
     "TextTilingInducer",
     "induce_documents",
     "induction_report",
@@ -61,9 +65,17 @@ def _texttiling_inducer(induction: InductionSettings, llm: LLMSettings | None,
     return TextTilingInducer(induction.texttiling, titler=titler)
 
 
+def _supervised_inducer(induction: InductionSettings, llm: LLMSettings | None,
+                        base_dir: str | Path | None, stage: str | None = None
+                        ) -> SupervisedInducer:
+    return SupervisedInducer(induction.supervised, embedder=induction.texttiling.model,
+                             base_dir=base_dir)
+
+
 INDUCER_FACTORIES: dict[str, Callable[..., Any]] = {
     "llm": _llm_inducer,
     "texttiling": _texttiling_inducer,
+    "supervised": _supervised_inducer,
 }
 """``induction.inducer`` name -> ``factory(induction, llm, base_dir, stage)`` building the
 inducer (``stage``: the LLM stage lock its client takes, None for none);
@@ -116,6 +128,7 @@ def induce_documents(
                  "listing_budget_chars": (listing_budget(cfg) if llm_user is inducer
                                           else llm_user.budget())}
         client.close()
+    extra |= getattr(inducer, "last_report", None) or {}
     if gold is None and any(d.sections for d in docs):
         gold = {d.doc_id: d.sections for d in docs}
     report = induction_report(results, gold, inducer=inducer.name, extra=extra)
