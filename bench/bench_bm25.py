@@ -17,7 +17,7 @@ of queries (maximum absolute difference over all chunks), and the top chunk of o
 bm25s compared (their idf differs: BM25Okapi floors a negative idf at epsilon times the mean,
 bm25s's robertson does not, so a difference there is a definition, not an error).
 
-    python bench/bench_bm25.py --data ../shared/data/qasper      # needs the bench extra
+    python bench/bench_bm25.py --data "$STRUCTABLATE_DATA/qasper"   # needs the bench extra
     python bench/bench_bm25.py --data DIR --files qasper-test-v0.3.json --rounds 3
 """
 
