@@ -23,18 +23,9 @@ import statistics
 import time
 
 import numpy as np
+from bench_hnsw import vectors  # clustered unit vectors, the HNSW benchmark's
 
 from structablate.retrieval.flat import exact_search
-
-
-def vectors(n: int, nq: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    c = rng.standard_normal((200, d), dtype=np.float32)
-    x = c[rng.integers(0, 200, n)] + 0.7 * rng.standard_normal((n, d), dtype=np.float32)
-    q = c[rng.integers(0, 200, nq)] + 0.9 * rng.standard_normal((nq, d), dtype=np.float32)
-    x /= np.linalg.norm(x, axis=1, keepdims=True)
-    q /= np.linalg.norm(q, axis=1, keepdims=True)
-    return q, x
 
 
 def brute_force(q: np.ndarray, x: np.ndarray, k: int, block: int = 128):
@@ -71,7 +62,7 @@ def main(argv: list[str] | None = None) -> None:
           "ours = float64 brute force | faiss lists differing from ours |")
     print("| --- | --- | --- | --- | --- | --- |")
     for d in args.dims:
-        q, x = vectors(args.chunks, args.queries, d, args.seed)
+        q, x = vectors("clustered", args.chunks, args.queries, d, args.seed)
         index = faiss.IndexFlatIP(d)
         index.add(x)
         ours_t, faiss_t = [], []

@@ -548,6 +548,18 @@ def tune_decoding(items: Sequence[DocRows], probs: Sequence[np.ndarray]
     return best
 
 
+def _refuse_too_few_boundaries(items: Sequence[DocRows], minimum: int, where: str) -> int:
+    """The number of gold section boundaries ``items`` hold; raise
+    :class:`InducerTrainingError` naming it when it is below ``minimum``."""
+    n_b = int(sum(int(it.boundary.sum()) for it in items))
+    if n_b < minimum:
+        raise InducerTrainingError(
+            f"{where}: {n_b} gold section boundaries in {len(items)} documents, fewer than "
+            f"induction.supervised.min_train_boundaries = {minimum}: too few to train the "
+            "supervised inducer on (use train: pretrained, or a corpus with headings)")
+    return n_b
+
+
 def train_model(items: Sequence[DocRows], settings: SupervisedSettings, *,
                 embedder: str | None, provenance: Mapping[str, Any] | None = None,
                 where: str = "corpus") -> GapModel:
@@ -555,13 +567,7 @@ def train_model(items: Sequence[DocRows], settings: SupervisedSettings, *,
     ``settings.inner_folds`` folds of ``items`` (module docstring). Refuses (naming the
     count) when ``items`` hold fewer than ``settings.min_train_boundaries`` gold
     boundaries."""
-    n_b = int(sum(int(it.boundary.sum()) for it in items))
-    if n_b < settings.min_train_boundaries:
-        raise InducerTrainingError(
-            f"{where}: {n_b} gold section boundaries in {len(items)} documents, fewer than "
-            f"induction.supervised.min_train_boundaries = {settings.min_train_boundaries}: "
-            "too few to train the supervised inducer on (use train: pretrained, or a corpus "
-            "with headings)")
+    n_b = _refuse_too_few_boundaries(items, settings.min_train_boundaries, where)
     inner = fold_of([it.doc.doc_id for it in items], settings.inner_folds)
     probs: dict[str, np.ndarray] = {}
     for k in range(settings.inner_folds):
@@ -634,13 +640,7 @@ def cross_fit(items: Sequence[DocRows], cfg: SupervisedSettings, *, embedder: st
     (:func:`fold_of`), each fold's documents given the model trained (:func:`train_model`)
     on the other folds' documents only. Refuses a corpus with fewer than
     ``cfg.min_train_boundaries`` gold boundaries, naming the count."""
-    n_b = int(sum(int(it.boundary.sum()) for it in items))
-    if n_b < cfg.min_train_boundaries:
-        raise InducerTrainingError(
-            f"corpus: {n_b} gold section boundaries in {len(items)} documents, fewer than "
-            f"induction.supervised.min_train_boundaries = {cfg.min_train_boundaries}: "
-            "too few to train the supervised inducer on (use train: pretrained, or a "
-            "corpus with headings)")
+    _refuse_too_few_boundaries(items, cfg.min_train_boundaries, "corpus")
     folds = fold_of([it.doc.doc_id for it in items], cfg.folds)
     out: dict[str, GapModel] = {}
     for k in range(cfg.folds):
