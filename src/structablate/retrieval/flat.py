@@ -178,9 +178,6 @@ def exact_search(
     gamma = float32_error_bound(x.shape[1])
     x_norm_max = float(np.sqrt(np.einsum("ij,ij->i", x, x, dtype=np.float64)).max())
     q_norm = np.sqrt(np.einsum("ij,ij->i", queries, queries, dtype=np.float64))
-    # candidates are re-scored from float64 rows: convert the corpus once when there are more
-    # candidates than chunks (else row by row)
-    x64 = x.astype(np.float64) if nq * k >= n else x
     idx_out = np.zeros((nq, k), dtype=np.int64)
     sc_out = np.zeros((nq, k), dtype=np.float32)
     tiny = x.shape[1] * 2.0**-120  # products and sums that underflow or flush to zero
@@ -205,7 +202,7 @@ def exact_search(
         thr32[low] = np.nextafter(thr32[low], np.float32(-np.inf))
         mask = np.greater_equal(s32, thr32[:, None], out=mask_buf[:b])
         qi, cj = np.divmod(np.flatnonzero(mask), n)  # row-major: by query, then row
-        ref = pair_scores(qb, x64, qi, cj)
+        ref = pair_scores(qb, x, qi, cj)  # rows widened per candidate: no float64 corpus copy
         order = np.lexsort((cj, -ref, qi))  # per query: score desc, then row asc
         first = np.searchsorted(qi, np.arange(b))
         pos = np.arange(len(qi)) - first[qi[order]]
