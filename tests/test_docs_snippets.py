@@ -62,6 +62,21 @@ NOT_HERE: dict[str, str] = {
     "needs apptainer and the image built from containers/gpu.def (tests/test_profiles.py "
     "plans the grid in it with a stand-in apptainer)",
     "python -m pytest": "runs part of this test suite",
+    # docs/cluster.md, trying the profile on one machine: the suite does each step itself
+    "apt-get install slurm-wlm munge": "installs Debian packages (root, a package mirror); "
+    ".ci/run installs them for the SLURM tests",
+    ".venv/bin/python tests/slurm_cluster.py": "starts a single-node SLURM as root; "
+    "tests/test_slurm_cluster.py starts the same cluster and runs the profile on it",
+    "export SLURM_CONF=": "points the SLURM commands at the cluster started above",
+    "sinfo": "asks the cluster started above (tests/test_slurm_cluster.py)",
+    "squeue ": "asks the cluster started above (tests/test_slurm_cluster.py)",
+    "kill %1": "stops the cluster started above",
+    "cp -r profiles/slurm /tmp/profile-try": "copies the profile for the cluster started above "
+    "(tests/test_slurm_cluster.py writes its own partitions.yaml)",
+    "cat > /tmp/profile-try/partitions.yaml": "describes the cluster started above "
+    "(tests/test_slurm_cluster.py writes its own partitions.yaml)",
+    ".venv/bin/snakemake --profile /tmp/profile-try": "submits to the cluster started above "
+    "(tests/test_slurm_cluster.py runs the profile on a real controller)",
     "python -m structablate.store import-sqlite": "needs an SQLite cache written by an earlier "
     "release",
     # Python blocks, matched by a line they contain
