@@ -71,11 +71,11 @@ NOT_HERE: dict[str, str] = {
     "sinfo": "asks the cluster started above (tests/test_slurm_cluster.py)",
     "squeue ": "asks the cluster started above (tests/test_slurm_cluster.py)",
     "kill %1": "stops the cluster started above",
-    "cp -r profiles/slurm /tmp/profile-try": "copies the profile for the cluster started above "
+    "cp -r profiles/slurm profile-try": "copies the profile for the cluster started above "
     "(tests/test_slurm_cluster.py writes its own partitions.yaml)",
-    "cat > /tmp/profile-try/partitions.yaml": "describes the cluster started above "
+    "cat > profile-try/partitions.yaml": "describes the cluster started above "
     "(tests/test_slurm_cluster.py writes its own partitions.yaml)",
-    ".venv/bin/snakemake --profile /tmp/profile-try": "submits to the cluster started above "
+    ".venv/bin/snakemake --profile profile-try": "submits to the cluster started above "
     "(tests/test_slurm_cluster.py runs the profile on a real controller)",
     "python -m structablate.store import-sqlite": "needs an SQLite cache written by an earlier "
     "release",

@@ -23,8 +23,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import polars as pl
+import yaml
 
-from structablate.config import ConfigError, load_config_file
+from structablate.errors import ConfigError
 from structablate.settings import StatisticsSettings, load_settings
 from structablate.stats.cell import analyze_cell
 from structablate.stats.means import condition_mean_cis, condition_means
@@ -74,9 +75,12 @@ def run_settings(tables: str | Path) -> RunSettings:
 
 def settings_from(path: str | Path) -> RunSettings:
     """:class:`RunSettings` of the config file ``path`` (:func:`run_settings`)."""
-    try:
-        s = load_settings(load_config_file(path), str(path))
-    except (ConfigError, ValueError) as e:
+    try:  # the shipped config.yaml, read as the workflow reads it (the report sits below it)
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: the top level is not a mapping of keys")
+        s = load_settings(data, str(path))
+    except (ConfigError, ValueError, OSError, yaml.YAMLError) as e:
         raise ResultsError(f"{path}: not a configuration the statistics can be re-derived "
                            f"from ({e})") from None
     st = s.statistics
