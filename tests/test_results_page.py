@@ -255,15 +255,8 @@ def test_names_and_comments_are_not_numbers():
 def test_exported_tables_check_the_page_alone(results, tmp_path):
     """The tables a page reads, exported beside it, are enough for --check: the page names them
     in its results-tables line, and a changed number or a changed table fails the check."""
-    page = tmp_path / "page.md"
-    tables = tmp_path / "page" / "tables"
-    page.write_text(f"<!-- results-tables: {tables} --embedder strong -->\n\n" + TEMPLATE
-                    + "\n<!-- results: describe -->\n<!-- /results -->\n")
-    cfg = tmp_path / "cfg.yaml"
-    cfg.write_text(CONFIG)
-    assert main([str(results), "--page", str(page), "--export-tables", str(tables),
-                 "--config", str(cfg), "--command", "snakemake --configfile cfg.yaml",
-                 "--code-version", "abc123"]) == 0
+    page, tables = _exported(results, tmp_path, command="snakemake --configfile cfg.yaml",
+                             code_version="abc123")
     shipped = {p.relative_to(tables).as_posix() for p in tables.rglob("*") if p.is_file()}
     assert "run.json" in shipped and "config.yaml" in shipped
     assert "qasper/strong/none/summary.parquet" in shipped
@@ -336,8 +329,10 @@ def test_the_dose_block_prints_each_rung_and_the_slope(tmp_path):
     assert printed <= {e.text.lstrip("±") for e in led.entries}
 
 
-def _exported(results, tmp_path) -> tuple[Path, Path]:
-    """A page and its exported tables with the run's config (what --check re-derives from)."""
+def _exported(results, tmp_path, *, command: str = "c", code_version: str = "v"
+              ) -> tuple[Path, Path]:
+    """A page and its exported tables with the run's config (what --check re-derives from),
+    checked once."""
     page = tmp_path / "page.md"
     tables = tmp_path / "page" / "tables"
     page.write_text(f"<!-- results-tables: {tables} --embedder strong -->\n\n" + TEMPLATE
@@ -345,7 +340,8 @@ def _exported(results, tmp_path) -> tuple[Path, Path]:
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(CONFIG)
     assert main([str(results), "--page", str(page), "--export-tables", str(tables),
-                 "--config", str(cfg), "--command", "c", "--code-version", "v"]) == 0
+                 "--config", str(cfg), "--command", command, "--code-version", code_version]
+                ) == 0
     assert main(["--page", str(page), "--check"]) == 0
     return page, tables
 
