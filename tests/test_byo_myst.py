@@ -66,7 +66,7 @@ def test_roles_render_as_their_text():
                "first-out)`, {kbd}`Ctrl+C`, {pep}`8`, {rfc}`2324`, {menuselection}`File --> "
                "Open`, {guilabel}`&Cancel`, {samp}`print({x})`, {sub}`2`.\n")
     assert paras(doc) == [
-        "See the install guide and install, ../api, os.path.join(), join(), Thing, corpus, "
+        "See the install guide and install, api, os.path.join(), join(), Thing, corpus, "
         "a^2, LIFO, Ctrl+C, PEP 8, RFC 2324, File \u2023 Open, Cancel, print(x), 2."]
     assert doc.meta["markup"] == {}
     doc = myst("# T\n\nAn {gh-issue}`123` role.\n")

@@ -40,6 +40,7 @@ from structablate.corpus.files import (
     HeadingStack,
     InputUnit,
     SourceFile,
+    corpus_roots,
     list_files,
     read_text,
 )
@@ -188,14 +189,22 @@ def _markup_report(docs: list[FlatDocument]) -> dict:
             "files": dict(sorted(files.items()))}
 
 
-def snippet_renderer(corpus: UserCorpus, dialect: str | None) -> Callable[[str], str] | None:
+def snippet_renderer(corpus: UserCorpus, dialect: str | None
+                     ) -> Callable[[str, str | None], str] | None:
     """The inline rules an evidence snippet copied from the source is rendered with before it
     is matched again: the corpus format's (Markdown, MyST, reStructuredText); ``None`` for
-    HTML and JSONL (their snippets are copied from the text as shown)."""
+    HTML and JSONL (their snippets are copied from the text as shown). The renderer takes the
+    snippet and the file it was copied from (``None``: unknown), which a ``doc`` role's page
+    title is found from."""
+    roots = corpus_roots(corpus)
     if corpus.type == "rst":
-        return rst.render_snippet
+        return lambda text, where=None: rst.render_snippet(
+            text, where=where or "<snippet>", roots=roots)
     if corpus.type == "markdown":
-        return myst.render_snippet if dialect == "myst" else markdown.render_snippet
+        if dialect == "myst":
+            return lambda text, where=None: myst.render_snippet(
+                text, where=where or "<snippet>", roots=roots)
+        return lambda text, where=None: markdown.render_snippet(text)
     return None
 
 

@@ -28,6 +28,7 @@ line wrap or a paragraph break matches):
 from __future__ import annotations
 
 import difflib
+from collections import Counter
 
 from structablate.corpus.flatten import FlatDocument
 
@@ -60,6 +61,28 @@ def folded_with_offsets(text: str) -> tuple[str, list[int]]:
         out.append(ch)
         where.append(i)
     return "".join(out), where
+
+
+def best_window(snippet: str, text: str, tries: int = 32) -> tuple[float, int, int]:
+    """``(ratio, start, end)`` of the window of ``text`` (as long as ``snippet``, which is
+    shorter) most like ``snippet``: windows aligned on the ``tries`` longest blocks the two
+    share (:meth:`difflib.SequenceMatcher.get_matching_blocks`), each scored by
+    :class:`difflib.SequenceMatcher`'s ratio; character offsets in ``text``."""
+    n = len(snippet)
+    blocks = difflib.SequenceMatcher(None, snippet, text, autojunk=False).get_matching_blocks()
+    blocks = sorted((b for b in blocks if b.size), key=lambda b: (-b.size, b.b))[:tries]
+    best = (0.0, 0, min(n, len(text)))
+    seen: set[int] = set()
+    for b in blocks:
+        start = min(max(b.b - b.a, 0), len(text) - n)
+        if start in seen:
+            continue
+        seen.add(start)
+        r = difflib.SequenceMatcher(None, snippet, text[start:start + n],
+                                    autojunk=False).ratio()
+        if r > best[0]:
+            best = (r, start, start + n)
+    return best
 
 
 class EvidenceMapper:
@@ -153,21 +176,42 @@ class EvidenceMapper:
         return where[pos], where[pos + len(e) - 1] + 1
 
     def closest(self, evidence: str) -> tuple[int, float] | None:
-        """``(para_idx, similarity)`` of the paragraph most like ``evidence``
-        (:class:`difflib.SequenceMatcher` ratio on folded text, no threshold): what a drop
-        reason quotes. ``None`` for a document without paragraphs or an empty snippet."""
+        """``(para_idx, similarity)`` of the passage most like ``evidence``
+        (:meth:`closest_passage`): what a drop reason quotes. ``None`` for a document without
+        paragraphs or an empty snippet."""
+        found = self.closest_passage(evidence)
+        return None if found is None else (found[0], found[1])
+
+    def closest_passage(self, evidence: str) -> tuple[int, float, int, int] | None:
+        """``(para_idx, similarity, start, end)`` of the passage most like ``evidence``, no
+        threshold; ``[start, end)`` are offsets in the paragraph's whitespace-folded text.
+
+        A paragraph no longer than the folded snippet is compared whole; a longer one by its
+        best window of the snippet's length (:func:`best_window`), so a snippet inside a long
+        paragraph finds that paragraph and the place in it. Similarity is
+        :class:`difflib.SequenceMatcher`'s ratio; the first paragraph wins a tie."""
         e = fold(evidence)
         if not e or not self._folded:
             return None
-        best, best_ratio = 0, -1.0
+        best: tuple[int, float, int, int] = (0, -1.0, 0, 0)
+        chars = Counter(e)
         for i, folded in enumerate(self._folded):
-            sm = difflib.SequenceMatcher(None, e, folded, autojunk=False)
-            if sm.real_quick_ratio() <= best_ratio or sm.quick_ratio() <= best_ratio:
-                continue
-            r = sm.ratio()
-            if r > best_ratio:
-                best, best_ratio = i, r
-        return best, best_ratio
+            if len(folded) <= len(e):
+                sm = difflib.SequenceMatcher(None, e, folded, autojunk=False)
+                if sm.real_quick_ratio() <= best[1] or sm.quick_ratio() <= best[1]:
+                    continue
+                r, start, end = sm.ratio(), 0, len(folded)
+            else:
+                # a window's ratio is at most the snippet's characters the paragraph holds
+                # over the snippet's length
+                if sum((chars & Counter(folded)).values()) / len(e) <= best[1]:
+                    continue
+                r, start, end = best_window(e, folded)
+            if r > best[1]:
+                best = (i, r, start, end)
+        return best
+
+
 
     def map(self, evidence: str) -> tuple[tuple[int, int] | None, str]:
         """Return ``(span, step)``; ``span`` is ``None`` and step ``"unmapped"`` on failure."""

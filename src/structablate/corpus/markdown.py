@@ -206,7 +206,8 @@ def split_front_matter(text: str, where: str) -> tuple[dict, str]:
     return {}, text  # no closing line: an ordinary thematic break, not front matter
 
 
-def inline_text(children: list[Token] | None, extra=None) -> str:
+def inline_text(children: list[Token] | None, extra=None,
+                literals: list[str] | None = None) -> str:
     """Plain text of an inline token's children (markup stripped, see the module rules).
 
     ``extra(token)`` renders token types of plugins this module does not enable (MyST roles,
@@ -215,7 +216,8 @@ def inline_text(children: list[Token] | None, extra=None) -> str:
 
     Attribute lists are removed where the dialects read them: right after an inline element
     (``**x**{#id}``) and at the end of the block (``Heading {: #id }``, or a last line of its
-    own); a reference link left unresolved renders as its text.
+    own); a reference link left unresolved renders as its text. The text of every code span
+    is appended to ``literals`` when given (left out of the markup-residue scan).
     """
     parts: list[tuple[str, str]] = []  # (kind, text); only "text" parts hold markup to read
     prev: str | None = None
@@ -229,6 +231,8 @@ def inline_text(children: list[Token] | None, extra=None) -> str:
             parts.append(("text", body))
         elif t.type in ("text_special", "code_inline"):
             parts.append(("literal", t.content))
+            if literals is not None and t.type == "code_inline":
+                literals.append(t.content)
         elif t.type in ("softbreak", "hardbreak"):
             parts.append(("text", "\n"))
         elif t.type == "image":
@@ -254,10 +258,11 @@ def inline_text(children: list[Token] | None, extra=None) -> str:
     return _PLACEHOLDER.sub(lambda m: parts[int(m.group(1))][1], joined)
 
 
-def block_text(children: list[Token] | None) -> str:
+def block_text(children: list[Token] | None, literals: list[str] | None = None) -> str:
     """:func:`inline_text` of a paragraph-like block, less the lines a reader never sees:
-    abbreviation definitions (``*[HTML]: …``) and a table-of-contents marker (``[TOC]``)."""
-    text = inline_text(children)
+    abbreviation definitions (``*[HTML]: …``) and a table-of-contents marker (``[TOC]``);
+    code spans' text appended to ``literals`` when given."""
+    text = inline_text(children, literals=literals)
     if "*[" in text:
         text = "\n".join(ln for ln in text.split("\n") if not _ABBREVIATION.match(ln))
     if " ".join(text.split()).casefold() in _TOC_MARKERS:
@@ -307,6 +312,14 @@ def parse_markdown(
     item_prefix: str | None = None  # an ordered item's number, put before its first paragraph
     row: list[str] | None = None
     code: list[int] = []  # para_idx of code blocks (left out of the markup-residue scan)
+    literals: list[str] = []  # code spans of the paragraph being read
+    inline_literals: dict[int, tuple[str, ...]] = {}  # para_idx -> its code spans (likewise)
+
+    def add(body: str) -> None:
+        idx = builder.add_paragraph(body, path())
+        if idx is not None and literals:
+            inline_literals[idx] = tuple(literals)
+        literals.clear()
 
     def path() -> tuple[str, ...]:
         return stack.path or (lead_heading,)
@@ -335,17 +348,18 @@ def parse_markdown(
             row = []
         elif typ == "tr_close":
             if row is not None and any(c.strip() for c in row):
-                builder.add_paragraph(" | ".join(" ".join(c.split()) for c in row), path())
+                add(" | ".join(" ".join(c.split()) for c in row))
+            literals.clear()
             row = None
         elif typ == "inline":
-            body = block_text(t.children)
+            body = block_text(t.children, literals)
             if row is not None:
                 row.append(body)
             else:
                 if item_prefix is not None and body.strip():
                     body = f"{item_prefix} {body.strip()}"
                     item_prefix = None
-                builder.add_paragraph(body, path())
+                add(body)
         elif typ in ("fence", "code_block"):
             if code_blocks == "keep":
                 if item_prefix is not None and t.content.strip():
@@ -364,7 +378,8 @@ def parse_markdown(
             "section headings ('## …', setext) to have a gold structure; add headings, or set "
             "skip_bad_files: true to leave the file out")
     topic = str(meta["topic"]) if meta.get("topic") is not None else None
-    return builder.build(topic=topic, source=where, code_paragraphs=tuple(code))
+    return builder.build(topic=topic, source=where, code_paragraphs=tuple(code),
+                         inline_literals=inline_literals)
 
 
 def render_snippet(text: str) -> str:

@@ -32,6 +32,7 @@ import csv
 import functools
 import io
 import re
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -61,12 +62,15 @@ from structablate.corpus.flatten import FlatDocument
 from structablate.corpus.markdown import inline_text, split_front_matter
 from structablate.corpus.render import (
     KNOWN_ROLES,
+    LITERAL_ROLES,
     Block,
     MarkupReport,
     admonition_title,
     assemble,
     dedent,
     directive_kind,
+    doc_role_text,
+    refuse_errors,
     resolve_include,
     role_text,
     slice_included,
@@ -81,6 +85,7 @@ _DIRECTIVE_FENCE = re.compile(r"^ {0,3}(?:`{3,}|~{3,}|:{3,})[ \t]*\{[A-Za-z][\w:
 _TARGET_LINE = re.compile(r"^ {0,3}\([\w.:-]+\)=[ \t]*$", re.M)
 _ROLE = re.compile(r"\{([a-z][\w:+-]*)\}`")
 _OPTION = re.compile(r"^:([\w-]+):(?:[ \t]+(.*))?$")
+_BLOCK_SCALAR = re.compile(r"^([|>])[+-]?[0-9]?[+-]?$")
 _MAX_INCLUDE_DEPTH = 8
 
 
@@ -133,8 +138,28 @@ def split_options(body: str) -> tuple[dict[str, str], str]:
         m = _OPTION.match(lines[k].strip()) if lines[k].strip() else None
         if not m:
             break
-        opts[m.group(1)] = (m.group(2) or "").strip()
+        value = (m.group(2) or "").strip()
         k += 1
+        # a value going on over indented lines (YAML: a plain scalar, or a block scalar
+        # after ``>`` folded or ``|`` literal; blank lines inside one belong to it)
+        more: list[str] = []
+        while k < len(lines):
+            if lines[k][:1] in (" ", "\t") and lines[k].strip():
+                more.append(lines[k].strip())
+                k += 1
+                continue
+            if not lines[k].strip() and _BLOCK_SCALAR.match(value):
+                nxt = next((ln for ln in lines[k:] if ln.strip()), "")
+                if nxt[:1] in (" ", "\t"):
+                    more.append("")
+                    k += 1
+                    continue
+            break
+        if _BLOCK_SCALAR.match(value):
+            value = ("\n" if value[0] == "|" else " ").join(more).strip()
+        elif more:
+            value = " ".join([value] + more).strip()
+        opts[m.group(1)] = value
     return opts, "\n".join(lines[k:])
 
 
@@ -148,14 +173,25 @@ class MystReader:
         self.report = report
         self.subs = subs
         self._active: list[str] = [where]
+        self._literals: list[str] = []  # inline literals read since the last block
+
+    def _take(self) -> tuple[str, ...]:
+        out, self._literals = tuple(self._literals), []
+        return out
 
     # ----------------------------------------------------------------------------- inline
     def _extra(self, t: Token) -> str | None:
         if t.type == "myst_role":
             name = t.meta.get("name", "")
-            if name.lower() not in KNOWN_ROLES:
+            low = name.lower()
+            if low not in KNOWN_ROLES:
                 self.report.unknown_roles[name] += 1
-            return role_text(name, t.content)
+            if low in ("doc", "std:doc"):
+                return doc_role_text(t.content, self._active[-1], self.roots)
+            shown = role_text(name, t.content)
+            if low in LITERAL_ROLES:
+                self._literals.append(shown)
+            return shown
         if t.type in ("math_inline", "math_inline_double"):
             return t.content
         if t.type == "substitution_inline":
@@ -171,12 +207,13 @@ class MystReader:
         return ""
 
     def inline(self, t: Token) -> str:
-        return inline_text(t.children, self._extra)
+        return inline_text(_inventory_links(t.children), self._extra, self._literals)
 
     # ----------------------------------------------------------------------------- blocks
-    def read(self, text: str, nested: bool, top: bool = False) -> list[Block]:
+    def read(self, text: str, nested: bool, top: bool = False, line0: int = 0) -> list[Block]:
         """Events of MyST ``text``; inside a directive (``nested``) headings are paragraphs;
-        at the ``top`` of a file, field lists before the first block are dropped."""
+        at the ``top`` of a file, field lists before the first block are dropped. ``line0``:
+        the lines of the file before ``text`` (for the line numbers of errors)."""
         tokens = _MD.parse(text)
         out: list[Block] = []
         list_kinds: list[str] = []
@@ -204,8 +241,9 @@ class MystReader:
             if typ == "heading_open":
                 title = self.inline(tokens[i + 1])
                 if nested:
-                    out.append(Block(title))
+                    out.append(Block(title, literals=self._take()))
                 else:
+                    self._take()
                     out.append(Block(title, level=int(t.tag[1])))
                 i += 3
                 continue
@@ -226,7 +264,9 @@ class MystReader:
                 row = []
             elif typ == "tr_close":
                 if row is not None and any(c.strip() for c in row):
-                    out.append(Block(" | ".join(" ".join(c.split()) for c in row)))
+                    out.append(Block(" | ".join(" ".join(c.split()) for c in row),
+                                     literals=self._take()))
+                self._take()
                 row = None
             elif typ == "inline":
                 body = self.inline(t)
@@ -239,9 +279,9 @@ class MystReader:
                     if field_name is not None:
                         body = f"{field_name}: {body.strip()}"
                         field_name = None
-                    out.append(Block(body))
+                    out.append(Block(body, literals=self._take()))
             elif typ in ("fence", "colon_fence"):
-                out.extend(self.fence(t, nested))
+                out.extend(self.fence(t, nested, line0 + (t.map[0] if t.map else 0)))
             elif typ == "code_block":
                 out.append(Block(t.content, code=True))
             elif typ in ("math_block", "math_block_label", "amsmath"):
@@ -260,24 +300,31 @@ class MystReader:
             i += 1
         return out
 
-    def fence(self, t: Token, nested: bool) -> list[Block]:
+    def fence(self, t: Token, nested: bool, line0: int = 0) -> list[Block]:
+        """A fenced block whose opening line is line ``line0 + 1`` of the file."""
         info = t.info.strip()
         m = re.match(r"^\{([^}\s]+)\}[ \t]*(.*)$", info, re.S)
         if not m:
             if t.type == "colon_fence":  # ::: without {name}: shown as a literal block
                 return [Block(t.content, code=True)]
             return [Block(t.content, code=True)]
-        return self.directive(m.group(1), m.group(2).strip(), t.content, nested)
+        return self.directive(m.group(1), m.group(2).strip(), t.content, nested, line0 + 1)
 
-    def directive(self, name: str, arg: str, body: str, nested: bool) -> list[Block]:
+    def directive(self, name: str, arg: str, body: str, nested: bool,
+                  line0: int = 0) -> list[Block]:
+        """A directive's blocks; its body starts after line ``line0`` of the file."""
         kind = directive_kind(name)
         if kind == "code":
             return self._code(name, arg, body)
+        lines_before = body.count("\n")
         opts, body = split_options(body)
+        line0 += lines_before - body.count("\n")  # the option lines
         if kind == "admonition":
             title, first = admonition_title(name, arg)
-            inner = self.read((first + "\n" + body) if first else body, nested=True)
-            return ([Block(title)] if title else []) + inner
+            inner = self.read((first + "\n" + body) if first else body, nested=True,
+                              line0=line0 - 1 if first else line0)
+            shown = self._inline_str(title) if title else ""  # {octicon} icons: no text
+            return ([Block(shown, literals=self._take())] if shown.strip() else []) + inner
         if kind == "version":
             label, rest = version_text(name, arg)
             inner = self.read((rest + "\n\n" + body) if rest else body, nested=True)
@@ -287,20 +334,21 @@ class MystReader:
         if kind == "container":
             return ([Block(arg)] if arg and name.lower() == "centered" else []) + (
                 self._glossary(body) if name.lower() == "glossary"
-                else self.read(body, nested=True))
+                else self.read(body, nested=True, line0=line0))
         if kind == "object":
-            return ([Block(arg)] if arg else []) + self.read(body, nested=True)
+            return ([Block(arg)] if arg else []) + self.read(body, nested=True, line0=line0)
         if kind == "table":
             return self._table(name, arg, opts, body)
         if kind == "figure":
-            return [] if name.lower() == "image" else self.read(body, nested=True)
+            return [] if name.lower() == "image" else self.read(body, nested=True,
+                                                                  line0=line0)
         if kind == "math":
             return [Block(body)]
         if kind == "include":
             return self._include(arg, opts, nested)
         if kind == "eval-rst":
             return rst_blocks(body, where=self.where, roots=self.roots, report=self.report,
-                              nested=True)
+                              nested=True, first_line=line0 + 1)
         if kind == "autodoc":
             self.report.autodoc.append(f"{name} {arg}".strip())
             return []
@@ -308,7 +356,7 @@ class MystReader:
             self.report.dropped[name] += 1
             return []
         self.report.unknown_directives[name] += 1
-        return self.read(body, nested=True)
+        return self.read(body, nested=True, line0=line0)
 
     def _code(self, name: str, arg: str, body: str) -> list[Block]:
         opts, code = split_options(body)
@@ -394,6 +442,7 @@ class MystReader:
             if str(path).lower().endswith(".rst"):
                 blocks = rst_blocks(text, where=str(path), roots=self.roots,
                                     report=self.report, nested=nested)
+                # its errors' lines are the included file's (note_message names it then)
             else:
                 _, text = split_front_matter(text, str(path))
                 blocks = self.read(text, nested=nested)
@@ -404,6 +453,35 @@ class MystReader:
         if offset:
             blocks = [Block(b.text, b.level + offset, b.code) if b.level else b for b in blocks]
         return blocks
+
+
+def _inventory_links(children: list[Token] | None) -> list[Token] | None:
+    """Inline tokens with each intersphinx link (``<inv:python#os.path>``, ``[](inv:…)``)
+    showing what MyST shows: its text, or the target's name when it has none (not the raw
+    ``inv:`` target)."""
+    if not children or not any(t.type == "link_open" and str(t.attrGet("href") or "")
+                               .startswith("inv:") for t in children):
+        return children
+    out: list[Token] = []
+    k = 0
+    while k < len(children):
+        t = children[k]
+        href = str(t.attrGet("href") or "") if t.type == "link_open" else ""
+        if not href.startswith("inv:"):
+            out.append(t)
+            k += 1
+            continue
+        j = k + 1
+        while j < len(children) and children[j].type != "link_close":
+            j += 1
+        inner = children[k + 1:j]
+        if t.markup == "autolink" or not "".join(c.content for c in inner).strip():
+            target = urllib.parse.unquote(href[len("inv:"):])
+            name = target.split("#", 1)[1] if "#" in target else target.rsplit(":", 1)[-1]
+            inner = [Token("text", "", 0, content=name)]
+        out += [t, *inner, *children[j:j + 1]]
+        k = j + 1
+    return out
 
 
 def parse_myst(
@@ -432,6 +510,7 @@ def parse_myst(
     reader = MystReader(where, roots or (str(Path(where).parent),), report,
                         {str(k): v for k, v in (subs or {}).items()})
     blocks = reader.read(text, nested=False, top=True)
+    refuse_errors(report, where, "reStructuredText (eval-rst, included .rst)")
     title = None if meta.get("title") is None else " ".join(str(meta["title"]).split())
     if not any(b.level for b in blocks):
         raise ByoInputError(
@@ -448,10 +527,11 @@ def parse_myst(
                     code_blocks=code_blocks, report=report, topic=topic, kind="MyST")
 
 
-def render_snippet(text: str) -> str:
+def render_snippet(text: str, *, where: str = "<snippet>", roots: Sequence[str] = ()) -> str:
     """An evidence snippet copied from MyST source, as the rendered page shows it: roles as
-    their text, directives by the rules above, indentation and list markers gone."""
-    reader = MystReader("<snippet>", (), MarkupReport(), {})
+    their text, directives by the rules above, indentation and list markers gone. ``where``
+    is the file it was copied from and ``roots`` the corpus folders (for ``{doc}`` titles)."""
+    reader = MystReader(where, roots, MarkupReport(), {})
     blocks = reader.read(snippet_source(text), nested=True)
     return " ".join(" ".join(b.text for b in blocks).split())
 

@@ -24,13 +24,15 @@ reading order); :func:`assemble` turns the events into a
 
 from __future__ import annotations
 
+import contextvars
+import hashlib
 import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from structablate.corpus.files import ByoInputError, HeadingStack
+from structablate.corpus.files import ByoInputError, HeadingStack, read_text
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
 
 # ------------------------------------------------------------------------------ directives
@@ -187,11 +189,25 @@ KNOWN_ROLES = frozenset({
 same way and is reported by name."""
 
 
+ICON_ROLES = frozenset({"octicon", "fa", "fab", "fas", "far", "iconify",
+                        "material-regular", "material-outlined", "material-round",
+                        "material-sharp", "material-twotone"})
+"""Roles that show an icon (sphinx-design's ``octicon``, Font Awesome, Material): an image
+with no text, so they render as nothing, in a directive's title as in running text."""
+
+LITERAL_ROLES = frozenset({"code", "literal", "samp", "file", "kbd", "command", "program",
+                           "envvar", "option", "regexp", "makevar", "mimetype"})
+"""Roles the page shows as code: their text is left out of the markup-residue scan, as an
+inline literal is (it may show syntax on purpose)."""
+
+
 def role_text(name: str, content: str) -> str:
     """What a role shows on the page (see the module docstring); ``content`` is the raw text
     between the backquotes, backslash escapes not yet resolved."""
     name = name.lower()
     text = content
+    if name in ICON_ROLES:
+        return ""
     if name in ("math", "code", "literal", "eq", "kbd", "sub", "sup", "subscript",
                 "superscript", "raw"):
         return text
@@ -226,6 +242,87 @@ def _unescape(text: str) -> str:
     return re.sub(r"\\(.)", r"\1", text)
 
 
+DOC_SUFFIXES = (".rst", ".rest", ".md", ".markdown")
+"""The source suffixes a ``doc`` role's document name is completed with (Sphinx's
+``source_suffix`` for reStructuredText and MyST)."""
+
+
+def find_document(name: str, current: str, roots: Sequence[str]) -> Path | None:
+    """The file a ``doc`` role names, by Sphinx's rule: relative to the folder of ``current``,
+    or to a corpus folder (``roots``) when it starts with ``/``; completed with a suffix of
+    :data:`DOC_SUFFIXES` unless it has one. ``None`` when no such file lies inside a corpus
+    folder."""
+    name = name.strip()
+    if not name or not roots:
+        return None
+    bases = [Path(r) for r in roots] if name.startswith("/") else [Path(current).parent]
+    rel = name.lstrip("/")
+    tails = [rel] if Path(rel).suffix.lower() in DOC_SUFFIXES else [
+        rel + suffix for suffix in DOC_SUFFIXES]
+    inside = [Path(r).resolve() for r in roots]
+    for base in bases:
+        for tail in tails:
+            real = (base / tail).resolve()
+            if real.is_file() and any(r == real or r in real.parents for r in inside):
+                return real
+    return None
+
+
+_TITLES: dict[str, tuple[str, str | None]] = {}  # path -> (sha256 of its text, its title)
+_READING_TITLE: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "structablate_reading_title", default=False)
+
+
+def page_title(path: Path) -> str | None:
+    """The title a page is built with (:func:`assemble`'s rule, read by the reader of its
+    suffix), ``None`` when it has none or cannot be read. ``doc`` roles inside the page read
+    while finding it show their path's last part (no title lookup within a lookup: two pages
+    naming each other end). Cached by the text's digest."""
+    if _READING_TITLE.get():
+        return None
+    try:
+        text = read_text(path)
+    except ByoInputError:
+        return None
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    hit = _TITLES.get(str(path))
+    if hit is not None and hit[0] == digest:
+        return hit[1]
+    token = _READING_TITLE.set(True)
+    try:
+        if path.suffix.lower() in (".rst", ".rest"):
+            from structablate.corpus.rst import parse_rst as parse
+        else:
+            from structablate.corpus.myst import parse_myst as parse
+        try:
+            title: str | None = parse(text, doc_id="title", default_title="",
+                                      where=str(path)).title or None
+        except ByoInputError:
+            title = None
+    finally:
+        _READING_TITLE.reset(token)
+    _TITLES[str(path)] = (digest, title)
+    return title
+
+
+def doc_role_text(content: str, current: str, roots: Sequence[str]) -> str:
+    """What Sphinx's ``doc`` role shows: its explicit title (``Title <path>``), else the title
+    of the page it names when that page is in the corpus (:func:`find_document`,
+    :func:`page_title`), else the name's last part (``guide/install`` → ``install``).
+    ``current`` is the file the role is in, ``roots`` the corpus folders."""
+    m = _TITLED_TARGET.match(content)
+    if m and m.group(1).strip():
+        return _unescape(m.group(1))
+    name = _unescape((m.group(2) if m else content).strip())
+    path = find_document(name, current, roots)
+    title = page_title(path) if path is not None else None
+    if title:
+        return title
+    last = name.rstrip("/").rsplit("/", 1)[-1]
+    stem, dot, suffix = last.rpartition(".")
+    return stem if dot and f".{suffix.lower()}" in DOC_SUFFIXES else last
+
+
 # ------------------------------------------------------------------------------- reporting
 
 
@@ -244,6 +341,13 @@ class MarkupReport:
     includes: list[str] = field(default_factory=list)
     unresolved_substitutions: Counter = field(default_factory=Counter)
     code_paragraphs: list[int] = field(default_factory=list)
+    inline_literals: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    """para_idx -> the inline literals (``code``) its text shows, left out of the markup-residue
+    scan (:mod:`~structablate.corpus.residue`): a literal may show syntax on purpose."""
+    errors: list[str] = field(default_factory=list)
+    """The parser's errors that lose or move text (docutils system messages of level ≥ 3
+    and the lost headings of :data:`LOST_HEADING`), each ``"line N: LEVEL: message"``: the
+    file is refused (:func:`refuse_errors`); never part of :meth:`as_dict`."""
 
     def as_dict(self) -> dict:
         out: dict = {}
@@ -263,6 +367,60 @@ class MarkupReport:
             out["unresolved_substitutions"] = dict(sorted(
                 self.unresolved_substitutions.items()))
         return out
+
+
+LOST_HEADING = ("Possible title underline, too short for the title",
+                "Possible incomplete section title")
+"""docutils INFO messages (level 1) that mean a heading was read as ordinary text (an
+underline or overline under four characters and shorter than the title): reported like
+errors, since the section and its text would silently move under the previous heading."""
+
+TOLERATED = ("Undefined substitution referenced", "Unknown target name",
+             "Duplicate target name, cannot be used as a unique reference",
+             "Anonymous hyperlink mismatch", "Indirect hyperlink target",
+             "Too many autonumbered footnote references", "Too many symbol footnote references")
+"""docutils errors this reader renders on purpose, the page text intact: a substitution
+defined in ``conf.py`` (dropped and reported), a reference whose target is defined in another
+file or by Sphinx (its text shown), footnote numbering; not refusals."""
+
+LEVEL_NAMES = {1: "INFO", 2: "WARNING", 3: "ERROR", 4: "SEVERE"}
+
+
+def note_message(report: MarkupReport, level: int, message: str, line: int | None,
+                 source: str | None, where: str) -> None:
+    """Record one parser message in ``report.errors`` when it loses or moves text: level ≥ 3
+    (ERROR, SEVERE) other than :data:`TOLERATED`, or a :data:`LOST_HEADING` message.
+    ``line`` is 1-based in ``source`` (the file, or an included file), ``where`` the file
+    being read."""
+    message = " ".join(message.split())
+    if level < 3 and not message.startswith(LOST_HEADING):
+        return
+    if level >= 3 and message.startswith(TOLERATED):
+        return
+    at = f"line {line}" if line else "line unknown"
+    if source and where and Path(source) != Path(where) and not source.startswith("<"):
+        at += f" of included {source}"
+    label = LEVEL_NAMES.get(level, str(level))
+    if level < 3:
+        label += " (a heading read as ordinary text)"
+    report.errors.append(f"{at}: {label}: {message}")
+
+
+def refuse_errors(report: MarkupReport, where: str, kind: str) -> None:
+    """Raise :class:`ByoInputError` naming every error of ``report.errors`` (file, line,
+    message) when there is any: a section title the parser could not read, a heading where
+    none may stand (inside a note), a directive or table it rejected. The page such markup
+    builds has headings missing and text under the wrong section, so the file is never
+    scored as read (skipped and listed with ``skip_bad_files``)."""
+    if not report.errors:
+        return
+    shown = "; ".join(report.errors[:5]) + (
+        f"; and {len(report.errors) - 5} more" if len(report.errors) > 5 else "")
+    raise ByoInputError(
+        where, f"the {kind} parser reports {len(report.errors)} error(s) that lose or move "
+        f"text (headings missing, text under the wrong section): {shown}; fix the markup at "
+        "these lines, or set skip_bad_files: true to leave the file "
+        "out")
 
 
 def resolve_include(
@@ -347,6 +505,8 @@ class Block:
     text: str
     level: int = 0
     code: bool = False
+    literals: tuple[str, ...] = ()
+    """The inline literals (``code``) of a paragraph's text, as they read in it."""
 
 
 def assemble(
@@ -400,5 +560,8 @@ def assemble(
         idx = builder.add_paragraph(text, stack.path or (lead_heading,))
         if idx is not None and b.code:
             report.code_paragraphs.append(idx)
+        elif idx is not None and b.literals:
+            report.inline_literals[idx] = report.inline_literals.get(idx, ()) + b.literals
     return builder.build(topic=topic, source=where, markup=report.as_dict(),
-                         code_paragraphs=tuple(report.code_paragraphs))
+                         code_paragraphs=tuple(report.code_paragraphs),
+                         inline_literals=dict(report.inline_literals))

@@ -7,7 +7,10 @@ directives, roles, inline literals, substitutions, field lines and section adorn
 MDX/JSX imports, exports and component tags; Jinja / Liquid / Hugo ``{{ … }}`` and
 ``{% … %}``; AsciiDoc block delimiters, attribute lines, block attributes and cross
 references; Python-Markdown admonition lines. Code paragraphs (code blocks the reader kept)
-are not scanned: a code sample may show markup.
+are not scanned, and neither are the inline literals of a paragraph (````code```` in
+reStructuredText, ```code``` in Markdown and MyST, code roles), which the readers list per
+paragraph (``doc.meta["inline_literals"]``): a code sample may show markup, and a page that
+documents a syntax shows it in inline code.
 
 :func:`scan_documents` gives the share of paragraphs with residue per document and per corpus
 with the worst lines; a user corpus refuses a file above ``max_markup_share`` (or skips it with
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from structablate.corpus.flatten import FlatDocument
 
@@ -60,11 +63,26 @@ def residue(paragraph: str) -> list[str]:
     return [f"{d} {n}" for d, n, rx in PATTERNS if rx.search(paragraph)]
 
 
-def scan_document(doc: FlatDocument, skip: Iterable[int] = ()) -> dict:
+def without_literals(paragraph: str, literals: Sequence[str]) -> str:
+    """``paragraph`` (whitespace-folded) with one occurrence of each inline literal it shows
+    replaced by a space: the text the residue scan reads."""
+    for lit in literals:
+        folded = " ".join(str(lit).split())
+        if folded:
+            paragraph = paragraph.replace(folded, " ", 1)
+    return paragraph
+
+
+def scan_document(doc: FlatDocument, skip: Iterable[int] = (),
+                  literals: Mapping[int, Sequence[str]] | None = None) -> dict:
     """Residue of one document: ``{"paragraphs", "with_markup", "share", "by_construct",
-    "worst"}``, leaving out the paragraphs ``skip`` (code, by para_idx); ``worst`` quotes up to
-    three paragraphs (cut to 160 characters) with their constructs."""
+    "worst"}``, leaving out the paragraphs ``skip`` (code, by para_idx) and the inline
+    literals of each paragraph (``literals``: para_idx -> their texts; by default the
+    readers' ``doc.meta["inline_literals"]``); ``worst`` quotes up to three paragraphs (cut
+    to 160 characters) with their constructs."""
     skipped = set(skip)
+    if literals is None:
+        literals = doc.meta.get("inline_literals") or {}
     n = 0
     flagged: list[tuple[int, list[str]]] = []
     by: Counter = Counter()
@@ -72,7 +90,8 @@ def scan_document(doc: FlatDocument, skip: Iterable[int] = ()) -> dict:
         if p.para_idx in skipped:
             continue
         n += 1
-        found = residue(" ".join(doc.text[p.start:p.end].split()))
+        found = residue(without_literals(" ".join(doc.text[p.start:p.end].split()),
+                                         literals.get(p.para_idx, ())))
         if found:
             flagged.append((p.para_idx, found))
             by.update(found)

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import docutils.core
 from docutils import nodes, utils
+from docutils.readers.standalone import Reader as StandaloneReader
 from docutils.parsers.rst import Directive, directives, roles
 from docutils.parsers.rst.directives.misc import Include
 from docutils.parsers.rst.directives.tables import CSVTable
@@ -50,9 +51,13 @@ from structablate.corpus.render import (
     KNOWN_ROLES,
     Block,
     MarkupReport,
+    LITERAL_ROLES,
     admonition_title,
     assemble,
     directive_kind,
+    doc_role_text,
+    note_message,
+    refuse_errors,
     resolve_include,
     role_text,
     slice_included,
@@ -140,8 +145,9 @@ class _Sphinx(Directive):
         box = nodes.container()
         if kind == "admonition":
             title, first = admonition_title(name, arg)
-            if title:
-                box += nodes.paragraph(title, title)
+            if title:  # the title's roles rendered ({octicon} icons show no text)
+                shown, _ = self.state.inline_text(title, self.lineno)
+                box += nodes.paragraph(title, "", *shown)
             return [self._parse(([first] if first else []) + content, box)]
         if kind == "version":
             label, rest = version_text(name, arg)
@@ -203,10 +209,19 @@ class _Dropped(Directive):
 
 
 def _generic_role(name, rawtext, text, lineno, inliner, options=None, content=None):
-    report = inliner.document.settings.structablate_report
-    if name.lower() not in KNOWN_ROLES:
+    settings = inliner.document.settings
+    report = settings.structablate_report
+    low = name.lower()
+    if low not in KNOWN_ROLES:
         report.unknown_roles[name] += 1
-    shown = role_text(name, utils.unescape(text, restore_backslashes=True))
+    raw = utils.unescape(text, restore_backslashes=True)
+    if low in ("doc", "std:doc"):
+        src, _ = inliner.reporter.get_source_and_line(lineno)
+        shown = doc_role_text(raw, src or settings._source or ".", settings.structablate_roots)
+    else:
+        shown = role_text(name, raw)
+    if low in LITERAL_ROLES:  # shown as code: left out of the markup-residue scan
+        return [nodes.literal(shown, shown)], []
     return [nodes.Text(shown)], []
 
 
@@ -242,9 +257,27 @@ def _sphinx_registry() -> Iterator[None]:
         directives.directive, roles.role = orig_directive, orig_role
 
 
+class _Reader(StandaloneReader):
+    """docutils' standalone reader, whose document hands every system message to the
+    parse's report (:func:`~structablate.corpus.render.note_message`)."""
+
+    def new_document(self) -> nodes.document:
+        document = super().new_document()
+        settings = document.settings
+
+        def observe(msg: nodes.system_message) -> None:
+            first = msg.children[0].astext() if msg.children else msg.astext()
+            note_message(settings.structablate_report, int(msg.get("level", 0)), first,
+                         msg.get("line"), msg.get("source"), settings._source or "")
+
+        document.reporter.attach_observer(observe)
+        return document
+
+
 def parse_doctree(text: str, where: str, roots: Sequence[str],
                   report: MarkupReport) -> nodes.document:
-    """The docutils doctree of ``text`` (errors never halt; no system messages written)."""
+    """The docutils doctree of ``text`` (errors never halt; no system messages written: the
+    ones that lose or move text are recorded in ``report.errors``)."""
     overrides = {
         "report_level": 5, "halt_level": 5, "warning_stream": io.StringIO(),
         "file_insertion_enabled": True, "raw_enabled": False, "doctitle_xform": False,
@@ -254,7 +287,7 @@ def parse_doctree(text: str, where: str, roots: Sequence[str],
         "_disable_config": True, "embed_stylesheet": False,
     }
     with _sphinx_registry():
-        return docutils.core.publish_doctree(text, source_path=where,
+        return docutils.core.publish_doctree(text, source_path=where, reader=_Reader(),
                                              settings_overrides=overrides)
 
 
@@ -305,12 +338,21 @@ class _Flattener:
         self.out: list[Block] = []
         self.prefix: str | None = None
         self.seen_text = False
+        self.literals: list[str] = []  # inline literals read since the last block
+
+    def take(self) -> tuple[str, ...]:
+        out, self.literals = tuple(self.literals), []
+        return out
 
     def text(self, node: nodes.Node) -> str:
         if isinstance(node, nodes.Text):
             return str(node)
         if isinstance(node, _INLINE_DROP):
             return ""
+        if isinstance(node, nodes.literal):
+            shown = node.astext()
+            self.literals.append(shown)
+            return shown
         if isinstance(node, nodes.problematic):
             raw = (node.rawsource or node.astext()).strip()
             if _SUBSTITUTION.match(raw):
@@ -323,12 +365,13 @@ class _Flattener:
         return "".join(self.text(c) for c in node.children)
 
     def para(self, text: str, code: bool = False) -> None:
+        literals = self.take()
         if not text.strip():
             return
         if self.prefix is not None:
             text = f"{self.prefix} {text.strip()}"
             self.prefix = None
-        self.out.append(Block(text, code=code))
+        self.out.append(Block(text, code=code, literals=() if code else literals))
         self.seen_text = True
 
     def walk(self, node: nodes.Node, depth: int) -> None:
@@ -340,6 +383,7 @@ class _Flattener:
             if self.nested:
                 self.para(name)
             else:
+                self.take()
                 self.out.append(Block(name, level=depth + 1))
             for child in node.children:
                 if child is not title:
@@ -435,16 +479,20 @@ def doctree_blocks(tree: nodes.Node, report: MarkupReport, nested: bool) -> list
 
 
 def rst_blocks(text: str, *, where: str, roots: Sequence[str], report: MarkupReport,
-               nested: bool) -> list[Block]:
-    """Block events of reStructuredText ``text`` (MyST's ``eval-rst`` and ``include``)."""
+               nested: bool, first_line: int = 1) -> list[Block]:
+    """Block events of reStructuredText ``text`` (MyST's ``eval-rst`` and ``include``);
+    ``first_line`` is the 1-based line of ``where`` that ``text`` starts on (the line numbers
+    of ``report.errors``)."""
+    text = "\n" * max(first_line - 1, 0) + text  # blank lines: nothing in rst
     return doctree_blocks(parse_doctree(text, where, roots, report), report, nested)
 
 
-def render_snippet(text: str) -> str:
+def render_snippet(text: str, *, where: str = "<snippet>", roots: Sequence[str] = ()) -> str:
     """An evidence snippet copied from reStructuredText source, as the rendered page shows it
     (roles as their text, inline literals and emphasis unmarked, indentation gone); a snippet
-    that is not whole rst (a cut-off role) is read as far as docutils reads it."""
-    blocks = rst_blocks(snippet_source(text), where="<snippet>", roots=(),
+    that is not whole rst (a cut-off role) is read as far as docutils reads it. ``where`` is
+    the file it was copied from and ``roots`` the corpus folders (for ``:doc:`` titles)."""
+    blocks = rst_blocks(snippet_source(text), where=where, roots=roots,
                         report=MarkupReport(), nested=True)
     return " ".join(" ".join(b.text for b in blocks).split())
 
@@ -464,6 +512,7 @@ def parse_rst(
     report = MarkupReport()
     blocks = rst_blocks(text, where=where, roots=roots or (str(Path(where).parent),),
                         report=report, nested=False)
+    refuse_errors(report, where, "reStructuredText")
     return assemble(blocks, doc_id=doc_id, title=None, default_title=default_title,
                     where=where, lead_heading=lead_heading, heading_separator=heading_separator,
                     code_blocks=code_blocks, report=report, kind="reStructuredText")

@@ -298,13 +298,13 @@ def map_user_queries(
     skip_unknown: bool = False,
     skipped_doc_ids: Iterable[str] = (),
     partial_evidence: str = "drop",
-    render: Callable[[str], str] | None = None,
+    render: Callable[[str, str | None], str] | None = None,
 ) -> tuple[list[MappedQuestion], UserQueryFunnel]:
     """Map every query's evidence to gold spans; return the kept questions and the funnel.
 
     A snippet that maps nowhere (or only fuzzily) as written is tried again as ``render``
     shows it (the corpus format's inline rules: a snippet copied from the source with its
-    markup). A query some of whose snippets still map nowhere is dropped with
+    markup; ``render(snippet, source file of its document)``). A query some of whose snippets still map nowhere is dropped with
     ``partial_evidence="drop"`` (its reason names each such snippet), or kept and listed with
     ``"keep"``. Every reason for a snippet that maps nowhere quotes the closest paragraph and
     its similarity, or names the ambiguous heading and the paths that resolve it.
@@ -349,7 +349,7 @@ def map_user_queries(
         for e in q.evidence:
             span, step = mapper.map(e)
             if (span is None or step == "fuzzy") and render is not None:
-                shown = render(e)
+                shown = render(e, doc.meta.get("source"))
                 if fold(shown) and fold(shown) != fold(e):
                     span2, step2 = mapper.map(shown)
                     if span2 is not None and (span is None or step2 != "fuzzy"):
@@ -402,18 +402,22 @@ def map_user_queries(
 
 
 def _why_unmapped(mapper: EvidenceMapper, evidence: str, step: str,
-                  render: Callable[[str], str] | None) -> str:
+                  render: Callable[[str, str | None], str] | None) -> str:
     """Why one snippet maps nowhere: the ambiguity of the heading it names, or the closest
     paragraph (cut to 100 characters) with its similarity."""
     shown = repr(evidence if len(evidence) <= 60 else evidence[:57] + "...")
     if step == "ambiguous":
         return f"{shown}: {mapper.ambiguity(evidence)}"
-    near = mapper.closest(render(evidence) if render is not None else evidence)
+    near = mapper.closest_passage(render(evidence, mapper.doc.meta.get("source"))
+                                  if render is not None else evidence)
     if near is None:
         return f"{shown}: not found"
-    idx, ratio = near
+    idx, ratio, start, end = near
     text = " ".join(mapper.doc.paragraph_text(idx).split())
-    text = text if len(text) <= 100 else text[:97] + "..."
+    if len(text) > 100:  # the place in a long paragraph, cut to 100 characters
+        a = max(0, min(start, len(text) - 94))
+        b = min(len(text), a + 94)
+        text = ("..." if a else "") + text[a:b] + ("..." if b < len(text) else "")
     return (f"{shown}: not found; closest passage (paragraph {idx}, similarity {ratio:.2f}, "
             f"fuzzy_min_ratio {mapper.fuzzy_min_ratio}): {text!r}")
 
