@@ -692,6 +692,70 @@ def left_out_block(build_report: Mapping | None, *, key: str = "left-out",
                            "were not used.")
 
 
+def partial_evidence_block(build_report: Mapping | None, *, key: str = "partial-evidence",
+                           title: str = "Kept with part of their evidence") -> TableBlock | None:
+    """The questions kept under ``partial_evidence: keep`` although some of their evidence
+    snippets map nowhere, one row per snippet with why (the closest passage), from a
+    bring-your-own build report's ``queries.kept_with_partial_evidence``; None when there is
+    none."""
+    queries = (build_report or {}).get("queries")
+    kept = queries.get("kept_with_partial_evidence") if isinstance(queries, Mapping) else None
+    rows = []
+    for k in kept or []:
+        if not isinstance(k, Mapping):
+            continue
+        which = f"{k.get('qid', '?')} on {k.get('doc_id', '?')} ({k.get('where', '?')})"
+        for why in k.get("unmapped") or ["?"]:
+            rows.append([which, str(why)])
+    if not rows:
+        return None
+    return TableBlock(key, title, ["question", "evidence that maps nowhere, and why"], rows,
+                      align=["l", "l"],
+                      note="partial_evidence: keep: these questions are scored against the "
+                           "part of their gold that was found; the snippets listed are not "
+                           "part of it.")
+
+
+_MARKUP_ROWS = (("includes_refused", "include refused"),
+                ("autodoc", "autodoc directive (its API text is not in the corpus)"),
+                ("unresolved_substitutions", "substitution defined nowhere in the file"),
+                ("unknown_directives", "unknown directive (body kept)"),
+                ("unknown_roles", "unknown role (text kept)"))
+
+
+def markup_block(build_report: Mapping | None, *, key: str = "markup",
+                 title: str = "Markup the readers left out") -> TableBlock | None:
+    """What the MyST and reStructuredText readers could not render, per file, from a
+    bring-your-own build report's ``markup.files``: includes refused (outside the corpus,
+    missing), autodoc directives whose API text is absent, unresolved substitutions, unknown
+    directives and roles; None when there is none. Navigation dropped on purpose
+    (``toctree``, …) is counted in a sentence of the note."""
+    markup = (build_report or {}).get("markup")
+    if not isinstance(markup, Mapping):
+        return None
+    rows = []
+    for doc_id, m in (markup.get("files") or {}).items():
+        if not isinstance(m, Mapping):
+            continue
+        for field_name, label in _MARKUP_ROWS:
+            found = m.get(field_name)
+            if isinstance(found, Mapping):
+                items = [f"{k} ({n}×)" if n != 1 else str(k) for k, n in found.items()]
+            else:
+                items = [str(x) for x in found or ()]
+            if items:
+                rows.append([label, str(doc_id), _capped(items)])
+    if not rows:
+        return None
+    dropped = markup.get("dropped_directives") or {}
+    note = "The text these would have shown is not in the documents scored."
+    if isinstance(dropped, Mapping) and dropped:
+        note += (" Navigation and generated content dropped on purpose: " + ", ".join(
+            f"{k} {n}" for k, n in sorted(dropped.items())) + ".")
+    return TableBlock(key, title, ["what", "document", "which"], rows, align=["l", "l", "l"],
+                      note=note)
+
+
 # ---------------------------------------------------------------- BM25
 
 

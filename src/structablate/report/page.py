@@ -35,6 +35,8 @@ from .blocks import (
     dropped_inputs,
     funnel_block,
     left_out_block,
+    markup_block,
+    partial_evidence_block,
     resolving_power_block,
     section_recall_block,
     size_matching_block,
@@ -349,6 +351,13 @@ def _verdict_section(corpus: CorpusData, chosen: CellData, metric: str,
                            title=f"Left out of {corpus.name}, with reasons")
     if table is not None:
         blocks.append(table)
+    for table in (partial_evidence_block(
+            corpus.funnel, key=f"partial-evidence-{corpus.name}",
+            title=f"Questions of {corpus.name} kept with part of their evidence"),
+            markup_block(corpus.funnel, key=f"markup-{corpus.name}",
+                         title=f"Markup of {corpus.name} the readers left out")):
+        if table is not None:
+            blocks.append(table)
     return blocks
 
 
