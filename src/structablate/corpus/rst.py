@@ -39,19 +39,19 @@ from pathlib import Path
 
 import docutils.core
 from docutils import nodes, utils
-from docutils.readers.standalone import Reader as StandaloneReader
 from docutils.parsers.rst import Directive, directives, roles
 from docutils.parsers.rst.directives.misc import Include
 from docutils.parsers.rst.directives.tables import CSVTable
+from docutils.readers.standalone import Reader as StandaloneReader
 from docutils.statemachine import StringList
 
 from structablate.corpus.files import InputUnit, corpus_roots, file_units, read_text
 from structablate.corpus.flatten import FlatDocument
 from structablate.corpus.render import (
     KNOWN_ROLES,
+    LITERAL_ROLES,
     Block,
     MarkupReport,
-    LITERAL_ROLES,
     admonition_title,
     assemble,
     directive_kind,

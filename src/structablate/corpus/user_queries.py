@@ -304,10 +304,12 @@ def map_user_queries(
 
     A snippet that maps nowhere (or only fuzzily) as written is tried again as ``render``
     shows it (the corpus format's inline rules: a snippet copied from the source with its
-    markup; ``render(snippet, source file of its document)``). A query some of whose snippets still map nowhere is dropped with
-    ``partial_evidence="drop"`` (its reason names each such snippet), or kept and listed with
-    ``"keep"``. Every reason for a snippet that maps nowhere quotes the closest paragraph and
-    its similarity, or names the ambiguous heading and the paths that resolve it.
+    markup; ``render(snippet, source file of its document)``). A query some of whose
+    snippets still map nowhere is dropped with ``partial_evidence="drop"`` (its reason names
+    each such snippet), or kept and listed with ``"keep"``. Every reason for a snippet that
+    maps nowhere quotes the closest passage (the place in a long paragraph:
+    :meth:`~structablate.corpus.evidence.EvidenceMapper.closest_passage`) and its similarity,
+    or names the ambiguous heading and the paths that resolve it.
 
     A query on a document the corpus lacks raises :class:`ByoInputError` naming its line,
     unless ``skip_unknown`` (then it is counted; a document in ``skipped_doc_ids``, left out
