@@ -100,6 +100,26 @@ def test_an_underline_only_shorter_than_its_title_is_a_warning_and_keeps_the_hea
                           (("A longer section title",), ["Its text."])]
 
 
+def test_a_paragraph_ending_in_a_literal_marker_line_is_no_lost_heading():
+    # "yields\n::" is docutils INFO "possible title underline", but a paragraph followed by
+    # the literal-block marker, as CMake's help writes it: nothing lost, nothing refused
+    doc = _rst("T\n=\n\nA\n-\n\nThe loop\n\nyields\n::\n\n  -- X=0\n")
+    assert _paras(doc) == ["The loop", "yields", "-- X=0"]
+
+
+def test_sections_inside_only_join_the_page_tree():
+    # Sphinx's ``only`` allows section titles; its sections stand where the directive does
+    # (CMake's index.rst); today they vanish and their text moves under the section before
+    src = ("Title\n=====\n\nPart A\n------\n\nText a.\n\n.. only:: html\n\n   Part B\n"
+           "   ------\n\n   Text b.\n\nPart C\n------\n\nText c.\n")
+    assert _tree(_rst(src)) == [(("Part A",), ["Text a."]), (("Part B",), ["Text b."]),
+                                (("Part C",), ["Text c."])]
+    src = ("# Title\n\n## Part A\n\nText a.\n\n:::{only} html\n## Part B\n\nText b.\n:::\n\n"
+           "## Part C\n\nText c.\n")
+    assert _tree(_myst(src)) == [(("Part A",), ["Text a."]), (("Part B",), ["Text b."]),
+                                 (("Part C",), ["Text c."])]
+
+
 def test_references_defined_elsewhere_are_not_errors():
     # docutils' reference errors where the page text is intact: a substitution from
     # conf.py's rst_prolog, a target defined in another file

@@ -71,6 +71,7 @@ from structablate.corpus.render import (
     directive_kind,
     doc_role_text,
     refuse_errors,
+    register_title_reader,
     resolve_include,
     role_text,
     slice_included,
@@ -331,6 +332,8 @@ class MystReader:
             if inner and not inner[0].level and not inner[0].code:
                 return [Block(f"{label}: {inner[0].text}")] + inner[1:]
             return [Block(f"{label}.")] + inner
+        if name.lower() == "only":  # Sphinx: sections allowed, joining the page's tree
+            return self.read(body, nested=nested, line0=line0)
         if kind == "container":
             return ([Block(arg)] if arg and name.lower() == "centered" else []) + (
                 self._glossary(body) if name.lower() == "glossary"
@@ -559,3 +562,7 @@ def iter_units(corpus: UserCorpus, name: str) -> Iterator[InputUnit]:
         return markdown.iter_units(corpus, name)
     return file_units(corpus, markdown.EXTENSIONS,
                       functools.partial(parse_myst, roots=corpus_roots(corpus)))
+
+
+# a doc role naming one of this reader's pages shows its title (render.page_title)
+register_title_reader(markdown.EXTENSIONS, parse_myst)

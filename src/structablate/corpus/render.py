@@ -28,7 +28,7 @@ import contextvars
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -268,6 +268,19 @@ def find_document(name: str, current: str, roots: Sequence[str]) -> Path | None:
     return None
 
 
+TITLE_READERS: dict[str, Callable[..., FlatDocument]] = {}
+"""Source suffix -> the parser of its pages (``parse_rst``, ``parse_myst``), each reader
+registering its own when imported (:func:`register_title_reader`): what :func:`page_title`
+reads a page named by a ``doc`` role with, without this module importing the readers."""
+
+
+def register_title_reader(suffixes: Sequence[str], parse: Callable[..., FlatDocument]) -> None:
+    """Read pages with these suffixes by ``parse`` (a reader's document parser) for their
+    title."""
+    for suffix in suffixes:
+        TITLE_READERS[suffix] = parse
+
+
 _TITLES: dict[str, tuple[str, str | None]] = {}  # path -> (sha256 of its text, its title)
 _READING_TITLE: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "structablate_reading_title", default=False)
@@ -278,7 +291,8 @@ def page_title(path: Path) -> str | None:
     suffix), ``None`` when it has none or cannot be read. ``doc`` roles inside the page read
     while finding it show their path's last part (no title lookup within a lookup: two pages
     naming each other end). Cached by the text's digest."""
-    if _READING_TITLE.get():
+    parse = TITLE_READERS.get(path.suffix.lower())
+    if _READING_TITLE.get() or parse is None:
         return None
     try:
         text = read_text(path)
@@ -290,10 +304,6 @@ def page_title(path: Path) -> str | None:
         return hit[1]
     token = _READING_TITLE.set(True)
     try:
-        if path.suffix.lower() in (".rst", ".rest"):
-            from structablate.corpus.rst import parse_rst as parse
-        else:
-            from structablate.corpus.myst import parse_myst as parse
         try:
             title: str | None = parse(text, doc_id="title", default_title="",
                                       where=str(path)).title or None

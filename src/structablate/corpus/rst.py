@@ -50,6 +50,7 @@ from structablate.corpus.flatten import FlatDocument
 from structablate.corpus.render import (
     KNOWN_ROLES,
     LITERAL_ROLES,
+    LOST_HEADING,
     Block,
     MarkupReport,
     admonition_title,
@@ -58,6 +59,7 @@ from structablate.corpus.render import (
     doc_role_text,
     note_message,
     refuse_errors,
+    register_title_reader,
     resolve_include,
     role_text,
     slice_included,
@@ -122,6 +124,11 @@ class _Sphinx(Directive):
 
     def run(self):
         name = self.name
+        if name.lower() == "only":
+            # Sphinx parses an ``only`` body with section titles allowed, the sections
+            # joining the page's tree where the directive stands: read it as if written there
+            self.state_machine.insert_input(self.content, _current(self))
+            return []
         kind = directive_kind(name)
         report = _report(self)
         arg = self.arguments[0] if self.arguments else ""
@@ -264,11 +271,17 @@ class _Reader(StandaloneReader):
     def new_document(self) -> nodes.document:
         document = super().new_document()
         settings = document.settings
+        lines = str(self.input or "").split("\n")
 
         def observe(msg: nodes.system_message) -> None:
             first = msg.children[0].astext() if msg.children else msg.astext()
+            line, source = msg.get("line"), msg.get("source")
+            if (first.startswith(LOST_HEADING) and isinstance(line, int)
+                    and source == settings._source and 0 < line <= len(lines)
+                    and set(lines[line - 1].strip()) == {":"}):
+                return  # ``text\n::``: a paragraph ending in a literal-block marker
             note_message(settings.structablate_report, int(msg.get("level", 0)), first,
-                         msg.get("line"), msg.get("source"), settings._source or "")
+                         line, source, settings._source or "")
 
         document.reporter.attach_observer(observe)
         return document
@@ -524,3 +537,7 @@ def iter_units(corpus: UserCorpus, name: str) -> Iterator[InputUnit]:
 
     return file_units(corpus, EXTENSIONS,
                       functools.partial(parse_rst, roots=corpus_roots(corpus)))
+
+
+# a doc role naming one of this reader's pages shows its title (render.page_title)
+register_title_reader(EXTENSIONS, parse_rst)
