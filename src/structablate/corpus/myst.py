@@ -382,7 +382,7 @@ class MystReader:
         for line in body.split("\n"):
             if line.strip() and not line[:1].isspace():
                 flush()
-                out.append(Block(self._inline_str(line)))
+                out.append(Block(self._inline_str(line), literals=self._take()))
             else:
                 definition.append(line)
         flush()
@@ -392,7 +392,7 @@ class MystReader:
         return " ".join(self.inline(tok) for tok in _MD.parseInline(text))
 
     def _table(self, name: str, arg: str, opts: dict[str, str], body: str) -> list[Block]:
-        out = [Block(self._inline_str(arg))] if arg else []
+        out = [Block(self._inline_str(arg), literals=self._take())] if arg else []
         name = name.lower()
         if name == "csv-table":
             rows: list[list[str]] = []
@@ -405,7 +405,8 @@ class MystReader:
             for r in rows:
                 cells = [self._inline_str(c) for c in r]
                 if any(c.strip() for c in cells):
-                    out.append(Block(" | ".join(" ".join(c.split()) for c in cells)))
+                    out.append(Block(" | ".join(" ".join(c.split()) for c in cells),
+                                     literals=self._take()))
             return out
         if name == "list-table":
             tokens = _MD.parse(body)
@@ -421,7 +422,8 @@ class MystReader:
                     cell = None
                 elif t.type == "list_item_close" and t.level == 1:
                     if row and any(c.strip() for c in row):
-                        out.append(Block(" | ".join(" ".join(c.split()) for c in row)))
+                        out.append(Block(" | ".join(" ".join(c.split()) for c in row),
+                                         literals=self._take()))
                     row = None
                 elif t.type in ("inline",) and cell is not None:
                     cell.append(self.inline(t))
