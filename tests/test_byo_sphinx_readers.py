@@ -353,3 +353,31 @@ def test_doc_roles_show_the_page_title_of_the_document_they_name(tmp_path):
     assert _paras(install) == ["See Home."]
     md_docs, _, _ = build_byo({"type": "markdown", "path": str(folder)}, "m")
     assert _paras(md_docs[0]) == ["See Installing the tool and Home."]
+
+
+def test_a_snippet_copied_with_a_doc_role_maps_in_the_build_and_in_the_workflow(tmp_path):
+    # the snippet is rendered with the page title its doc role names, both when the
+    # documents come from the build and when the workflow reads them back from their tables
+    from conftest import user_corpus
+
+    from structablate.corpus.byo import build_user_documents, map_user_questions
+    from structablate.corpus.flatten import documents_from_frames
+    from structablate.corpus.result import corpus_tables
+
+    folder = tmp_path / "docs"
+    _write(folder, {
+        "guide/index.rst": "Guide\n=====\n\nStart with :doc:`install`, then read the rest.\n",
+        "guide/install.rst": "Installing the tool\n===================\n\nRun the installer.\n"})
+    qfile = _queries(tmp_path / "q.jsonl", [
+        {"qid": "q", "doc_id": "guide/index", "query": "Where to start?",
+         "evidence": ["Start with :doc:`install`, then"]}])
+    corpus = user_corpus({"type": "rst", "path": str(folder), "queries": qfile})
+    built = build_user_documents(corpus, "c")
+    t = corpus_tables(built, "c")
+    read_back = documents_from_frames(t.documents, t.paragraphs, t.sections)
+    for docs in (built.documents, read_back):
+        mapped = map_user_questions(corpus, docs, built.report)
+        [q] = mapped.questions
+        doc = next(d for d in docs if d.doc_id == "guide/index")
+        assert doc.text[q.spans[0][0]:q.spans[0][1]] == "Start with Installing the tool, then"
+        assert mapped.report["queries"]["evidence_rendered"] == 1

@@ -45,6 +45,7 @@ from structablate.corpus.files import (
     read_text,
 )
 from structablate.corpus.flatten import FlatDocument
+from structablate.corpus.render import find_document
 from structablate.corpus.result import CorpusBuild
 from structablate.corpus.user_queries import map_user_queries, read_user_queries
 from structablate.corpus.verify import VerificationError, verify_document
@@ -194,17 +195,23 @@ def snippet_renderer(corpus: UserCorpus, dialect: str | None
     """The inline rules an evidence snippet copied from the source is rendered with before it
     is matched again: the corpus format's (Markdown, MyST, reStructuredText); ``None`` for
     HTML and JSONL (their snippets are copied from the text as shown). The renderer takes the
-    snippet and the file it was copied from (``None``: unknown), which a ``doc`` role's page
-    title is found from."""
+    snippet and the doc_id of its document (``None``: unknown): a ``doc`` role's page title
+    is found from the file that doc_id names in the corpus folders, so the workflow (which
+    reads the documents back from their tables) renders as the in-process build does."""
     roots = corpus_roots(corpus)
+
+    def source(doc_id: str | None) -> str:
+        found = find_document("/" + doc_id, "", roots) if doc_id else None
+        return str(found) if found is not None else "<snippet>"
+
     if corpus.type == "rst":
-        return lambda text, where=None: rst.render_snippet(
-            text, where=where or "<snippet>", roots=roots)
+        return lambda text, doc_id=None: rst.render_snippet(
+            text, where=source(doc_id), roots=roots)
     if corpus.type == "markdown":
         if dialect == "myst":
-            return lambda text, where=None: myst.render_snippet(
-                text, where=where or "<snippet>", roots=roots)
-        return lambda text, where=None: markdown.render_snippet(text)
+            return lambda text, doc_id=None: myst.render_snippet(
+                text, where=source(doc_id), roots=roots)
+        return lambda text, doc_id=None: markdown.render_snippet(text)
     return None
 
 

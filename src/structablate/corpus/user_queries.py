@@ -304,7 +304,7 @@ def map_user_queries(
 
     A snippet that maps nowhere (or only fuzzily) as written is tried again as ``render``
     shows it (the corpus format's inline rules: a snippet copied from the source with its
-    markup; ``render(snippet, source file of its document)``). A query some of whose
+    markup; ``render(snippet, doc_id of its document)``). A query some of whose
     snippets still map nowhere is dropped with ``partial_evidence="drop"`` (its reason names
     each such snippet), or kept and listed with ``"keep"``. Every reason for a snippet that
     maps nowhere quotes the closest passage (the place in a long paragraph:
@@ -351,7 +351,7 @@ def map_user_queries(
         for e in q.evidence:
             span, step = mapper.map(e)
             if (span is None or step == "fuzzy") and render is not None:
-                shown = render(e, doc.meta.get("source"))
+                shown = render(e, doc.doc_id)
                 if fold(shown) and fold(shown) != fold(e):
                     span2, step2 = mapper.map(shown)
                     if span2 is not None and (span is None or step2 != "fuzzy"):
@@ -410,7 +410,7 @@ def _why_unmapped(mapper: EvidenceMapper, evidence: str, step: str,
     shown = repr(evidence if len(evidence) <= 60 else evidence[:57] + "...")
     if step == "ambiguous":
         return f"{shown}: {mapper.ambiguity(evidence)}"
-    near = mapper.closest_passage(render(evidence, mapper.doc.meta.get("source"))
+    near = mapper.closest_passage(render(evidence, mapper.doc.doc_id)
                                   if render is not None else evidence)
     if near is None:
         return f"{shown}: not found"
