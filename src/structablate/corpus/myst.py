@@ -11,8 +11,14 @@ MyST itself uses: markdown-it-py with mdit-py-plugins' ``colon_fence``, ``myst_r
   them, by the categories of :mod:`~structablate.corpus.render` (admonitions with their title,
   code, tables as rows, figures as captions, includes inside the corpus, ``eval-rst`` through
   :mod:`~structablate.corpus.rst`, navigation and autodoc dropped and counted, unknown ones
-  kept and reported). Their options (``:key: value`` lines or a ``---`` YAML block) go.
-* **Roles** (``{name}`text```) render as their text (:func:`~structablate.corpus.render.role_text`).
+  kept and reported). Their options (``:key: value`` lines, a value going on over indented
+  lines or as a ``>`` / ``|`` block, or a ``---`` YAML block) go. A box's title renders its
+  roles (an ``{octicon}`` icon shows nothing); ``only`` keeps its headings as sections.
+* **Roles** (``{name}`text```) render as their text (:func:`~structablate.corpus.render.role_text`);
+  ``{doc}`` as the title of the page it names. Intersphinx links (``<inv:python#os.path>``,
+  ``[](inv:…)``) show their text, or the target's name.
+* ``eval-rst`` bodies (and included ``.rst`` files) whose docutils errors lose or move text
+  refuse the file, naming the line in it (:mod:`~structablate.corpus.rst`).
 * **Removed**: targets ``(label)=``, ``%`` comments, ``+++`` block breaks, field lists before
   the first other block (``:orphan:``, ``:tocdepth:``), attribute blocks.
 * **Substitutions** ``{{ name }}`` take their value from the front matter's ``substitutions``

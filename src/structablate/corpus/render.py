@@ -19,7 +19,11 @@ reading order); :func:`assemble` turns the events into a
   handled; ``func``/``meth`` roles get ``()`` as Sphinx adds them; ``pep``/``rfc`` read
   ``PEP 8`` / ``RFC 2324``; ``menuselection`` ``A --> B`` reads ``A ‣ B``; ``guilabel`` drops
   its ``&`` accelerator; ``abbr`` keeps the abbreviation; ``samp``/``file`` drop the braces of
-  their variable parts. An unknown role renders the same way and its name is reported.
+  their variable parts; icon roles (``octicon``, …) show nothing; ``doc`` shows the title of
+  the page it names when that page is in the corpus (:func:`doc_role_text`). An unknown role
+  renders the same way and its name is reported.
+* **Errors** of the parser that lose or move text are collected per file
+  (:func:`note_message`) and refuse it (:func:`refuse_errors`).
 """
 
 from __future__ import annotations

@@ -26,7 +26,15 @@ which MyST's ``eval-rst`` directive goes through too. Rules (``docs/byo.md`` has
 * autodoc directives (``automodule``, ``autoclass``, …: no source here) are dropped, counted
   and listed; navigation (``toctree``, ``contents``, ``index``) dropped and counted; an
   unknown directive keeps its body and is reported by name, an unknown role renders its text
-  and is reported by name.
+  and is reported by name. ``only`` is read as if its body were written where it stands
+  (Sphinx allows sections there). A ``doc`` role shows the title of the page it names
+  (:func:`~structablate.corpus.render.doc_role_text`); icon roles show nothing.
+* **Errors**: docutils system messages that lose or move text (level ≥ 3, and a heading read
+  as ordinary text: :func:`~structablate.corpus.render.note_message`) refuse the file naming
+  each line and message (skipped and listed with ``skip_bad_files``); reference errors whose
+  text is intact (a target or substitution defined elsewhere) do not.
+* Inline literals (and code roles) are listed per paragraph (``meta["inline_literals"]``)
+  so the markup-residue scan leaves them out.
 """
 
 from __future__ import annotations
