@@ -102,7 +102,8 @@ def test_partial_evidence_is_dropped_or_kept_and_listed(tmp_path):
     assert "1 of its 2 evidence items map nowhere" in reason
     assert "'Run the installer twice.': not found; closest passage" in reason
     # the closest place is in paragraph 0 ("Run pip install ..."), searched window by window
-    assert "(paragraph 0, similarity 0.54, fuzzy_min_ratio 0.85): " \
+    assert "(paragraph 0, similarity 0.54 in a window as long as the snippet (the fuzzy " \
+           "step compares whole paragraphs), fuzzy_min_ratio 0.85): " \
            "'Run pip install pkg and then call pkg.setup() with a config file, see the usage " \
            "section.'" in reason
     _, questions, report = _corpus(tmp_path, "guide.md", MYST, qs, partial_evidence="keep")

@@ -416,12 +416,16 @@ def _why_unmapped(mapper: EvidenceMapper, evidence: str, step: str,
         return f"{shown}: not found"
     idx, ratio, start, end = near
     text = " ".join(mapper.doc.paragraph_text(idx).split())
+    # a paragraph longer than the snippet is scored by its best window; the fuzzy step
+    # compares whole paragraphs, so the window's similarity may pass fuzzy_min_ratio
+    window = (" in a window as long as the snippet (the fuzzy step compares whole paragraphs)"
+              if end - start < len(text) else "")
     if len(text) > 100:  # the place in a long paragraph, cut to 100 characters
         a = max(0, min(start, len(text) - 94))
         b = min(len(text), a + 94)
         text = ("..." if a else "") + text[a:b] + ("..." if b < len(text) else "")
-    return (f"{shown}: not found; closest passage (paragraph {idx}, similarity {ratio:.2f}, "
-            f"fuzzy_min_ratio {mapper.fuzzy_min_ratio}): {text!r}")
+    return (f"{shown}: not found; closest passage (paragraph {idx}, similarity {ratio:.2f}"
+            f"{window}, fuzzy_min_ratio {mapper.fuzzy_min_ratio}): {text!r}")
 
 
 def _trim_span(text: str, start: int, end: int) -> tuple[int, int] | None:
