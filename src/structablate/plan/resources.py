@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from structablate.mechanisms import LLM_STAGE_JOBS
-from structablate.plan import rules
+from structablate.plan.rules import rule as table_entry
 from structablate.settings import is_gpu
 from structablate.user_files import ByoInputError, input_files
 
@@ -261,7 +261,7 @@ def estimate(rule: str, corpus_size_mb: float, model_size_mb: float = 0.0, *,
     :data:`MIN_MEM_MB` and :data:`MIN_RUNTIME`. The model's weights count in its memory twice
     (loaded and converted); the per-MB CPU seconds are spread over the threads, or over
     :data:`GPU_SPEEDUP` on a GPU (``gpu``)."""
-    r = rules.rule(rule).rate
+    r = table_entry(rule).rate
     if r is None:
         raise KeyError(f"rule {rule!r} runs on the submit host: its entry of "
                        "structablate.plan.rules.RULES has no rate to size it by")
@@ -450,7 +450,7 @@ def job_need(plan: Plan, rule: str, w: Any,
     Threads: 8 for a model on a GPU (its CPUs per GPU) or TextTiling's paragraph embedding, 2
     for a replayed or remote LLM stage, 1 for everything else, each capped by
     ``cap(threads, gpu)`` (:meth:`Sizer.threads`) before the runtime is reckoned over them."""
-    entry = rules.rule(rule)
+    entry = table_entry(rule)
     size = corpus_mb(plan, w.corpus)
     s = plan.settings
     if entry.model is not None:  # an embedder or a reranker, named by its wildcard
