@@ -11,10 +11,10 @@ rule tokenize_corpus:
         tokens=P.tokens(W["corpus"]),
     params:
         settings=trigger("tokenize_corpus"),
-    threads: SIZE.threads_of(PLAN, "tokenize_corpus")
+    threads: threads_of("tokenize_corpus")
     resources:
-        **SIZE.resources_of(PLAN, "tokenize_corpus"),
-    group: lambda w: cpu_group(workflow, PLAN, "tokenize_corpus", w)
+        **resources_of("tokenize_corpus"),
+    group: group_of("tokenize_corpus")
     conda:
         "../envs/cpu.yaml"
     log:
@@ -41,10 +41,10 @@ rule chunk:
         settings=trigger("chunk"),
     wildcard_constraints:
         chunkset=_alternatives(PLAN.chunked),
-    threads: SIZE.threads_of(PLAN, "chunk")
+    threads: threads_of("chunk")
     resources:
-        **SIZE.resources_of(PLAN, "chunk"),
-    group: lambda w: cpu_group(workflow, PLAN, "chunk", w)
+        **resources_of("chunk"),
+    group: group_of("chunk")
     conda:
         "../envs/cpu.yaml"
     log:
@@ -58,7 +58,7 @@ rule chunk:
 rule contextualize:
     input:
         # the windows the contexts are written for (A1: A0's)
-        chunks=lambda w: P.chunks(w.corpus, PLAN.windows_of(w.chunkset)),
+        chunks=windows_chunks,
         documents=P.documents(W["corpus"]),
         recorded=PLAN.recorded_generations("contexts"),
     output:
@@ -70,9 +70,9 @@ rule contextualize:
         chunkset=_alternatives(PLAN.contextualized),
     # vLLM writes the contexts on one GPU; replaying recorded generations (or an OpenAI-style
     # server, or llama.cpp on CPUs) needs none. Sizes: docs/cluster.md.
-    threads: SIZE.threads_of(PLAN, "contextualize")
+    threads: threads_of("contextualize")
     resources:
-        **SIZE.resources_of(PLAN, "contextualize"),
+        **resources_of("contextualize"),
     conda:
         "../envs/gpu.yaml"
     log:
@@ -96,10 +96,10 @@ rule induce_structure:
         settings=trigger("induce_structure"),
     # the LLM inducer on one GPU while vLLM generates; TextTiling embeds paragraphs on CPUs;
     # replaying recorded generations needs two threads. Sizes: docs/cluster.md.
-    threads: SIZE.threads_of(PLAN, "induce_structure")
+    threads: threads_of("induce_structure")
     resources:
-        **SIZE.resources_of(PLAN, "induce_structure"),
-    group: lambda w: cpu_group(workflow, PLAN, "induce_structure", w)
+        **resources_of("induce_structure"),
+    group: group_of("induce_structure")
     conda:
         "../envs/gpu.yaml"
     log:

@@ -15,10 +15,11 @@ from structablate.user_files import check_questions_file, document_files
 from structablate.errors import ConfigError
 from structablate.plan import Plan
 from structablate.plan.checks import container_warning
+from structablate.plan.groups import slurm_group
 from structablate.plan.resources import Sizer
+from structablate.plan.rules import rule as table_entry
 from structablate.results_paths import page_files
-from structablate.slurm import (FAILURES, check_status_command, cpu_group, embed_group,
-                                gpu_group, slurm_extra_problems)
+from structablate.slurm import FAILURES, check_status_command, slurm_extra_problems
 from structablate.workflow import (
     forced_rules,
     guard_results,
@@ -50,9 +51,13 @@ if MODEL_PROBLEMS:
     from snakemake.logging import logger
 
     logger.warning(PLAN.models_message(MODEL_PROBLEMS))
-    # a dry run lists thousands of lines of jobs below it: the block again at the very end
-    # (a real run stops in onstart with the same message, which ends its output anyway)
-    _REPEAT = lambda: print("\n" + PLAN.models_message(MODEL_PROBLEMS), file=sys.stderr)
+
+    def _REPEAT():
+        """A dry run lists thousands of lines of jobs below the block: the block again at the
+        very end (a real run stops in onstart with the same message, which ends its output
+        anyway)."""
+        print("\n" + PLAN.models_message(MODEL_PROBLEMS), file=sys.stderr)
+
     atexit.register(_REPEAT)
 # The Apptainer image every rule runs in under --sdm apptainer (config key container, checked
 # by the plan; null: the environment Snakemake runs in). A disagreement is said once.
@@ -127,16 +132,15 @@ def corpora_where(test):
 
 def built_by(rule_name):
     """A wildcard regex of the corpora whose documents rule `rule_name` builds."""
-    return _alternatives(corpora_where(
-        lambda c: PLAN.source_facts(c).build_rule == rule_name))
+    return _alternatives(c for c in PLAN.corpora
+                         if PLAN.source_facts(c).build_rule == rule_name)
 
 
 def questions_mapped_by(rule_name):
     """A wildcard regex of the corpora whose own questions rule `rule_name` maps apart from
     their documents (none whose questions are generated)."""
-    return _alternatives(corpora_where(
-        lambda c: not PLAN.generates_queries(c)
-        and PLAN.source_facts(c).questions_rule == rule_name))
+    return _alternatives(c for c in PLAN.corpora if not PLAN.generates_queries(c)
+                         and PLAN.source_facts(c).questions_rule == rule_name)
 
 
 def glue(name):
@@ -147,10 +151,33 @@ def glue(name):
 TRIGGERS = {}
 
 
-def trigger(rule, script=None):
-    """The rule's params: its settings that can change outputs, and its code fingerprint."""
-    TRIGGERS[rule] = PLAN.trigger(rule, SCRIPTS / f"{script or rule}.py")
-    return TRIGGERS[rule]
+# What a rule reads of its entry in the rule table (structablate.plan.rules.RULES), each by
+# the rule's own name: its params, threads, resources and SLURM group.
+def trigger(name):
+    """The rule's params: its settings that can change outputs, and the fingerprint of the
+    code its glue script (the entry's) runs."""
+    TRIGGERS[name] = PLAN.trigger(name, SCRIPTS / f"{table_entry(name).glue}.py")
+    return TRIGGERS[name]
+
+
+def threads_of(name):
+    """The rule's threads: from the work each job is given (structablate.plan.resources)."""
+    return SIZE.threads_of(PLAN, table_entry(name).name)
+
+
+def resources_of(name):
+    """The rule's resources (gpu, mem_mb, runtime), fitted to the profile's partitions."""
+    return SIZE.resources_of(PLAN, table_entry(name).name)
+
+
+def group_of(name):
+    """The rule's group: each job's SLURM group job (structablate.plan.groups)."""
+    table_entry(name)
+
+    def group(wildcards):
+        return slurm_group(workflow, PLAN, name, wildcards)
+
+    return group
 
 
 def check_records():
@@ -227,7 +254,78 @@ def chunkset_of(wildcards):
 
 def cell_inputs(make):
     """An input function: ``make(corpus, embedder, reranker, condition)`` per condition."""
-    return lambda w: [make(w.corpus, w.embedder, w.reranker, c) for c in PLAN.conditions]
+
+    def inputs(w):
+        return [make(w.corpus, w.embedder, w.reranker, c) for c in PLAN.conditions]
+
+    return inputs
+
+
+def condition_chunks_of(corpus, embedder, reranker, cond):
+    """The chunks condition ``cond`` retrieves from (for :func:`cell_inputs`)."""
+    return P.chunks(corpus, PLAN.condition(cond).chunkset)
+
+
+def condition_chunks(w):
+    """The chunks the job's condition retrieves from (A4: A3's)."""
+    return P.chunks(w.corpus, chunkset_of(w))
+
+
+def condition_vectors(w):
+    """The embedder's vectors of the chunks the job's condition retrieves from."""
+    return P.vectors(w.corpus, w.embedder, chunkset_of(w))
+
+
+def windows_chunks(w):
+    """The windows a contextualised chunkset's contexts are written for (A1: A0's)."""
+    return P.chunks(w.corpus, PLAN.windows_of(w.chunkset))
+
+
+def qasper_files(w):
+    """The v0.3 files a QASPER corpus reads (hub splits are no files)."""
+    return [s.path for s in PLAN.qasper_sources(w.corpus) if s.format == "v0.3"]
+
+
+def wikipedia_export(w):
+    """The XML export a Wikipedia corpus parses (none when it reads the MediaWiki API)."""
+    source = PLAN.settings.corpora[w.corpus].source
+    return [source.path] if source.mode == "xml" else []
+
+
+def recorded_questions(w):
+    """The recorded generations a corpus's question generation replays, if it replays."""
+    return PLAN.recorded_generations("queries", w.corpus)
+
+
+def induced_sections(w):
+    """The induced sections, where a condition reads them."""
+    return [P.sections(w.corpus, "induced")] if PLAN.needs_induced_structure else []
+
+
+def chunkset_chunks(w):
+    """The corpus's chunks of every chunkset of the grid, in grid order."""
+    return [P.chunks(w.corpus, cs) for cs in PLAN.chunksets]
+
+
+def chunkset_stats(w):
+    """The corpus's chunk statistics of every chunkset of the grid, in grid order."""
+    return [P.chunk_stats(w.corpus, cs) for cs in PLAN.chunksets]
+
+
+def corpus_contrasts(w):
+    """The marked contrasts of every cell of the corpus, in grid order."""
+    return [P.report_cell(c.corpus, c.embedder, c.reranker, "contrasts_marked.parquet")
+            for c in PLAN.cells(w.corpus)]
+
+
+def corpus_vector_stats(w):
+    """The vector statistics of every embedder (outer) and chunkset (inner) of the corpus."""
+    return [P.vector_stats(w.corpus, e, cs) for e in PLAN.embedders for cs in PLAN.chunksets]
+
+
+def funnel_of(w):
+    """The funnel the report draws for the corpus (Plan.funnel_file)."""
+    return PLAN.funnel_file(w.corpus)
 
 
 def user_document_files(w):

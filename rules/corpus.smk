@@ -6,7 +6,7 @@
 
 rule build_qasper:
     input:
-        sources=lambda w: [s.path for s in PLAN.qasper_sources(w.corpus) if s.format == "v0.3"],
+        sources=qasper_files,
     output:
         **CORPUS_TABLES,
         **QUESTIONS,
@@ -15,9 +15,9 @@ rule build_qasper:
         settings=trigger("build_qasper"),
     wildcard_constraints:
         corpus=built_by("build_qasper"),
-    threads: SIZE.threads_of(PLAN, "build_qasper")
+    threads: threads_of("build_qasper")
     resources:
-        **SIZE.resources_of(PLAN, "build_qasper"),
+        **resources_of("build_qasper"),
     conda:
         "../envs/cpu.yaml"
     log:
@@ -30,8 +30,7 @@ rule build_qasper:
 
 rule build_wikipedia:
     input:
-        export=lambda w: [PLAN.settings.corpora[w.corpus].source.path]
-        if PLAN.settings.corpora[w.corpus].source.mode == "xml" else [],
+        export=wikipedia_export,
     output:
         **CORPUS_TABLES,
         report=P.corpus_report(W["corpus"]),
@@ -45,9 +44,9 @@ rule build_wikipedia:
     # light (measured: 17 ms CPU per page, 90 MB), and compute nodes are usually offline: it
     # runs on the submit host (localrule). An XML export (possibly a full dump) is parsed on a
     # node.
-    threads: SIZE.threads_of(PLAN, "build_wikipedia")
+    threads: threads_of("build_wikipedia")
     resources:
-        **SIZE.resources_of(PLAN, "build_wikipedia"),
+        **resources_of("build_wikipedia"),
     conda:
         "../envs/cpu.yaml"
     log:
@@ -68,9 +67,9 @@ rule build_user_documents:
         settings=trigger("build_user_documents"),
     wildcard_constraints:
         corpus=built_by("build_user_documents"),
-    threads: SIZE.threads_of(PLAN, "build_user_documents")
+    threads: threads_of("build_user_documents")
     resources:
-        **SIZE.resources_of(PLAN, "build_user_documents"),
+        **resources_of("build_user_documents"),
     conda:
         "../envs/cpu.yaml"
     log:
@@ -95,10 +94,10 @@ rule map_user_questions:
         settings=trigger("map_user_questions"),
     wildcard_constraints:
         corpus=questions_mapped_by("map_user_questions"),
-    threads: SIZE.threads_of(PLAN, "map_user_questions")
+    threads: threads_of("map_user_questions")
     resources:
-        **SIZE.resources_of(PLAN, "map_user_questions"),
-    group: lambda w: cpu_group(workflow, PLAN, "map_user_questions", w)
+        **resources_of("map_user_questions"),
+    group: group_of("map_user_questions")
     conda:
         "../envs/cpu.yaml"
     log:
@@ -112,7 +111,7 @@ rule map_user_questions:
 rule generate_queries:
     input:
         **CORPUS_TABLES,
-        recorded=lambda w: PLAN.recorded_generations("queries", w.corpus),
+        recorded=recorded_questions,
     output:
         **QUESTIONS,
         funnel=P.funnel(W["corpus"]),
@@ -124,9 +123,9 @@ rule generate_queries:
         corpus=_alternatives(corpora_where(PLAN.generates_queries)),
     # vLLM writes the questions on one GPU; replaying recorded generations (or an OpenAI-style
     # server, or llama.cpp on CPUs) needs none. Per corpus: each may lay its own llm block.
-    threads: SIZE.threads_of(PLAN, "generate_queries")
+    threads: threads_of("generate_queries")
     resources:
-        **SIZE.resources_of(PLAN, "generate_queries"),
+        **resources_of("generate_queries"),
     conda:
         "../envs/gpu.yaml"
     log:
@@ -147,10 +146,10 @@ rule bm25_check:
         per_query=P.bm25_per_query(W["corpus"]),
     params:
         settings=trigger("bm25_check"),
-    threads: SIZE.threads_of(PLAN, "bm25_check")
+    threads: threads_of("bm25_check")
     resources:
-        **SIZE.resources_of(PLAN, "bm25_check"),
-    group: lambda w: cpu_group(workflow, PLAN, "bm25_check", w)
+        **resources_of("bm25_check"),
+    group: group_of("bm25_check")
     conda:
         "../envs/cpu.yaml"
     log:

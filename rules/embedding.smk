@@ -10,14 +10,14 @@ rule embed_chunks:
         vectors=P.vectors(W["corpus"], W["embedder"], W["chunkset"]),
         stats=P.vector_stats(W["corpus"], W["embedder"], W["chunkset"]),
     params:
-        settings=trigger("embed_chunks", "embed"),
+        settings=trigger("embed_chunks"),
         cache=P.cache("embeddings"),
-    threads: SIZE.threads_of(PLAN, "embed_chunks")
+    threads: threads_of("embed_chunks")
     resources:
-        **SIZE.resources_of(PLAN, "embed_chunks"),
+        **resources_of("embed_chunks"),
     # SLURM group: on a GPU by corpus and the stages upstream; on a CPU with its cell's
-    # retrieval (structablate.slurm)
-    group: lambda w: embed_group(workflow, PLAN, "embed_chunks", w)
+    # retrieval (structablate.plan.groups)
+    group: group_of("embed_chunks")
     conda:
         "../envs/gpu.yaml"
     log:
@@ -35,14 +35,14 @@ rule embed_queries:
         vectors=P.vectors(W["corpus"], W["embedder"], "queries"),
         stats=P.vector_stats(W["corpus"], W["embedder"], "queries"),
     params:
-        settings=trigger("embed_queries", "embed"),
+        settings=trigger("embed_queries"),
         cache=P.cache("embeddings"),
-    threads: SIZE.threads_of(PLAN, "embed_queries")
+    threads: threads_of("embed_queries")
     resources:
-        **SIZE.resources_of(PLAN, "embed_queries"),
+        **resources_of("embed_queries"),
     # SLURM group: on a GPU by corpus and the stages upstream; on a CPU with its cell's
-    # retrieval (structablate.slurm)
-    group: lambda w: embed_group(workflow, PLAN, "embed_queries", w)
+    # retrieval (structablate.plan.groups)
+    group: group_of("embed_queries")
     conda:
         "../envs/gpu.yaml"
     log:

@@ -4,17 +4,17 @@
 rule score:
     input:
         runs=cell_inputs(P.run),
-        chunks=cell_inputs(lambda c, e, r, cond: P.chunks(c, PLAN.condition(cond).chunkset)),
+        chunks=cell_inputs(condition_chunks_of),
         queries=P.queries(W["corpus"]),
         qrels=P.qrels(W["corpus"]),
     output:
         scores=[P.scores(*CELL, cond) for cond in PLAN.conditions],
     params:
         settings=trigger("score"),
-    threads: SIZE.threads_of(PLAN, "score")
+    threads: threads_of("score")
     resources:
-        **SIZE.resources_of(PLAN, "score"),
-    group: lambda w: cpu_group(workflow, PLAN, "score", w)
+        **resources_of("score"),
+    group: group_of("score")
     conda:
         "../envs/cpu.yaml"
     log:
@@ -73,10 +73,10 @@ rule contrasts:
         dose_response=P.cell_table(*CELL, "dose_response"),
     params:
         settings=trigger("contrasts"),
-    threads: SIZE.threads_of(PLAN, "contrasts")
+    threads: threads_of("contrasts")
     resources:
-        **SIZE.resources_of(PLAN, "contrasts"),
-    group: lambda w: cpu_group(workflow, PLAN, "contrasts", w)
+        **resources_of("contrasts"),
+    group: group_of("contrasts")
     conda:
         "../envs/cpu.yaml"
     log:
@@ -91,7 +91,7 @@ rule cell_statistics:
     input:
         scores=cell_inputs(P.scores),
         runs=cell_inputs(P.run),
-        chunks=cell_inputs(lambda c, e, r, cond: P.chunks(c, PLAN.condition(cond).chunkset)),
+        chunks=cell_inputs(condition_chunks_of),
         queries=P.queries(W["corpus"]),
     output:
         condition_cis=P.condition_cis(*CELL),
@@ -99,10 +99,10 @@ rule cell_statistics:
         ranking_identity=P.ranking_identity(*CELL),
     params:
         settings=trigger("cell_statistics"),
-    threads: SIZE.threads_of(PLAN, "cell_statistics")
+    threads: threads_of("cell_statistics")
     resources:
-        **SIZE.resources_of(PLAN, "cell_statistics"),
-    group: lambda w: cpu_group(workflow, PLAN, "cell_statistics", w)
+        **resources_of("cell_statistics"),
+    group: group_of("cell_statistics")
     conda:
         "../envs/cpu.yaml"
     log:
@@ -116,17 +116,17 @@ rule cell_statistics:
 rule trec_export:
     input:
         run=P.run(*CELL, W["condition"]),
-        chunks=lambda w: P.chunks(w.corpus, chunkset_of(w)),
+        chunks=condition_chunks,
         qrels=P.qrels(W["corpus"]),
     output:
         run=P.trec_run(*CELL, W["condition"]),
         qrels=P.trec_qrels(*CELL, W["condition"]),
     params:
         settings=trigger("trec_export"),
-    threads: SIZE.threads_of(PLAN, "trec_export")
+    threads: threads_of("trec_export")
     resources:
-        **SIZE.resources_of(PLAN, "trec_export"),
-    group: lambda w: cpu_group(workflow, PLAN, "trec_export", w)
+        **resources_of("trec_export"),
+    group: group_of("trec_export")
     conda:
         "../envs/cpu.yaml"
     log:

@@ -10,19 +10,18 @@ rule structure_quality:
     input:
         paragraphs=P.paragraphs(W["corpus"]),
         gold=P.sections(W["corpus"], "gold"),
-        induced=lambda w: [P.sections(w.corpus, "induced")]
-        if PLAN.needs_induced_structure else [],
-        chunks=lambda w: [P.chunks(w.corpus, cs) for cs in PLAN.chunksets],
-        chunk_stats=lambda w: [P.chunk_stats(w.corpus, cs) for cs in PLAN.chunksets],
+        induced=induced_sections,
+        chunks=chunkset_chunks,
+        chunk_stats=chunkset_stats,
     output:
         quality=P.report_corpus(W["corpus"], "structure_quality.parquet"),
         checks=P.report_corpus(W["corpus"], "comparison_checks.parquet"),
     params:
         settings=trigger("structure_quality"),
-    threads: SIZE.threads_of(PLAN, "structure_quality")
+    threads: threads_of("structure_quality")
     resources:
-        **SIZE.resources_of(PLAN, "structure_quality"),
-    group: lambda w: cpu_group(workflow, PLAN, "structure_quality", w)
+        **resources_of("structure_quality"),
+    group: group_of("structure_quality")
     conda:
         "../envs/cpu.yaml"
     log:
@@ -59,10 +58,10 @@ rule report_cell:
         section_recall_svg=P.report_cell(*CELL, "section_recall.svg"),
     params:
         settings=trigger("report_cell"),
-    threads: SIZE.threads_of(PLAN, "report_cell")
+    threads: threads_of("report_cell")
     resources:
-        **SIZE.resources_of(PLAN, "report_cell"),
-    group: lambda w: cpu_group(workflow, PLAN, "report_cell", w)
+        **resources_of("report_cell"),
+    group: group_of("report_cell")
     conda:
         "../envs/cpu.yaml"
     log:
@@ -75,13 +74,10 @@ rule report_cell:
 
 rule report_corpus:
     input:
-        contrasts=lambda w: [P.report_cell(c.corpus, c.embedder, c.reranker,
-                                           "contrasts_marked.parquet")
-                             for c in PLAN.cells(w.corpus)],
-        chunks=lambda w: [P.chunks(w.corpus, cs) for cs in PLAN.chunksets],
-        embed_stats=lambda w: [P.vector_stats(w.corpus, e, cs)
-                               for e in PLAN.embedders for cs in PLAN.chunksets],
-        corpus_report=lambda w: PLAN.funnel_file(w.corpus),
+        contrasts=corpus_contrasts,
+        chunks=chunkset_chunks,
+        embed_stats=corpus_vector_stats,
+        corpus_report=funnel_of,
     output:
         forest=report_item(P.report_corpus(W["corpus"], "forest.png"), "report_forest",
                            "corpus"),
@@ -94,10 +90,10 @@ rule report_corpus:
         funnel_svg=P.report_corpus(W["corpus"], "funnel.svg"),
     params:
         settings=trigger("report_corpus"),
-    threads: SIZE.threads_of(PLAN, "report_corpus")
+    threads: threads_of("report_corpus")
     resources:
-        **SIZE.resources_of(PLAN, "report_corpus"),
-    group: lambda w: cpu_group(workflow, PLAN, "report_corpus", w)
+        **resources_of("report_corpus"),
+    group: group_of("report_corpus")
     conda:
         "../envs/cpu.yaml"
     log:

@@ -5,8 +5,8 @@
 
 rule retrieve:
     input:
-        chunks=lambda w: P.chunks(w.corpus, chunkset_of(w)),
-        vectors=lambda w: P.vectors(w.corpus, w.embedder, chunkset_of(w)),
+        chunks=condition_chunks,
+        vectors=condition_vectors,
         queries=P.queries(W["corpus"]),
         query_vectors=P.vectors(W["corpus"], W["embedder"], "queries"),
         qrels=P.qrels(W["corpus"]),
@@ -15,10 +15,10 @@ rule retrieve:
         report=P.run_report(W["corpus"], W["embedder"], W["condition"]),
     params:
         settings=trigger("retrieve"),
-    threads: SIZE.threads_of(PLAN, "retrieve")
+    threads: threads_of("retrieve")
     resources:
-        **SIZE.resources_of(PLAN, "retrieve"),
-    group: lambda w: cpu_group(workflow, PLAN, "retrieve", w)
+        **resources_of("retrieve"),
+    group: group_of("retrieve")
     conda:
         "../envs/cpu.yaml"
     log:
@@ -32,7 +32,7 @@ rule retrieve:
 rule rerank:
     input:
         run=P.run(W["corpus"], W["embedder"], "none", W["condition"]),
-        chunks=lambda w: P.chunks(w.corpus, chunkset_of(w)),
+        chunks=condition_chunks,
         documents=P.documents(W["corpus"]),
         queries=P.queries(W["corpus"]),
     output:
@@ -43,10 +43,10 @@ rule rerank:
         cache=P.cache("rerank_scores"),
     wildcard_constraints:
         reranker=_alternatives([r for r in PLAN.rerankers if r != "none"]),
-    threads: SIZE.threads_of(PLAN, "rerank")
+    threads: threads_of("rerank")
     resources:
-        **SIZE.resources_of(PLAN, "rerank"),
-    group: lambda w: gpu_group(workflow, PLAN, "rerank", "rerank", w)
+        **resources_of("rerank"),
+    group: group_of("rerank")
     conda:
         "../envs/gpu.yaml"
     log:

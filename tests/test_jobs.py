@@ -17,7 +17,9 @@ import yaml
 from conftest import REPO
 
 from structablate.plan import Plan
-from structablate.plan.jobs import ChunkJob, Job, RetrieveJob, job_class, planned_rules
+from structablate.plan.jobs import ChunkJob, Job, RetrieveJob
+from structablate.plan.rules import RULES as TABLE
+from structablate.plan.rules import job_class, planned_rules
 from structablate.workflow import job_settings
 
 RULES = REPO / "rules"
@@ -28,17 +30,16 @@ JOB_METHODS = {name for name in vars(Job) if not name.startswith("_")}
 
 def triggered_rules() -> dict[str, str]:
     """rule -> glue script name, for every rule of rules/*.smk with
-    ``params: settings=trigger(...)`` (the script: the trigger's second argument, else the
-    rule's name)."""
+    ``params: settings=trigger(...)`` (the script: its entry's in the rule table)."""
     out = {}
     for smk in sorted(RULES.glob("*.smk")):
         text = smk.read_text(encoding="utf-8")
         for m in re.finditer(r"^rule (\w+):\n(.*?)(?=^rule |\Z)", text, re.S | re.M):
-            t = re.search(r'settings=trigger\("(\w+)"(?:,\s*"(\w+)")?\)', m.group(2))
+            t = re.search(r'settings=trigger\("(\w+)"\)', m.group(2))
             if t:
                 assert t.group(1) == m.group(1), f"{smk.name}: rule {m.group(1)} triggers as " \
                                                  f"{t.group(1)}"
-                out[m.group(1)] = t.group(2) or t.group(1)
+                out[m.group(1)] = TABLE[t.group(1)].glue
     return out
 
 

@@ -19,11 +19,12 @@ from conftest import REPO
 from structablate import mechanisms
 from structablate.chunking import build
 from structablate.corpus.flatten import documents_frame, paragraphs_frame, sections_frame
+from structablate.errors import ConfigError
 from structablate.mechanisms import LLM_STAGE_JOBS, MECHANISMS, RULE_READS
 from structablate.plan import Plan
+from structablate.plan.checks import SLICED_BLOCKS, undeclared_keys
 from structablate.retrieval.runs import SEARCHES
 from structablate.settings import ChunkingSettings, RetrievalSettings, Settings
-from structablate.settings._core import runtime_keys
 from structablate.study import CONDITIONS, LLM_STAGES, Boundaries, Prefix, Retrieval, condition
 
 BASE = yaml.safe_load((REPO / "config.yaml").read_text())
@@ -62,13 +63,9 @@ def _settings_classes(tp) -> list[type]:
 
 def undeclared(block: str, cls: type) -> list[str]:
     """The fields of ``cls`` (the ``block`` settings) that neither a rule nor a mechanism
-    declares reading and that are not runtime-only: keys that would reach no job."""
-    declared = set(RULE_READS.get("chunk", ())) | set(RULE_READS.get("retrieve", ()))
-    for m in MECHANISMS.values():
-        declared |= set(m.reads)
-    runtime = set(runtime_keys(cls))
-    return [f.name for f in dataclasses.fields(cls)
-            if f"{block}.{f.name}" not in declared and f.name not in runtime]
+    declares reading and that are not runtime-only: keys that would reach no job (the plan's
+    own check, structablate.plan.checks.undeclared_keys)."""
+    return undeclared_keys(block, cls)
 
 
 def test_every_member_has_one_entry():
@@ -135,6 +132,52 @@ def test_every_key_of_a_sliced_block_is_read_by_a_declared_mechanism(block):
     assert undeclared(block, SLICED[block]) == [], (
         f"declare these {block} keys in structablate.mechanisms (RULE_READS or a "
         "mechanism's reads), or mark them runtime")
+
+
+def test_the_sliced_blocks_are_the_plans():
+    assert set(SLICED) == set(SLICED_BLOCKS)
+
+
+_UNDECLARE_T_MIN = ('"chunk": ("chunking.t_max", "chunking.t_min", "chunking.tokenizer"),',
+                    '"chunk": ("chunking.t_max", "chunking.tokenizer"),')
+"""A slip in the mechanism table: ``chunking.t_min`` declared by no rule and no mechanism."""
+
+
+def test_a_key_no_job_receives_is_refused_at_plan_time(monkeypatch):
+    """The slip: the config says t_min 40, every chunk job would get the default; the plan
+    refuses it, naming the key, instead of running silently."""
+    monkeypatch.setattr(mechanisms, "RULE_READS", {
+        **mechanisms.RULE_READS, "chunk": ("chunking.t_max", "chunking.tokenizer")})
+    default = ChunkingSettings().t_min
+    assert default != 40
+    with pytest.raises(ConfigError, match=r"chunking\.t_min: no job receives this key, so "
+                                          rf"every job would run with its default {default} "
+                                          r"instead of 40; declare it"):
+        _plan(monkeypatch, lambda cfg: cfg.setdefault("chunking", {}).update(t_min=40))
+    # left at its default, nothing is lost: the plan runs
+    plan = _plan(monkeypatch, lambda cfg: None)
+    assert _job(plan, "chunk", {"corpus": "qasper", "chunkset": "G2"})["chunking"][
+        "t_min"] == default
+
+
+def test_a_real_run_refuses_a_key_no_job_receives(tmp_path):
+    """The same slip in a copy of the workflow: `snakemake -n` stops before any job, naming
+    the key (it used to plan every chunk job with the default)."""
+    from workflow_util import copy_workflow, snakemake, write_project
+
+    wf = tmp_path / "wf"
+    copy_workflow(wf)
+    table = wf / "src" / "structablate" / "mechanisms.py"
+    text = table.read_text(encoding="utf-8")
+    assert _UNDECLARE_T_MIN[0] in text
+    table.write_text(text.replace(*_UNDECLARE_T_MIN), encoding="utf-8")
+    root = tmp_path / "run"
+    write_project(root, ["G2"], n_papers=2,
+                  tweak=lambda cfg: cfg.setdefault("chunking", {}).update(t_min=40))
+    done = snakemake(root, "-n", workflow=wf, timeout=600)
+    assert done.returncode != 0, done.stdout[-2000:]
+    assert "chunking.t_min: no job receives this key" in done.stderr + done.stdout
+    assert not (root / "results").exists()
 
 
 def test_the_coverage_check_sees_a_new_key():
@@ -229,13 +272,14 @@ def test_condition_modules_follow_the_table():
 
 
 def test_every_stage_entry_names_keys_blocks_and_sizes_that_exist():
-    from structablate.plan import jobs, resources
+    from structablate.plan import resources, rules
 
     for stage, job in LLM_STAGE_JOBS.items():
         # its own llm block is a settings key (per corpus: under a corpus's queries block)
         assert _is_key(job.llm_key.replace("{corpus}", "*")), stage
-        assert job.rule in jobs.planned_rules(), stage
-        assert job.rule in resources.RATES and job.rule in resources.LLM_ON_GPU, stage
+        assert job.rule in rules.planned_rules(), stage
+        assert rules.RULES[job.rule].rate is not None, stage
+        assert rules.RULES[job.rule].stage == stage and job.rule in resources.LLM_ON_GPU, stage
         assert mechanisms.STAGE_OF_RULE[job.rule] == stage
         if job.budget_key is not None:  # a fixed character budget of the stage's own block
             assert _is_key(f"{stage}.{job.budget_key}"), stage

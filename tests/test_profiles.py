@@ -128,7 +128,7 @@ def test_every_job_books_what_it_needs(paper_plan):
     # 236 jobs (test_paper_config.PAPER_JOBS, counted by hand); the 40 embedding and 22
     # reranking jobs in 17 group jobs (test_groups_follow_the_dag counts them); 10 on the
     # submit host (6 summarize_cell, summary_markdown, report_page, build_wikipedia, all);
-    # the small CPU jobs in group jobs (structablate.slurm.cpu_group), per corpus: one of its
+    # the small CPU jobs in group jobs (structablate.plan.groups), per corpus: one of its
     # tokens, 8 chunk jobs (A1's chunks are contextualize's) and BM25 check (10 jobs); one of
     # its reports (report_cell x 3 cells + report_corpus: 4); per embedder one of its 11
     # first-stage runs with the unreranked cell's 11 TREC files, scores, contrasts and
@@ -302,7 +302,7 @@ def test_profile_names_only_real_rules(profile):
     proc = snakemake("--list-rules", "--configfile", str(PAPER))
     assert proc.returncode == 0, proc.stderr[-2000:]
     rules = set(proc.stdout.split())
-    assert "groups" not in profile  # the rules name them (structablate.slurm.gpu_group)
+    assert "groups" not in profile  # the rules name them (structablate.plan.groups)
     for rule in [*profile["set-resources"]]:
         assert rule in rules, f"profile names unknown rule {rule}"
     assert set(profile["set-resources"]) == GPU_RULES
@@ -425,7 +425,7 @@ def check_groups_and_devices(plan: dict, cfg: dict) -> None:
             device = _device(cfg, job)
             if device is not None and not device.startswith("cuda"):
                 assert job["resources"].get("gpu", 0) == 0, job
-                # no GPU group: alone, or in its cell's CPU group (structablate.slurm.cpu_group)
+                # no GPU group: alone, or in its cell's CPU group (structablate.plan.groups)
                 assert not gpu_group(unit), (unit["group"], job["rule"], job["wildcards"])
                 assert "--gpus" not in sbatch(unit)
 

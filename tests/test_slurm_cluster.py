@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 
 CONDITIONS = ["A0", "G2"]  # induced structure (TextTiling, 8 threads wanted) and gold chunks
 N_PAPERS = 2
-# the group jobs of the small CPU rules (structablate.slurm.cpu_group): the comment of a
+# the group jobs of the small CPU rules (structablate.plan.groups): the comment of a
 # group job is rule_<group id>
 REQUEUED = "rule_report-"  # the cell and corpus reports (the cheapest group to rerun)
 CANCELLED = "rule_build_qasper_"  # the corpus build, retried

@@ -117,7 +117,7 @@ class StageJob:
     sized by a context window); ``gpu``: what one job books under vLLM on one GPU (threads,
     host memory in MB, runtime in minutes: bookings, not measured, no GPU was lent);
     ``cpu_rate``: its footprint on CPUs, replaying or calling a server (the fields of
-    :class:`structablate.plan.resources.Rate`: base MB, MB per corpus MB, base seconds, CPU
+    :class:`structablate.plan.rules.Rate`: base MB, MB per corpus MB, base seconds, CPU
     seconds per corpus MB); ``cpu_threads``: its threads there; ``hint_label``: its name in
     the replay hint where that is not ``label`` (``{corpus}`` there is the quoted name)."""
 
@@ -168,7 +168,7 @@ LLM_STAGE_JOBS: Mapping[LLMStage, StageJob] = MappingProxyType({
 """Each of :data:`~structablate.study.LLM_STAGES` -> its job (per corpus for ``queries``, per
 corpus and chunkset for ``contexts``, per corpus for ``induction``; ``per_corpus`` marks the
 stage whose settings differ by corpus). ``cpu_rate`` of ``induction`` is TextTiling's,
-measured (:data:`structablate.plan.resources.RATES`)."""
+measured (the rule table, :data:`structablate.plan.rules.RULES`)."""
 
 STAGE_OF_RULE: Mapping[str, LLMStage] = MappingProxyType(
     {job.rule: stage for stage, job in LLM_STAGE_JOBS.items()})

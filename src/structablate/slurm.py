@@ -8,8 +8,7 @@ and accepted. :func:`slurm_extra_problems` applies the plugin's own list of forb
 so the workflow refuses them before any job (rules/common.smk), naming the key and the
 resource the plugin offers instead.
 
-:func:`gpu_group` places the short GPU jobs (embedding, reranking) in SLURM group jobs that
-never wait on a stage none of their members needs, and a model on a CPU device in none.
+Which group job each job joins is plan work, not a submission's: :mod:`structablate.plan.groups`.
 
 :func:`choose_status_command` finds, when a SLURM run starts, a status command that works on
 this cluster (the plugin polls ``sacct`` whenever the binary exists, and on a cluster without
@@ -31,15 +30,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from structablate.mechanisms import LLM_STAGE_JOBS
-from structablate.settings import is_gpu
-from structablate.study import condition
-
-__all__ = ["CPU_GROUPS", "PLUGIN_RESOURCE", "StatusChoice", "booked_gpu_hours",
-           "check_status_command", "choose_status_command", "cpu_group", "embed_group",
-           "forbidden_options",
-           "gpu_group", "loud_status_polls", "plain_state", "plain_states",
-           "slurm_extra_problems", "upstream_stages"]
+__all__ = ["PLUGIN_RESOURCE", "StatusChoice", "booked_gpu_hours", "check_status_command",
+           "choose_status_command", "forbidden_options", "loud_status_polls", "plain_state",
+           "plain_states", "slurm_extra_problems"]
 
 PLUGIN_RESOURCE: dict[str, str] = {
     "quality of service": "the `qos` resource (default-resources: {qos: NAME}) or the "
@@ -85,121 +78,6 @@ def slurm_extra_problems(extras: Mapping[str, str]) -> list[str]:
                            "snakemake-executor-plugin-slurm refuses in slurm_extra on every "
                            f"submission; use {instead}")
     return out
-
-
-# ------------------------------------------------------------------ GPU jobs by device and DAG
-
-
-def upstream_stages(plan: Any, corpus: str, chunksets: list[str] | None,
-                    questions: bool) -> list[str]:
-    """The long stages (hours) an embedding or reranking job of ``corpus`` waits for, in
-    pipeline order (:data:`structablate.mechanisms.LLM_STAGE_JOBS`): a grid-level stage when
-    one of ``chunksets`` belongs to a condition it reaches
-    (:meth:`structablate.plan.Plan.reaching_conditions`: ``induction`` for chunks cut from
-    induced structure or sized to it, whichever inducer runs; ``contexts`` for A1's), a
-    per-corpus stage (``queries``) when the job reads the corpus's generated questions
-    (``questions``). Pure: reads the plan only."""
-    conds = {c for c in plan.conditions if chunksets is not None
-             and condition(c).chunkset in chunksets}
-    running = plan.running_stages()
-    out = []
-    for stage, job in LLM_STAGE_JOBS.items():
-        if job.per_corpus:
-            if questions and (stage, corpus) in running:
-                out.append(stage)
-        elif conds & set(plan.reaching_conditions(stage)):
-            out.append(stage)
-    return out
-
-
-def gpu_group(workflow: Any, plan: Any, kind: str, rule: str, wildcards: Any) -> str | None:
-    """The SLURM group of one embedding (``kind`` ``embed``) or reranking (``rerank``) job:
-    ``{kind}-{corpus}-{stages}`` (stages from :func:`upstream_stages`, ``base`` when none),
-    so a group job never waits for a corpus or a stage none of its members needs; None (no
-    group) for a model on a CPU device, and in a local run (groups only pack SLURM
-    submissions). The id is registered under ``kind`` so that the profile's
-    ``group-components: {kind: N}`` packs N such jobs per submission, as Snakemake does for a
-    group name with wildcards."""
-    w = dict(wildcards.items()) if hasattr(wildcards, "items") else dict(vars(wildcards))
-    if workflow.local_exec and not (workflow.remote_exec or workflow.subprocess_exec):
-        return None
-    s = plan.settings
-    if rule == "rerank":
-        device = s.rerankers[w["reranker"]].device
-        chunksets: list[str] | None = [_chunkset(w["condition"])]
-        questions = True
-    else:
-        device = s.embedders[w["embedder"]].device
-        chunksets = None if rule == "embed_queries" else [w["chunkset"]]
-        questions = rule == "embed_queries"
-    if not is_gpu(device):
-        return None
-    stages = upstream_stages(plan, w["corpus"], chunksets, questions)
-    gid = f"{kind}-{w['corpus']}-{'+'.join(stages) or 'base'}"
-    workflow.parent_groupids[gid] = kind
-    return gid
-
-
-CPU_GROUPS: dict[str, tuple[str, ...]] = {
-    "corpus": ("map_user_questions", "tokenize_corpus", "induce_structure", "chunk",
-               "bm25_check", "structure_quality"),
-    "cell": ("embed_chunks", "embed_queries", "retrieve", "trec_export", "score", "contrasts",
-             "cell_statistics"),
-    "report": ("report_cell", "report_corpus"),
-}
-"""The SLURM group jobs of the small CPU rules (:func:`cpu_group`), by kind."""
-
-
-def cpu_group(workflow: Any, plan: Any, rule: str, wildcards: Any) -> str | None:
-    """The SLURM group of one small CPU job, so that a corpus submits a handful of jobs: its
-    preparation (``corpus-{corpus}``: tokens, induced structure unless on a GPU, every
-    chunkset's chunks, the BM25 check, the structure-quality table unless A1's contexts are
-    written between the chunks and it), each cell's retrieval and evaluation
-    (``cell-{corpus}-{embedder}-{reranker}``: the runs, TREC files, scores, contrasts and
-    statistics; with the embedder's chunk and question vectors when it runs on a CPU, and the
-    first-stage runs under reranker ``none``) and its reports (``report-{corpus}``). A
-    group's members never wait on a job outside it that waits on the group. None in a local
-    run, and for a job on a GPU (:func:`gpu_group`)."""
-    w = dict(wildcards.items()) if hasattr(wildcards, "items") else dict(vars(wildcards))
-    if workflow.local_exec and not (workflow.remote_exec or workflow.subprocess_exec):
-        return None
-    corpus = w["corpus"]
-    gid = kind = None
-    if rule in CPU_GROUPS["corpus"]:
-        if rule == "induce_structure" and plan.induction_on_gpu:
-            return None
-        if rule == "structure_quality" and plan.llm_written:
-            return None  # it reads A1's chunks, written by contextualize from A0's
-        kind, gid = "corpus", f"corpus-{corpus}"
-    elif rule in ("embed_chunks", "embed_queries"):
-        if is_gpu(plan.settings.embedders[w["embedder"]].device):
-            return None
-        kind, gid = "cell", f"cell-{corpus}-{w['embedder']}-none"
-    elif rule == "retrieve":
-        kind, gid = "cell", f"cell-{corpus}-{w['embedder']}-none"
-    elif rule in CPU_GROUPS["cell"]:
-        kind, gid = "cell", f"cell-{corpus}-{w['embedder']}-{w['reranker']}"
-    elif rule in CPU_GROUPS["report"]:
-        kind, gid = "report", f"report-{corpus}"
-    if gid is None:
-        return None
-    # a reranked cell's TREC exports are not connected to each other or to its scores (each
-    # reads one reranked run): the profile's group-components {kind: N} packs them into one
-    # group job with the rest (Snakemake merges components of the same group id only)
-    workflow.parent_groupids[gid] = kind
-    return gid
-
-
-def embed_group(workflow: Any, plan: Any, rule: str, wildcards: Any) -> str | None:
-    """The SLURM group of an embedding job: :func:`gpu_group` on a GPU, else
-    :func:`cpu_group` (with its cell's retrieval)."""
-    return (gpu_group(workflow, plan, "embed", rule, wildcards)
-            or cpu_group(workflow, plan, rule, wildcards))
-
-
-def _chunkset(name: str) -> str:
-    """The chunkset condition ``name`` reads (A4: A3's)."""
-    return condition(name).chunkset
 
 
 # ------------------------------------------------------------------ job status polling

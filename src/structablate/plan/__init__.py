@@ -26,7 +26,7 @@ from typing import Any
 
 from structablate import study
 from structablate.mechanisms import LLM_STAGE_JOBS, mechanism_stages, written_by
-from structablate.plan import checks, jobs
+from structablate.plan import checks, jobs, rules
 from structablate.plan.jobs import CORPUS_RULES, only
 from structablate.results_paths import Paths
 from structablate.settings import (
@@ -371,8 +371,9 @@ class Plan:
     def rule_settings(self, rule: str, wildcards: Mapping[str, str] | Any = None
                       ) -> jobs.Job:
         """The typed job settings of ``rule`` (its :class:`structablate.plan.jobs.Job`
-        class; :func:`structablate.plan.jobs.rule_settings`)."""
-        return jobs.rule_settings(self, rule, wildcards)
+        class, built by its entry of the rule table: :func:`structablate.plan.rules.
+        rule_settings`)."""
+        return rules.rule_settings(self, rule, wildcards)
 
     def trigger(self, rule: str, script: str | Path) -> Callable[[Any], dict[str, Any]]:
         """A ``params`` function: the rule's settings without ``runtime`` keys, plus the

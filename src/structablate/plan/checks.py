@@ -5,11 +5,13 @@ config) is refused when the workflow is parsed, with the config key that causes 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from structablate import mechanisms
 from structablate.errors import ConfigError
 from structablate.mechanisms import LLM_STAGE_JOBS
 from structablate.settings import (
@@ -19,12 +21,14 @@ from structablate.settings import (
     backend_device_problem,
     context_tokens,
 )
+from structablate.settings._core import runtime_keys
 
 if TYPE_CHECKING:
     from structablate.plan import Plan
 
-__all__ = ["CONTAINER_SCHEMES", "check_plan", "container_problem", "container_warning",
-           "model_problems", "models_message", "refuse_secrets"]
+__all__ = ["CONTAINER_SCHEMES", "SLICED_BLOCKS", "check_plan", "container_problem",
+           "container_warning", "model_problems", "models_message", "refuse_secrets",
+           "undeclared_keys"]
 
 # the image sources Apptainer pulls itself; anything else in `container:` is a local file
 CONTAINER_SCHEMES = ("docker://", "docker-daemon://", "oras://", "library://", "shub://",
@@ -122,6 +126,7 @@ def check_plan(plan: Plan, check_files: bool, check_models: bool = True) -> None
     _check_prompt_budgets(plan, fail)
     if s.chunking.t_min > s.chunking.t_max:
         fail("chunking.t_min", "must not exceed chunking.t_max")
+    _check_keys_reach_jobs(plan, fail)
     _check_contrasts(plan, fail)
     if check_files:
         results = Path(s.results)
@@ -134,6 +139,41 @@ def check_plan(plan: Plan, check_files: bool, check_models: bool = True) -> None
             fail("container", problem)
         if check_models:
             _check_models(plan)
+
+
+SLICED_BLOCKS = ("chunking", "retrieval")
+"""The settings blocks a ``chunk`` or ``retrieve`` job gets only the keys of that its rule or
+its condition's mechanisms declare reading (:data:`structablate.mechanisms.RULE_READS`, a
+mechanism's ``reads``): every other key is reset to its default before any job sees it
+(:func:`structablate.plan.jobs.only`)."""
+
+
+def undeclared_keys(block: str, cls: type) -> list[str]:
+    """The fields of ``cls`` (the settings of ``block``, one of :data:`SLICED_BLOCKS`) that
+    neither a rule nor a mechanism declares reading and that are not runtime-only: keys no
+    job receives, whatever the grid."""
+    declared = {k for keys in mechanisms.RULE_READS.values() for k in keys}
+    for m in mechanisms.MECHANISMS.values():
+        declared |= set(m.reads)
+    runtime = set(runtime_keys(cls))
+    return [f.name for f in dataclasses.fields(cls)
+            if f"{block}.{f.name}" not in declared and f.name not in runtime]
+
+
+def _check_keys_reach_jobs(plan: Plan, fail: Callable[[str, str], None]) -> None:
+    """Refuse a key of a sliced block (:data:`SLICED_BLOCKS`) whose value differs from its
+    default although no job receives it (:func:`undeclared_keys`): every job would run with
+    the default while the config says otherwise, silently."""
+    for block in SLICED_BLOCKS:
+        given = getattr(plan.settings, block)
+        default = type(given)()
+        for name in undeclared_keys(block, type(given)):
+            if getattr(given, name) != getattr(default, name):
+                fail(f"{block}.{name}", f"no job receives this key, so every job would run "
+                     f"with its default {getattr(default, name)!r} instead of "
+                     f"{getattr(given, name)!r}; declare it in structablate.mechanisms "
+                     "(RULE_READS or the reads of the mechanism that uses it), or mark it "
+                     "runtime in its settings class")
 
 
 _CUTOFF = re.compile(r"^([A-Za-z]+)@([0-9]+)$")

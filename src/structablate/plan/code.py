@@ -44,8 +44,8 @@ prefixes, two-stage routing)."""
 NOT_OUTPUT_CODE = frozenset({
     "structablate.mechanisms",
     "structablate.plan", "structablate.plan.checks", "structablate.plan.code",
-    "structablate.plan.jobs", "structablate.plan.needs", "structablate.plan.resources",
-    "structablate.results_paths"})
+    "structablate.plan.groups", "structablate.plan.jobs", "structablate.plan.needs",
+    "structablate.plan.resources", "structablate.plan.rules", "structablate.results_paths"})
 """Modules that decide when jobs rerun, where outputs go and what is refused, but never what a
 job computes: the plan's package, and the results folder's paths it hands on
 (:mod:`structablate.results_paths`, which the report also reads), and the mechanism table

@@ -1,11 +1,13 @@
 """What each rule's job is given: one frozen, typed dataclass per rule's job (:class:`Job` and
-its subclasses, each declared once, here), :func:`rule_settings` mapping a rule name and a
-job's wildcards to the rule's instance, holding the typed values that job uses and nothing
-else (a key a job does not use is reset to its default by :func:`only`, so changing it reruns
-nothing), and :func:`trigger` turning the same instance, without its ``runtime`` keys and with
-the fingerprint of the code the job runs, into the rule's ``params``, so Snakemake reruns a
-job exactly when something that can change its outputs changes. The glue reads the instance
-by attribute (``settings.chunking``; :func:`structablate.workflow.setup`)."""
+its subclasses, each declared once, here; the rule table :mod:`structablate.plan.rules` pairs
+each rule with its class and the builder of its instance), :func:`rule_settings` mapping a
+rule name and a job's wildcards to the rule's instance, holding the typed values that job uses
+and nothing else (a key a job does not use is reset to its default by :func:`only`, so
+changing it reruns nothing), and :func:`trigger` turning the same instance, without its
+``runtime`` keys and with the fingerprint of the code the job runs, into the rule's
+``params``, so Snakemake reruns a job exactly when something that can change its outputs
+changes. The glue reads the instance by attribute (``settings.chunking``;
+:func:`structablate.workflow.setup`)."""
 
 from __future__ import annotations
 
@@ -13,9 +15,9 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from structablate import mechanisms, study
+from structablate import study
 from structablate.settings import (
     ChunkingSettings,
     ContextsSettings,
@@ -35,15 +37,12 @@ from structablate.settings import (
     WikipediaSelection,
     WikipediaXmlSource,
     dump,
-    planned_dtype,
 )
-from structablate.settings.corpora import USER_QUESTION_KEYS
 
 if TYPE_CHECKING:
     from structablate.plan import Cell, Plan
 
-__all__ = ["CORPUS_RULES", "Job", "job_class", "only", "planned_rules", "rule_settings", "trigger",
-           "wildcards_dict"]
+__all__ = ["CORPUS_RULES", "Job", "only", "rule_settings", "trigger", "wildcards_dict"]
 
 
 def only(obj: Any, keep: Iterable[str]) -> Any:
@@ -366,55 +365,7 @@ class ReportPageJob(Job):
     top_k: int
 
 
-# ------------------------------------------------------------------------------ builders
-
-J = TypeVar("J", bound=Job)
-
-
-@dataclass(frozen=True)
-class _RuleJob(Generic[J]):
-    """A rule's job class and the function that builds its instance from the plan, the
-    settings and a job's wildcards."""
-
-    job: type[J]
-    build: Callable[[Plan, Settings, dict[str, str]], J]
-
-
-def _user_documents(plan: Plan, s: Settings, w: dict[str, str]) -> BuildUserDocumentsJob:
-    c = s.corpora[w["corpus"]]
-    return BuildUserDocumentsJob(
-        corpus=only(c, {f.name for f in dataclasses.fields(c)} - USER_QUESTION_KEYS))
-
-
-def _user_questions(plan: Plan, s: Settings, w: dict[str, str]) -> MapUserQuestionsJob:
-    c = s.corpora[w["corpus"]]
-    return MapUserQuestionsJob(corpus=replace(c, queries=plan.user_queries(w["corpus"])))
-
-
-def _chunk(plan: Plan, s: Settings, w: dict[str, str]) -> ChunkJob:
-    """The ``chunking`` keys the chunkset's mechanisms read (:func:`mechanisms.reads`), the
-    resolved tokenizer, and the ``seed`` where one of them reads it (the placebo's)."""
-    keys = mechanisms.reads(w["chunkset"], "chunk")
-    return ChunkJob(
-        chunking=only(s.chunking, mechanisms.block_keys(keys, "chunking") - {"tokenizer"}),
-        tokenizer=plan.tokenizer, seed=s.seed if "seed" in keys else None)
-
-
-def _retrieve(plan: Plan, s: Settings, w: dict[str, str]) -> RetrieveJob:
-    """The ``retrieval`` keys the condition's mechanisms read; the HNSW parameters only when
-    the method is ``hnsw`` (exact search reads none of them)."""
-    r = s.retrieval
-    keep = mechanisms.block_keys(mechanisms.reads(w["condition"], "retrieve"), "retrieval")
-    if r.method != "hnsw":
-        keep.discard("hnsw")
-    return RetrieveJob(retrieval=only(r, keep), condition=w["condition"])
-
-
-def _statistics(plan: Plan, s: Settings) -> StatisticsSettings:
-    """The statistics block with the primary cell resolved (embedder filled in)."""
-    st = s.statistics
-    return replace(st, primary=replace(st.primary, embedder=plan.primary.embedder))
-
+# ------------------------------------------------------------------------------ triggers
 
 CORPUS_RULES = frozenset({
     "build_qasper", "build_wikipedia", "build_user_documents", "map_user_questions",
@@ -427,111 +378,10 @@ their fingerprints, even where their glue imports it (``embed_queries`` shares `
 with ``embed_chunks``)."""
 
 
-def _embed(plan: Plan, s: Settings, w: dict[str, str]) -> EmbedJob:
-    """An embedder's settings and the precision its ``dtype`` runs in on its device."""
-    model = s.embedders[w["embedder"]]
-    return EmbedJob(embedder=model, precision=planned_dtype(model.dtype, model.device))
-
-
-def _rerank(plan: Plan, s: Settings, w: dict[str, str]) -> RerankJob:
-    """A reranker's settings, the precision its ``dtype`` runs in on its device, the seed."""
-    model = s.rerankers[w["reranker"]]
-    return RerankJob(reranker=model, precision=planned_dtype(model.dtype, model.device),
-                     seed=s.seed)
-
-
-def _report_page(plan: Plan, s: Settings, w: dict[str, str]) -> ReportPageJob:
-    """What the report page states about the run (see :class:`ReportPageJob`)."""
-    return ReportPageJob(
-        cells=plan.cells(), corpora=plan.corpora,
-        corpus_types={c: s.corpora[c].type for c in plan.corpora},
-        generated_queries={c: plan.generates_queries(c) for c in plan.corpora},
-        embedders=s.embedders, rerankers=s.rerankers, llm=plan.llm_stages(),
-        conditions=plan.conditions, measures=s.metrics.measures,
-        primary=_statistics(plan, s).primary, size_match_structure=s.size_match_structure,
-        inducer=s.induction.inducer, stage_conditions=plan.stage_conditions(),
-        guard=s.report.guard,
-        contrasts={"statistics.contrasts": s.statistics.contrasts,
-                   "statistics.extra_contrasts": s.statistics.extra_contrasts},
-        n_boot=s.statistics.bootstrap_iters, top_k=s.retrieval.top_k)
-
-
-_RULES: dict[str, _RuleJob[Any]] = {
-    "build_qasper": _RuleJob(BuildQasperJob, lambda p, s, w: BuildQasperJob(
-        corpus=replace(s.corpora[w["corpus"]], sources=tuple(p.qasper_sources(w["corpus"])),
-                       data_dir=None))),
-    "build_wikipedia": _RuleJob(BuildWikipediaJob, lambda p, s, w: BuildWikipediaJob(
-        source=s.corpora[w["corpus"]].source, selection=s.corpora[w["corpus"]].selection)),
-    "build_user_documents": _RuleJob(BuildUserDocumentsJob, _user_documents),
-    "map_user_questions": _RuleJob(MapUserQuestionsJob, _user_questions),
-    "generate_queries": _RuleJob(GenerateQueriesJob, lambda p, s, w: GenerateQueriesJob(
-        queries=replace(p.query_generation(w["corpus"]), llm=None),
-        llm=p.stage_llm("queries", w["corpus"]))),
-    "bm25_check": _RuleJob(InputsOnlyJob, lambda p, s, w: InputsOnlyJob()),
-    "induce_structure": _RuleJob(InduceStructureJob, lambda p, s, w: InduceStructureJob(
-        induction=replace(s.induction, llm=None),
-        llm=p.stage_llm("induction") if p.induction_uses_llm else None)),
-    "tokenize_corpus": _RuleJob(TokenizeCorpusJob,
-                                lambda p, s, w: TokenizeCorpusJob(tokenizer=p.tokenizer)),
-    "chunk": _RuleJob(ChunkJob, _chunk),
-    "contextualize": _RuleJob(ContextualizeJob, lambda p, s, w: ContextualizeJob(
-        contexts=replace(s.contexts, llm=None), llm=p.stage_llm("contexts"),
-        tokenizer=p.tokenizer)),
-    "embed_chunks": _RuleJob(EmbedJob, _embed),
-    "embed_queries": _RuleJob(EmbedJob, _embed),
-    "retrieve": _RuleJob(RetrieveJob, _retrieve),
-    "rerank": _RuleJob(RerankJob, _rerank),
-    "score": _RuleJob(ScoreJob, lambda p, s, w: ScoreJob(
-        measures=s.metrics.measures, conditions=p.conditions)),
-    "summarize_cell": _RuleJob(SummarizeCellJob,
-                               lambda p, s, w: SummarizeCellJob(conditions=p.conditions)),
-    "summary_markdown": _RuleJob(SummaryMarkdownJob, lambda p, s, w: SummaryMarkdownJob(
-        embedders=s.embedders, rerankers=s.rerankers, cells=p.cells(),
-        metric=p.primary_metric)),
-    "contrasts": _RuleJob(ContrastsJob, lambda p, s, w: ContrastsJob(
-        statistics=_statistics(p, s), seed=s.seed, conditions=p.conditions)),
-    "trec_export": _RuleJob(InputsOnlyJob, lambda p, s, w: InputsOnlyJob()),
-    "cell_statistics": _RuleJob(CellStatisticsJob, lambda p, s, w: CellStatisticsJob(
-        conditions=p.conditions, n_boot=s.statistics.bootstrap_iters, seed=s.seed)),
-    "report_cell": _RuleJob(ReportCellJob, lambda p, s, w: ReportCellJob(
-        conditions=p.conditions, metric=p.primary_metric,
-        reranker=s.rerankers[w["reranker"]], guard=s.report.guard)),
-    "structure_quality": _RuleJob(StructureQualityJob, lambda p, s, w: StructureQualityJob(
-        conditions=p.conditions, chunksets=p.chunksets,
-        hier_top_sections=s.retrieval.hier_top_sections, inducer=s.induction.inducer,
-        seed=s.seed)),
-    "report_corpus": _RuleJob(ReportCorpusJob, lambda p, s, w: ReportCorpusJob(
-        metric=p.primary_metric, conditions=p.conditions, chunksets=p.chunksets,
-        embedders=p.embedders, size_match_structure=s.size_match_structure)),
-    "report_page": _RuleJob(ReportPageJob, _report_page),
-}
-for _stage, _stage_job in mechanisms.LLM_STAGE_JOBS.items():
-    # a grid-level LLM stage without a class of its own gets the generic one
-    if _stage_job.rule not in _RULES and not _stage_job.per_corpus:
-        _RULES[_stage_job.rule] = _RuleJob(LLMStageJob, llm_stage_job(_stage))
-
-
-def planned_rules() -> list[str]:
-    """Every rule the plan gives settings to, in table order."""
-    return list(_RULES)
-
-
-def job_class(rule: str) -> type[Job]:
-    """The :class:`Job` subclass of ``rule``'s jobs."""
-    if rule not in _RULES:
-        raise KeyError(f"no settings are planned for rule {rule!r}")
-    return _RULES[rule].job
-
-
 def rule_settings(plan: Plan, rule: str, wildcards: Mapping[str, str] | Any = None) -> Job:
-    """The typed settings a job of ``rule`` uses, an instance of :func:`job_class` (see the
-    module docstring); ``wildcards``: the job's (a Snakemake wildcards object or a mapping;
-    ``None``: a job without any)."""
-    w = wildcards_dict(wildcards)
-    s = plan.settings
-    if rule not in _RULES:
-        raise KeyError(f"no settings are planned for rule {rule!r}")
-    return _RULES[rule].build(plan, s, w)
+    """The typed settings a job of ``rule`` uses (:meth:`Plan.rule_settings`: the builder of
+    the rule's entry in :data:`structablate.plan.rules.RULES`)."""
+    return plan.rule_settings(rule, wildcards)
 
 
 def trigger(plan: Plan, rule: str, script: str | Path) -> Callable[[Any], dict[str, Any]]:

@@ -21,10 +21,13 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from structablate.mechanisms import LLM_STAGE_JOBS
 from structablate.settings import LLM_BACKENDS, served_model
+
+if TYPE_CHECKING:
+    from structablate.plan import Plan
 
 __all__ = ["KINDS", "Need", "Use", "cached_hub_dataset", "datasets_cache_dir",
            "offline_problems", "prefetch_command", "required"]
@@ -64,7 +67,7 @@ class Need:
 
 
 
-def required(plan: Any) -> list[Need]:
+def required(plan: Plan) -> list[Need]:
     """Every model and dataset ``plan`` (a :class:`~structablate.plan.Plan`) reads, in the order
     a run first needs them: corpus sources, the tokenizer, embedders, rerankers, the structure
     inducer, then the LLM of each stage that generates. Pure: reads the plan only."""

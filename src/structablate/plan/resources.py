@@ -24,13 +24,17 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from structablate.mechanisms import LLM_STAGE_JOBS, STAGE_OF_RULE
+from structablate.mechanisms import LLM_STAGE_JOBS
+from structablate.plan.rules import rule as table_entry
 from structablate.settings import is_gpu
 from structablate.user_files import ByoInputError, input_files
+
+if TYPE_CHECKING:
+    from structablate.plan import Plan
 
 INF = math.inf
 
@@ -186,7 +190,7 @@ WIKIPEDIA_ARTICLE_MB = 0.069
 """Source MB of one Featured Article (the bundled export: 345,419 bytes for 5 articles)."""
 
 
-def corpus_mb(plan: Any, corpus: str) -> float:
+def corpus_mb(plan: Plan, corpus: str) -> float:
     """The size of a corpus's source in MB, the measure every per-corpus rate below is given
     in: its files' sizes where it is read from files (a v0.3 JSON, an XML export, a user's
     documents), else its paper or article count times :data:`QASPER_PAPER_MB` or
@@ -194,7 +198,7 @@ def corpus_mb(plan: Any, corpus: str) -> float:
     return SOURCE_MB[plan.corpus_kind(corpus)](plan, corpus)
 
 
-def _qasper_mb(plan: Any, corpus: str) -> float:
+def _qasper_mb(plan: Plan, corpus: str) -> float:
     total = 0.0
     for s in plan.qasper_sources(corpus):
         if s.format == "v0.3":
@@ -206,14 +210,14 @@ def _qasper_mb(plan: Any, corpus: str) -> float:
     return total
 
 
-def _wikipedia_mb(plan: Any, corpus: str) -> float:
+def _wikipedia_mb(plan: Plan, corpus: str) -> float:
     c = plan.settings.corpora[corpus]
     if c.source.mode == "xml":
         return _file_mb(c.source.path, c.selection.n_docs * WIKIPEDIA_ARTICLE_MB)
     return c.selection.n_docs * WIKIPEDIA_ARTICLE_MB
 
 
-def _user_mb(plan: Any, corpus: str) -> float:
+def _user_mb(plan: Plan, corpus: str) -> float:
     try:
         return sum(_file_mb(f, 0.0) for f in input_files(plan.settings.corpora[corpus]))
     except ByoInputError:  # missing files are refused elsewhere
@@ -236,52 +240,6 @@ def _file_mb(path: str, default: float) -> float:
         return default
 
 
-@dataclass(frozen=True)
-class Rate:
-    """A rule's footprint: peak RSS ``base_mb`` plus ``mb_per_mb`` per corpus MB, wall seconds
-    ``base_s`` (start-up: imports, reading) plus ``s_per_mb`` CPU seconds per corpus MB
-    spread over the job's threads; where ``per_model``, per corpus MB and per 100 MB of the
-    model's weights (a larger model is slower and holds more)."""
-
-    base_mb: float
-    mb_per_mb: float
-    base_s: float
-    s_per_mb: float
-    per_model: bool = False
-
-
-RATES: dict[str, Rate] = {
-    # Bases: the bundled default's benchmark files (`snakemake --cores 2`; max_rss, s and
-    # cpu_time of results/benchmarks/; docs/cluster.md "Sizes"): every CPU rule's process
-    # peaks at 80-400 MB and takes 1-30 s there, mostly start-up. Slopes: measured where
-    # two corpus sizes were run (tokenize_corpus: 0.39 GB on the sample, 0.7 GB and 22 s on
-    # the full QASPER of ~60 corpus MB; score: 1.2 GB and 2 s there; embedding: 99 CPU s for
-    # MiniLM over the QASPER sample's 0.57 MB, 48 over Wikipedia's 0.35 MB; TextTiling
-    # induction 71 and 41 CPU s), else taken as 20 MB and 5 CPU s per corpus MB.
-    "build_qasper": Rate(450, 20, 20, 5),
-    "build_wikipedia": Rate(450, 20, 20, 5),
-    "build_user_documents": Rate(450, 20, 20, 5),
-    "map_user_questions": Rate(450, 20, 20, 5),
-    "tokenize_corpus": Rate(450, 6, 20, 0.4),
-    "chunk": Rate(450, 20, 30, 5),
-    "bm25_check": Rate(450, 20, 20, 5),
-    "retrieve": Rate(450, 20, 20, 5),
-    "score": Rate(450, 12, 20, 1),
-    "trec_export": Rate(450, 20, 20, 5),
-    "structure_quality": Rate(450, 20, 20, 5),
-    "report_corpus": Rate(500, 20, 30, 5),
-    "report_cell": Rate(500, 20, 40, 5),
-    "contrasts": Rate(500, 20, 60, 30),
-    "cell_statistics": Rate(500, 20, 60, 30),
-    "embed_chunks": Rate(800, 0.2, 30, 200, per_model=True),
-    "embed_queries": Rate(800, 0.05, 30, 50, per_model=True),
-    "rerank": Rate(800, 0.2, 30, 1000, per_model=True),
-    # the LLM stages' rules on CPUs (TextTiling induction measured as above; replaying or
-    # calling a server taken as 30 CPU s per corpus MB): declared with each stage
-    **{job.rule: Rate(*job.cpu_rate) for job in LLM_STAGE_JOBS.values()},
-}
-"""Measured footprints per rule (see :class:`Rate`)."""
-
 GPU_SPEEDUP = 1000.0
 """How many CPU threads one GPU stands for in the per-MB work of an embedder or reranker (an
 assumption, stated: no GPU was lent to measure it; an H200 in half precision does some
@@ -298,11 +256,15 @@ MIN_RUNTIME = 10
 def estimate(rule: str, corpus_size_mb: float, model_size_mb: float = 0.0, *,
              threads: int = 1, gpu: int = 0) -> Need:
     """The :class:`Need` of one ``rule`` job on ``threads`` threads over ``corpus_size_mb`` of
-    corpus (and a model of ``model_size_mb``): :data:`RATES` times the margins, at least
+    corpus (and a model of ``model_size_mb``): the rule's rate (its entry of the rule table,
+    :class:`structablate.plan.rules.Rate`) times the margins, at least
     :data:`MIN_MEM_MB` and :data:`MIN_RUNTIME`. The model's weights count in its memory twice
     (loaded and converted); the per-MB CPU seconds are spread over the threads, or over
     :data:`GPU_SPEEDUP` on a GPU (``gpu``)."""
-    r = RATES[rule]
+    r = table_entry(rule).rate
+    if r is None:
+        raise KeyError(f"rule {rule!r} runs on the submit host: its entry of "
+                       "structablate.plan.rules.RULES has no rate to size it by")
     scale = corpus_size_mb * (model_size_mb / 100.0 if r.per_model else 1.0)
     mem = (r.base_mb + 2 * model_size_mb + r.mb_per_mb * scale) * MEM_MARGIN
     secs = r.base_s + r.s_per_mb * scale / (GPU_SPEEDUP if gpu else max(1, threads))
@@ -418,7 +380,7 @@ class Sizer:
         runtime = int(min(runtime, max(p.runtime for p in fits)))
         return Need(need.threads, mem, runtime, need.gpu)
 
-    def threads_of(self, plan: Any, rule: str) -> Callable[[Any], int]:
+    def threads_of(self, plan: Plan, rule: str) -> Callable[[Any], int]:
         """A rule's ``threads``: :func:`job_need`'s threads capped by :meth:`threads`."""
 
         def threads(wildcards: Any) -> int:
@@ -427,7 +389,7 @@ class Sizer:
 
         return threads
 
-    def resources_of(self, plan: Any, rule: str) -> dict[str, Any]:
+    def resources_of(self, plan: Plan, rule: str) -> dict[str, Any]:
         """A rule's ``resources``: :meth:`resources` of :func:`job_need`."""
         return self.resources(rule, lambda w: job_need(plan, rule, w, self.threads))
 
@@ -480,24 +442,26 @@ GPU_HOST_MB = 3000
 """Host memory a CUDA context and its libraries add to a job on a GPU."""
 
 
-def job_need(plan: Any, rule: str, w: Any,
+def job_need(plan: Plan, rule: str, w: Any,
              cap: Callable[[int, int], int] = lambda want, gpu: want) -> Need:
     """The :class:`Need` of one job of ``rule`` with wildcards ``w``, from what it is given:
-    its corpus's size (:func:`corpus_mb`), its model's size (:func:`model_mb`) and device,
-    and for the LLM stages where they run. Threads: 8 for a model on a GPU (its CPUs per GPU)
-    or TextTiling's paragraph embedding, 2 for a replayed or remote LLM stage, 1 for
-    everything else, each capped by ``cap(threads, gpu)`` (:meth:`Sizer.threads`) before the
-    runtime is reckoned over them."""
+    its corpus's size (:func:`corpus_mb`), the size and device of the model it loads (its
+    entry's ``model``: :func:`model_mb`), and for an LLM stage's rule where the stage runs.
+    Threads: 8 for a model on a GPU (its CPUs per GPU) or TextTiling's paragraph embedding, 2
+    for a replayed or remote LLM stage, 1 for everything else, each capped by
+    ``cap(threads, gpu)`` (:meth:`Sizer.threads`) before the runtime is reckoned over them."""
+    entry = table_entry(rule)
     size = corpus_mb(plan, w.corpus)
     s = plan.settings
-    if rule in ("embed_chunks", "embed_queries", "rerank"):
-        model = s.rerankers[w.reranker] if rule == "rerank" else s.embedders[w.embedder]
+    if entry.model is not None:  # an embedder or a reranker, named by its wildcard
+        models = s.rerankers if entry.model == "reranker" else s.embedders
+        model = models[getattr(w, entry.model)]
         gpu = int(is_gpu(model.device))
         need = estimate(rule, size, model_mb(model.model), threads=cap(8, gpu), gpu=gpu)
         if gpu:
             need = Need(need.threads, need.mem_mb + GPU_HOST_MB, need.runtime, gpu)
         return need
-    stage = STAGE_OF_RULE.get(rule)
+    stage = entry.stage
     if stage is not None:  # an LLM stage: on a GPU under vLLM, else on CPUs
         job = LLM_STAGE_JOBS[stage]
         if plan.llm_on_gpu(stage, w.corpus if job.per_corpus else None):

@@ -1,0 +1,328 @@
+"""The rule table: one entry per Snakemake rule of ``rules/*.smk``, holding every fact about
+the rule that the plan, the sizing, the SLURM groups and the tests read.
+
+Each :class:`Rule` names
+
+* its job: the typed :class:`~structablate.plan.jobs.Job` class and the builder of its
+  instance from the plan, the settings and a job's wildcards (:func:`rule_settings`), and the
+  glue script the job runs (``workflow_scripts/<script>.py``, whose code is fingerprinted);
+* its footprint (:class:`Rate`), from which :mod:`structablate.plan.resources` sizes each
+  job; ``None`` for a rule that runs on the submit host (``localrule``) and books nothing;
+* the model it loads (``embedder`` or ``reranker``, named by the wildcard of that name), whose
+  device decides whether the job takes a GPU;
+* its SLURM group: the CPU group its small jobs share (:class:`CpuGroup`: kind and the
+  wildcards that scope one group job), and the GPU group kind it joins when its model is on a
+  GPU (:mod:`structablate.plan.groups` computes both from the typed plan);
+* its LLM stage (:data:`structablate.mechanisms.LLM_STAGE_JOBS`), read from the stage table.
+
+The rules in ``rules/*.smk`` read ``params``, ``threads``, ``resources`` and ``group``
+through named functions of ``rules/common.smk`` that look the rule up here
+(``trigger("chunk")``, ``threads_of("chunk")``, ``resources_of("chunk")``,
+``group_of("chunk")``); ``tests/test_rule_table.py`` checks that the rules and this table
+name the same rules, and that each rule passes its own name. Adding a rule is its entry here,
+its rule and its code (a job class in :mod:`structablate.plan.jobs` and its glue).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+from structablate import mechanisms
+from structablate.mechanisms import LLM_STAGE_JOBS, STAGE_OF_RULE
+from structablate.plan.jobs import (
+    BuildQasperJob,
+    BuildUserDocumentsJob,
+    BuildWikipediaJob,
+    CellStatisticsJob,
+    ChunkJob,
+    ContextualizeJob,
+    ContrastsJob,
+    EmbedJob,
+    GenerateQueriesJob,
+    InduceStructureJob,
+    InputsOnlyJob,
+    Job,
+    LLMStageJob,
+    MapUserQuestionsJob,
+    ReportCellJob,
+    ReportCorpusJob,
+    ReportPageJob,
+    RerankJob,
+    RetrieveJob,
+    ScoreJob,
+    StructureQualityJob,
+    SummarizeCellJob,
+    SummaryMarkdownJob,
+    TokenizeCorpusJob,
+    llm_stage_job,
+    only,
+    wildcards_dict,
+)
+from structablate.settings import Settings, StatisticsSettings, planned_dtype
+from structablate.settings.corpora import USER_QUESTION_KEYS
+
+if TYPE_CHECKING:
+    from structablate.plan import Plan
+
+__all__ = ["CpuGroup", "RULES", "Rate", "Rule", "job_class", "planned_rules", "rule",
+           "rule_settings"]
+
+Builder = Callable[["Plan", Settings, dict[str, str]], Job]
+"""Builds a rule's job settings from the plan, the settings and the job's wildcards."""
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A rule's footprint: peak RSS ``base_mb`` plus ``mb_per_mb`` per corpus MB, wall seconds
+    ``base_s`` (start-up: imports, reading) plus ``s_per_mb`` CPU seconds per corpus MB
+    spread over the job's threads; where ``per_model``, per corpus MB and per 100 MB of the
+    model's weights (a larger model is slower and holds more)."""
+
+    base_mb: float
+    mb_per_mb: float
+    base_s: float
+    s_per_mb: float
+    per_model: bool = False
+
+
+@dataclass(frozen=True)
+class CpuGroup:
+    """The SLURM group job a rule's small CPU jobs share with other rules' of the same
+    ``kind`` (``corpus``, ``cell``, ``report``): one group job per value of the ``scope``
+    wildcards, id ``{kind}-{value}-…`` (a scope wildcard the job lacks, the reranker of a
+    retrieval or an embedding, is ``none``: the embedder's first-stage cell).
+    ``apart_when_llm_writes_chunks``: the rule reads every chunkset's chunks, so where an LLM
+    stage writes a chunkset from the windows of another (A1 from A0's, outside the group) it
+    would wait on a job that waits on its own group: it joins none then."""
+
+    kind: str
+    scope: tuple[str, ...]
+    apart_when_llm_writes_chunks: bool = False
+
+
+CORPUS = CpuGroup("corpus", ("corpus",))
+"""A corpus's preparation: tokens, induced structure on CPUs, chunks, BM25 check."""
+CELL = CpuGroup("cell", ("corpus", "embedder", "reranker"))
+"""A cell's retrieval and evaluation (with a CPU embedder's vectors)."""
+REPORT = CpuGroup("report", ("corpus",))
+"""A corpus's reports."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule's facts (see the module docstring). ``model``: the wildcard naming the model
+    the job loads (``embedder``/``reranker``), None for none; ``gpu_group``: the SLURM group
+    kind its jobs join when that model is on a GPU (``embed``, ``rerank``; the profile's
+    ``group-components`` packs that many per submission); ``reads_questions``: its job reads
+    the corpus's questions, so a GPU group of it waits for their generation too."""
+
+    name: str
+    job: type[Job]
+    build: Builder
+    rate: Rate | None
+    script: str | None = None
+    group: CpuGroup | None = None
+    model: Literal["embedder", "reranker"] | None = None
+    gpu_group: str | None = None
+    reads_questions: bool = False
+
+    @property
+    def glue(self) -> str:
+        """The glue script's name (``workflow_scripts/<glue>.py``)."""
+        return self.script or self.name
+
+    @property
+    def stage(self) -> str | None:
+        """The LLM stage this rule runs (:data:`structablate.mechanisms.STAGE_OF_RULE`)."""
+        return STAGE_OF_RULE.get(self.name)
+
+
+# ------------------------------------------------------------------------------ builders
+
+
+def _user_documents(plan: Plan, s: Settings, w: dict[str, str]) -> BuildUserDocumentsJob:
+    c = s.corpora[w["corpus"]]
+    return BuildUserDocumentsJob(
+        corpus=only(c, {f.name for f in dataclasses.fields(c)} - USER_QUESTION_KEYS))
+
+
+def _user_questions(plan: Plan, s: Settings, w: dict[str, str]) -> MapUserQuestionsJob:
+    c = s.corpora[w["corpus"]]
+    return MapUserQuestionsJob(corpus=replace(c, queries=plan.user_queries(w["corpus"])))
+
+
+def _chunk(plan: Plan, s: Settings, w: dict[str, str]) -> ChunkJob:
+    """The ``chunking`` keys the chunkset's mechanisms read (:func:`mechanisms.reads`), the
+    resolved tokenizer, and the ``seed`` where one of them reads it (the placebo's)."""
+    keys = mechanisms.reads(w["chunkset"], "chunk")
+    return ChunkJob(
+        chunking=only(s.chunking, mechanisms.block_keys(keys, "chunking") - {"tokenizer"}),
+        tokenizer=plan.tokenizer, seed=s.seed if "seed" in keys else None)
+
+
+def _retrieve(plan: Plan, s: Settings, w: dict[str, str]) -> RetrieveJob:
+    """The ``retrieval`` keys the condition's mechanisms read; the HNSW parameters only when
+    the method is ``hnsw`` (exact search reads none of them)."""
+    r = s.retrieval
+    keep = mechanisms.block_keys(mechanisms.reads(w["condition"], "retrieve"), "retrieval")
+    if r.method != "hnsw":
+        keep.discard("hnsw")
+    return RetrieveJob(retrieval=only(r, keep), condition=w["condition"])
+
+
+def _statistics(plan: Plan, s: Settings) -> StatisticsSettings:
+    """The statistics block with the primary cell resolved (embedder filled in)."""
+    st = s.statistics
+    return replace(st, primary=replace(st.primary, embedder=plan.primary.embedder))
+
+
+def _embed(plan: Plan, s: Settings, w: dict[str, str]) -> EmbedJob:
+    """An embedder's settings and the precision its ``dtype`` runs in on its device."""
+    model = s.embedders[w["embedder"]]
+    return EmbedJob(embedder=model, precision=planned_dtype(model.dtype, model.device))
+
+
+def _rerank(plan: Plan, s: Settings, w: dict[str, str]) -> RerankJob:
+    """A reranker's settings, the precision its ``dtype`` runs in on its device, the seed."""
+    model = s.rerankers[w["reranker"]]
+    return RerankJob(reranker=model, precision=planned_dtype(model.dtype, model.device),
+                     seed=s.seed)
+
+
+def _report_page(plan: Plan, s: Settings, w: dict[str, str]) -> ReportPageJob:
+    """What the report page states about the run (see :class:`ReportPageJob`)."""
+    return ReportPageJob(
+        cells=plan.cells(), corpora=plan.corpora,
+        corpus_types={c: s.corpora[c].type for c in plan.corpora},
+        generated_queries={c: plan.generates_queries(c) for c in plan.corpora},
+        embedders=s.embedders, rerankers=s.rerankers, llm=plan.llm_stages(),
+        conditions=plan.conditions, measures=s.metrics.measures,
+        primary=_statistics(plan, s).primary, size_match_structure=s.size_match_structure,
+        inducer=s.induction.inducer, stage_conditions=plan.stage_conditions(),
+        guard=s.report.guard,
+        contrasts={"statistics.contrasts": s.statistics.contrasts,
+                   "statistics.extra_contrasts": s.statistics.extra_contrasts},
+        n_boot=s.statistics.bootstrap_iters, top_k=s.retrieval.top_k)
+
+
+def _stage_rate(stage: str) -> Rate:
+    """An LLM stage's footprint on CPUs, declared with the stage
+    (:attr:`structablate.mechanisms.StageJob.cpu_rate`)."""
+    return Rate(*LLM_STAGE_JOBS[stage].cpu_rate)
+
+
+# ------------------------------------------------------------------------------ the table
+
+# Rates: the bundled default's benchmark files (`snakemake --cores 2`; max_rss, s and cpu_time
+# of results/benchmarks/; docs/cluster.md "Sizes"): every CPU rule's process peaks at 80-400
+# MB and takes 1-30 s there, mostly start-up. Slopes: measured where two corpus sizes were
+# run (tokenize_corpus: 0.39 GB on the sample, 0.7 GB and 22 s on the full QASPER of ~60
+# corpus MB; score: 1.2 GB and 2 s there; embedding: 99 CPU s for MiniLM over the QASPER
+# sample's 0.57 MB, 48 over Wikipedia's 0.35 MB; TextTiling induction 71 and 41 CPU s), else
+# taken as 20 MB and 5 CPU s per corpus MB. The LLM stages' rates on CPUs (TextTiling
+# induction measured as above; replaying or calling a server taken as 30 CPU s per corpus
+# MB) are declared with each stage.
+_SMALL = Rate(450, 20, 20, 5)
+
+_TABLE: tuple[Rule, ...] = (
+    Rule("build_qasper", BuildQasperJob, lambda p, s, w: BuildQasperJob(
+        corpus=replace(s.corpora[w["corpus"]], sources=tuple(p.qasper_sources(w["corpus"])),
+                       data_dir=None)), _SMALL),
+    Rule("build_wikipedia", BuildWikipediaJob, lambda p, s, w: BuildWikipediaJob(
+        source=s.corpora[w["corpus"]].source, selection=s.corpora[w["corpus"]].selection),
+        _SMALL),
+    Rule("build_user_documents", BuildUserDocumentsJob, _user_documents, _SMALL),
+    Rule("map_user_questions", MapUserQuestionsJob, _user_questions, _SMALL, group=CORPUS),
+    Rule("generate_queries", GenerateQueriesJob, lambda p, s, w: GenerateQueriesJob(
+        queries=replace(p.query_generation(w["corpus"]), llm=None),
+        llm=p.stage_llm("queries", w["corpus"])), _stage_rate("queries")),
+    Rule("bm25_check", InputsOnlyJob, lambda p, s, w: InputsOnlyJob(), _SMALL, group=CORPUS),
+    Rule("induce_structure", InduceStructureJob, lambda p, s, w: InduceStructureJob(
+        induction=replace(s.induction, llm=None),
+        llm=p.stage_llm("induction") if p.induction_uses_llm else None),
+        _stage_rate("induction"), group=CORPUS),
+    Rule("tokenize_corpus", TokenizeCorpusJob,
+         lambda p, s, w: TokenizeCorpusJob(tokenizer=p.tokenizer), Rate(450, 6, 20, 0.4),
+         group=CORPUS),
+    Rule("chunk", ChunkJob, _chunk, Rate(450, 20, 30, 5), group=CORPUS),
+    Rule("contextualize", ContextualizeJob, lambda p, s, w: ContextualizeJob(
+        contexts=replace(s.contexts, llm=None), llm=p.stage_llm("contexts"),
+        tokenizer=p.tokenizer), _stage_rate("contexts")),
+    Rule("embed_chunks", EmbedJob, _embed, Rate(800, 0.2, 30, 200, per_model=True),
+         script="embed", group=CELL, model="embedder", gpu_group="embed"),
+    Rule("embed_queries", EmbedJob, _embed, Rate(800, 0.05, 30, 50, per_model=True),
+         script="embed", group=CELL, model="embedder", gpu_group="embed",
+         reads_questions=True),
+    Rule("retrieve", RetrieveJob, _retrieve, _SMALL, group=CELL),
+    Rule("rerank", RerankJob, _rerank, Rate(800, 0.2, 30, 1000, per_model=True),
+         model="reranker", gpu_group="rerank", reads_questions=True),
+    Rule("score", ScoreJob, lambda p, s, w: ScoreJob(
+        measures=s.metrics.measures, conditions=p.conditions), Rate(450, 12, 20, 1),
+        group=CELL),
+    Rule("summarize_cell", SummarizeCellJob,
+         lambda p, s, w: SummarizeCellJob(conditions=p.conditions), None),
+    Rule("summary_markdown", SummaryMarkdownJob, lambda p, s, w: SummaryMarkdownJob(
+        embedders=s.embedders, rerankers=s.rerankers, cells=p.cells(),
+        metric=p.primary_metric), None),
+    Rule("contrasts", ContrastsJob, lambda p, s, w: ContrastsJob(
+        statistics=_statistics(p, s), seed=s.seed, conditions=p.conditions),
+        Rate(500, 20, 60, 30), group=CELL),
+    Rule("trec_export", InputsOnlyJob, lambda p, s, w: InputsOnlyJob(), _SMALL, group=CELL),
+    Rule("cell_statistics", CellStatisticsJob, lambda p, s, w: CellStatisticsJob(
+        conditions=p.conditions, n_boot=s.statistics.bootstrap_iters, seed=s.seed),
+        Rate(500, 20, 60, 30), group=CELL),
+    Rule("report_cell", ReportCellJob, lambda p, s, w: ReportCellJob(
+        conditions=p.conditions, metric=p.primary_metric,
+        reranker=s.rerankers[w["reranker"]], guard=s.report.guard), Rate(500, 20, 40, 5),
+        group=REPORT),
+    Rule("structure_quality", StructureQualityJob, lambda p, s, w: StructureQualityJob(
+        conditions=p.conditions, chunksets=p.chunksets,
+        hier_top_sections=s.retrieval.hier_top_sections, inducer=s.induction.inducer,
+        seed=s.seed), _SMALL,
+        group=replace(CORPUS, apart_when_llm_writes_chunks=True)),
+    Rule("report_corpus", ReportCorpusJob, lambda p, s, w: ReportCorpusJob(
+        metric=p.primary_metric, conditions=p.conditions, chunksets=p.chunksets,
+        embedders=p.embedders, size_match_structure=s.size_match_structure),
+        Rate(500, 20, 30, 5), group=REPORT),
+    Rule("report_page", ReportPageJob, _report_page, None),
+)
+
+RULES: dict[str, Rule] = {r.name: r for r in _TABLE}
+"""Rule name -> its :class:`Rule`, in table order."""
+for _stage, _stage_job in LLM_STAGE_JOBS.items():
+    # a grid-level LLM stage without an entry of its own gets the generic job class
+    if _stage_job.rule not in RULES and not _stage_job.per_corpus:
+        RULES[_stage_job.rule] = Rule(_stage_job.rule, LLMStageJob, llm_stage_job(_stage),
+                                      _stage_rate(_stage))
+
+
+def rule(name: str) -> Rule:
+    """The table entry of rule ``name``; KeyError naming the table where it has none."""
+    if name not in RULES:
+        raise KeyError(f"rule {name!r} has no entry in structablate.plan.rules.RULES: add one "
+                       "next to its rule in rules/*.smk")
+    return RULES[name]
+
+
+def planned_rules() -> list[str]:
+    """Every rule the plan gives settings to, in table order."""
+    return list(RULES)
+
+
+def job_class(name: str) -> type[Job]:
+    """The :class:`~structablate.plan.jobs.Job` subclass of rule ``name``'s jobs."""
+    if name not in RULES:
+        raise KeyError(f"no settings are planned for rule {name!r}")
+    return RULES[name].job
+
+
+def rule_settings(plan: Plan, name: str, wildcards: Mapping[str, str] | Any = None) -> Job:
+    """The typed settings a job of rule ``name`` uses, an instance of :func:`job_class`;
+    ``wildcards``: the job's (a Snakemake wildcards object or a mapping; ``None``: a job
+    without any)."""
+    if name not in RULES:
+        raise KeyError(f"no settings are planned for rule {name!r}")
+    return RULES[name].build(plan, plan.settings, wildcards_dict(wildcards))
