@@ -10,8 +10,10 @@ dose-response), :func:`structablate.stats.means.condition_means` (summary) and
 :func:`structablate.stats.means.condition_mean_cis` (per-condition CIs) — with the same seeds,
 and compares them with the shipped tables: every column both hold, every row, bit for bit
 (NaN equals NaN, null equals null). A difference names the file, the table, the row, the
-column and both values; a score table with fewer questions than the summary records names
-itself. What the scores cannot give (section recall and ranking identity come from the runs,
+column and both values; a score table with fewer questions than the summary records, or
+without a measure's column, names itself; a table the statistics write for every cell that is
+missing names itself (:func:`missing_tables`; a page that does not print it would otherwise
+pass having compared nothing), and a ``run.json`` shipped beside the tables must parse. What the scores cannot give (section recall and ranking identity come from the runs,
 the guard's reasons from the chunk tables) is not re-derived, and :func:`rederive` says so.
 """
 
