@@ -13,8 +13,9 @@ and compares them with the shipped tables: every column both hold, every row, bi
 column and both values; a score table with fewer questions than the summary records, or
 without a measure's column, names itself; a table the statistics write for every cell that is
 missing names itself (:func:`missing_tables`; a page that does not print it would otherwise
-pass having compared nothing), and a ``run.json`` shipped beside the tables must parse. What the scores cannot give (section recall and ranking identity come from the runs,
-the guard's reasons from the chunk tables) is not re-derived, and :func:`rederive` says so.
+pass having compared nothing), and a ``run.json`` shipped beside the tables must parse. What
+the scores cannot give (section recall and ranking identity come from the runs, the guard's
+reasons from the chunk tables) is not re-derived, and :func:`rederive` says so.
 """
 
 from __future__ import annotations
