@@ -94,6 +94,7 @@ onstart:
 # Each job's threads, memory and runtime from the work it is given, fitted to the SLURM
 # profile's partitions (structablate.plan.resources; docs/cluster.md, "Sizes").
 SIZE = Sizer.for_workflow(workflow, FAILURES)
+SIZE.check_profile()  # a broken partitions.yaml is refused here, dry runs included
 
 
 P = PLAN.paths

@@ -77,6 +77,11 @@ NOT_HERE: dict[str, str] = {
     "(tests/test_slurm_cluster.py writes its own partitions.yaml)",
     ".venv/bin/snakemake --profile profile-try": "submits to the cluster started above "
     "(tests/test_slurm_cluster.py runs the profile on a real controller)",
+    # docs/cluster.md, booked H200-hours: the paper grid planned with Snakemake (minutes)
+    "python tests/slurm_plan.py plan.json": "plans the paper grid through the SLURM profile "
+    "(minutes); tests/test_profiles.py plans the same and checks the printed table against it",
+    "python -m structablate.slurm plan.json": "reads the plan the command before it writes; "
+    "tests/test_profiles.py checks its table against the paper grid's plan",
     "python -m structablate.store import-sqlite": "needs an SQLite cache written by an earlier "
     "release",
     # Python blocks, matched by a line they contain

@@ -522,3 +522,81 @@ def test_every_job_runs_in_the_configured_image_under_apptainer(tmp_path):
     assert "was not started with --software-deployment-method apptainer" in proc.stderr
     plain = json.loads((tmp_path / "plain.json").read_text())
     assert "APPTAINER" not in " ".join(plain["deployment"]).upper()
+
+
+# ------------------------------------------------------- the dry run reads partitions.yaml
+
+
+def _profile_with(tmp_path: Path, partitions: str) -> Path:
+    """profiles/slurm copied with its partitions.yaml replaced by ``partitions``."""
+    profile = tmp_path / "slurm"
+    shutil.copytree(REPO / "profiles" / "slurm", profile, dirs_exist_ok=True)
+    (profile / "partitions.yaml").write_text(partitions)
+    return profile
+
+
+def test_the_dry_run_refuses_a_broken_partitions_yaml(tmp_path):
+    """Issue 52, item 4: `snakemake --profile … -n` printed a clean plan for a partitions.yaml
+    with memory `lots`, -1 threads, a misspelt key, bad YAML or no `partitions:` mapping; now
+    it stops before listing a job, naming the file and the key path."""
+    for text, wants in (
+            ("partitions:\n  cpu: {max_threads: -1, max_mem_mb: lots, max_runtim: 1440}\n",
+             ["partitions.cpu.max_threads: -1 is below 1",
+              "partitions.cpu.max_mem_mb: 'lots' is not a number; give a whole number of "
+              "megabytes",
+              "partitions.cpu.max_runtim: not a partition limit; did you mean `max_runtime`?"]),
+            ("partitions:\n  cpu:\n    max_threads: 2\n   max_mem_mb: 1\n",
+             [":4:", "not valid YAML"]),
+            ("cpu: {max_threads: 2}\n", ["no `partitions:` mapping"])):
+        profile = _profile_with(tmp_path, text)
+        proc = snakemake("--profile", str(profile), "-n", "--config",
+                         f"results={tmp_path / 'r'}")
+        out = proc.stdout + proc.stderr
+        assert proc.returncode != 0, out[-3000:]
+        for want in wants:
+            assert f"{profile / 'partitions.yaml'}" in out and want in out, (want, out[-3000:])
+        assert "rule build_qasper:" not in out  # refused before any job is listed
+
+
+def test_the_dry_run_shows_threads_and_resources_fitted_to_the_nodes(tmp_path):
+    """Issue 53, item 4: on 2-CPU nodes the dry run printed `threads: 8` for embedding and
+    induction jobs that were then submitted with 2; it now prints the fitted threads, and a
+    job that fits no partition is refused in the dry run as in the real plan."""
+    profile = _profile_with(tmp_path, "partitions:\n  cpu: {max_threads: 2, max_mem_mb: "
+                                      "22000, max_runtime: 1440}\n")
+    proc = snakemake("--profile", str(profile), "-n", "--config", f"results={tmp_path / 'r'}")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    threads = re.findall(r"^\s*threads: (\d+)$", out, re.M)
+    assert threads and max(map(int, threads)) == 2, sorted(set(threads))
+    for mem in re.findall(r"mem_mb=(\d+)", out):
+        assert int(mem) <= 22000
+    profile = _profile_with(tmp_path, "partitions:\n  tiny: {max_threads: 2, max_mem_mb: 500, "
+                                      "max_runtime: 60}\n")
+    proc = snakemake("--profile", str(profile), "-n", "--config", f"results={tmp_path / 'r'}")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert re.search(r"rule \w+: a job needs \d+ MB, \d+ min and fits no partition of "
+                     r"partitions.yaml \(tiny \(2 CPUs, 500 MB, 60 min, 0 GPUs\)\)", out), \
+        out[-3000:]
+
+
+def test_the_documented_gpu_hours_are_the_plans(paper_plan):
+    """Issue 53, item 5: docs/cluster.md said 48.2 H200-hours (reranking 5.5) where the plan
+    booked 59.2 (16.5). The table it prints now is structablate.slurm's table of the paper
+    grid's plan, line for line, so it cannot drift from the plan again."""
+    from structablate.slurm import gpu_hours_table, main, submissions_table
+
+    doc = (REPO / "docs" / "cluster.md").read_text()
+    table = gpu_hours_table(paper_plan["units"])
+    assert "\n".join(table) in doc, "\n".join(table)
+    assert "python -m structablate.slurm plan.json --submissions" in doc
+    submitted = [u for u in paper_plan["units"] if not u["local"]]
+    assert len(submissions_table(paper_plan["units"])) == 2 + len(submitted)
+    # every submission's row: the group (or the job) and the CPUs, memory, runtime and GPUs
+    for unit, row in zip(submitted, submissions_table(paper_plan["units"])[2:], strict=True):
+        r = unit["resources"]
+        assert row.endswith(f"| {unit['threads']} | {r['mem_mb']} | {r['runtime']} | "
+                            f"{int(r.get('gpu', 0) or 0)} |"), row
+        assert (f"group {unit['group']} " if unit["group"] else unit["rule"]) in row
+    assert main([]) == 2

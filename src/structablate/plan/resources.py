@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +31,7 @@ import yaml
 
 from structablate.mechanisms import LLM_STAGE_JOBS
 from structablate.plan.rules import rule as table_entry
-from structablate.settings import is_gpu
+from structablate.settings import context_tokens, is_gpu, served_model
 from structablate.user_files import ByoInputError, input_files
 
 if TYPE_CHECKING:
@@ -87,45 +88,164 @@ class Partition:
                 f"{f(self.runtime, ' min')}, {self.gpus} GPUs)")
 
 
+PARTITION_KEYS: dict[str, str] = {
+    "max_runtime": "runtime",
+    "max_mem_mb": "megabytes",
+    "max_mem_mb_per_cpu": "megabytes",
+    "max_cpus_per_task": "count",
+    "max_threads": "count",
+    "max_nodes": "count",
+    "max_tasks": "count",
+    "max_tasks_per_node": "count",
+    "max_gpu": "count0",
+    "available_gpu_models": "names",
+    "max_cpus_per_gpu": "count",
+    "supports_mpi": "bool",
+    "max_mpi_tasks": "count",
+    "available_constraints": "names",
+    "slurm_cluster": "name",
+    "cluster": "name",
+    "clusters": "name",
+}
+"""Every key a partition of ``partitions.yaml`` may hold (snakemake-executor-plugin-slurm
+2.8's ``PartitionLimits`` and its cluster keys) -> the kind of value it takes
+(:data:`ACCEPTED`)."""
+
+ACCEPTED: dict[str, str] = {
+    "runtime": "minutes as a number (2880), or a SLURM time (2-00:00:00, 48:00:00, 2-0) or "
+               "Snakemake's (2d, 48h, 90m)",
+    "megabytes": "a whole number of megabytes (256000 for 256 GB; no unit)",
+    "count": "a whole number, 1 or more",
+    "count0": "a whole number, 0 or more",
+    "names": "a list of names ([h200])",
+    "name": "a name",
+    "bool": "true or false",
+}
+"""What each kind of :data:`PARTITION_KEYS` value accepts, as the refusal says it."""
+
+_SNAKEMAKE_TIME = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+_SLURM_TIME = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
+
+
+def _value_problem(kind: str, value: Any) -> str | None:
+    """Why ``value`` is not a value of ``kind`` (:data:`ACCEPTED`), or None."""
+    if kind == "runtime":
+        try:
+            minutes = _minutes(value)
+        except (TypeError, ValueError):
+            return "not a runtime"
+        return None if minutes > 0 else "not above 0"
+    if kind in ("megabytes", "count", "count0"):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return "not a number"
+        if value != int(value):
+            return "not a whole number"
+        least = 0 if kind == "count0" else 1
+        return None if value >= least else f"below {least}"
+    if kind == "names":
+        ok = isinstance(value, list) and all(isinstance(v, str) and v for v in value)
+        return None if ok else "not a list of names"
+    if kind == "bool":
+        return None if isinstance(value, bool) else "not true or false"
+    return None if isinstance(value, str) and value.strip() else "not a name"
+
+
+def partition_problems(data: Any, path: str | Path) -> list[str]:
+    """Every way the parsed ``partitions.yaml`` ``data`` is not what the SLURM plugin and the
+    sizing read, each naming the file and the key path: no ``partitions:`` mapping of names to
+    mappings, a key that is not a partition limit (with the closest known key), a value that
+    is not of its key's kind (:data:`ACCEPTED`: memory as ``lots``, threads as ``-1``)."""
+    import difflib
+
+    if not isinstance(data, dict) or not isinstance(data.get("partitions"), dict) \
+            or not data["partitions"]:
+        return [f"{path}: no `partitions:` mapping of partition names to limits (e.g. "
+                "`partitions: {cpu: {max_threads: 64, max_mem_mb: 256000, max_runtime: "
+                "2880}}`)"]
+    out = [f"{path}: {key}: not a key of partitions.yaml (the file holds only `partitions:`)"
+           for key in data if key != "partitions"]
+    for name, limits in data["partitions"].items():
+        where = f"{path}: partitions.{name}"
+        if not isinstance(name, str) or not name.strip():
+            out.append(f"{path}: partitions: a partition needs a name, not {name!r}")
+            continue
+        if limits is None:
+            continue
+        if not isinstance(limits, dict):
+            out.append(f"{where}: not a mapping of limits (max_threads: …, max_mem_mb: …)")
+            continue
+        for key, value in limits.items():
+            kind = PARTITION_KEYS.get(str(key))
+            if kind is None:
+                near = difflib.get_close_matches(str(key), PARTITION_KEYS, n=1)
+                out.append(f"{where}.{key}: not a partition limit"
+                           + (f"; did you mean `{near[0]}`?" if near else
+                              f"; the limits are {', '.join(PARTITION_KEYS)}"))
+                continue
+            why = _value_problem(kind, value)
+            if why:
+                out.append(f"{where}.{key}: {value!r} is {why}; give {ACCEPTED[kind]}")
+    return out
+
+
 def read_partitions(path: str | Path) -> tuple[Partition, ...]:
-    """The partitions of a ``partitions.yaml`` (``partitions: {NAME: {max_threads: …}}``);
-    a ``max_runtime`` may be minutes or a SLURM time (``2-00:00:00``)."""
+    """The partitions of a ``partitions.yaml`` (``partitions: {NAME: {max_threads: …}}``),
+    checked first (:func:`partition_problems`; YAML that does not parse is refused naming its
+    line): :class:`~structablate.errors.ConfigError` listing every problem."""
     from structablate.errors import ConfigError
 
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    parts = data.get("partitions") if isinstance(data, dict) else None
-    if not isinstance(parts, dict) or not parts:
-        raise ConfigError(f"{path}: no `partitions:` mapping of partition names to limits")
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: cannot be read ({err}); the SLURM profile's "
+                          "slurm-partition-config names it") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        at = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+        why = getattr(err, "problem", None) or str(err)
+        raise ConfigError(f"{path}{at}: not valid YAML ({why}); fix the file (the layout: "
+                          "profiles/slurm/partitions.yaml)") from None
+    problems = partition_problems(data, path)
+    if problems:
+        raise ConfigError("\n".join(problems))
     out = []
-    for name, lim in parts.items():
+    for name, lim in data["partitions"].items():
         lim = lim or {}
-        try:
-            out.append(Partition(
-                str(name), threads=float(lim.get("max_threads", INF)),
-                mem_mb=float(lim.get("max_mem_mb", INF)),
-                runtime=_minutes(lim.get("max_runtime", INF)),
-                gpus=int(lim.get("max_gpu", 0) or 0),
-                cpus_per_gpu=float(lim.get("max_cpus_per_gpu", INF))))
-        except (TypeError, ValueError) as err:
-            raise ConfigError(f"{path}: partitions.{name}: {err}") from err
+        out.append(Partition(
+            str(name), threads=float(lim.get("max_threads", INF)),
+            mem_mb=float(lim.get("max_mem_mb", INF)),
+            runtime=_minutes(lim.get("max_runtime", INF)),
+            gpus=int(lim.get("max_gpu", 0) or 0),
+            cpus_per_gpu=float(lim.get("max_cpus_per_gpu", INF))))
     return tuple(out)
 
 
 def _minutes(value: Any) -> float:
-    """Minutes of a ``max_runtime``: a number, or SLURM's ``[D-]HH:MM[:SS]`` / ``MM``."""
+    """Minutes of a ``max_runtime``: a number, SLURM's ``MM``, ``D-HH``, ``[D-]HH:MM[:SS]``
+    (seconds round up to a minute), or Snakemake's ``2d``, ``12h``, ``90m`` (combinable);
+    ValueError for anything else."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a time")
     if isinstance(value, int | float):
         return float(value)
     text = str(value).strip()
-    days = 0
-    if "-" in text:
-        d, text = text.split("-", 1)
-        days = int(d)
-    parts = [int(p) for p in text.split(":")]
-    if len(parts) == 1:
-        minutes = parts[0]
-    else:
-        minutes = parts[0] * 60 + parts[1] + (1 if len(parts) > 2 and parts[2] else 0)
-    return float(days * 1440 + minutes)
+    m = _SNAKEMAKE_TIME.match(text)
+    if text and m and any(m.groups()):
+        d, h, mi, sec = (int(g or 0) for g in m.groups())
+        return float(d * 1440 + h * 60 + mi + (1 if sec else 0))
+    m = _SLURM_TIME.match(text)
+    if not m:
+        raise ValueError(f"{value!r} is not a time")
+    days, first, second, third = m.groups()
+    if days is not None and second is None:  # D-HH
+        return float(int(days) * 1440 + int(first) * 60)
+    if second is None:  # MM
+        minutes = int(first)
+    else:  # HH:MM[:SS]
+        minutes = int(first) * 60 + int(second) + (1 if third and int(third) else 0)
+    return float(int(days or 0) * 1440 + minutes)
 
 
 # ------------------------------------------------------------------ what a job needs
@@ -324,6 +444,13 @@ class Sizer:
     def partitions(self) -> tuple[Partition, ...]:
         if self._partitions is None:
             settings = getattr(self.workflow, "executor_settings", None)
+            if settings is None and getattr(self.workflow, "dryrun", False):
+                # a dry run's executor ('dryrun') has no settings: the SLURM profile's are
+                # those the command line built for the executor it names
+                settings = planned_executor_settings()
+                if settings is None:
+                    self._partitions = ()
+                    return self._partitions
             if settings is None:  # not known yet (the Snakefile is still being read)
                 return ()
             path = getattr(settings, "partition_config", None)
@@ -335,6 +462,18 @@ class Sizer:
                 limit_group_jobs(self.workflow, max(p.threads for p in cpu),
                                  max(p.mem_mb for p in cpu))
         return self._partitions
+
+    def check_profile(self) -> tuple[Partition, ...]:
+        """Read the SLURM profile's ``partitions.yaml`` while the Snakefile is read, dry runs
+        included (:func:`planned_executor_settings`), so that a broken one is refused before
+        any job is planned or listed (:func:`read_partitions`: the file, the key path, the
+        accepted forms). Nothing (an empty tuple) without a partition file, and in a job's
+        own Snakemake."""
+        if getattr(self.workflow, "remote_exec", False) or getattr(
+                self.workflow, "subprocess_exec", False):
+            return ()
+        path = getattr(planned_executor_settings(), "partition_config", None)
+        return read_partitions(path) if path else ()
 
     def candidates(self, gpu: int) -> tuple[Partition, ...]:
         """The partitions a job may go to: with GPUs for a GPU job; for a CPU job the CPU
@@ -408,6 +547,24 @@ class Sizer:
         }
 
 
+def planned_executor_settings() -> Any:
+    """The executor settings Snakemake's command line built for the executor the run names
+    (``executor: slurm`` of the SLURM profile, with its ``slurm-partition-config``), read in a
+    dry run, whose own executor (``dryrun``) gets none: Snakemake 9 builds them in
+    ``snakemake.cli.args_to_api`` and hands them to the workflow only when it executes for
+    real, so they are taken from that function's frame on the call stack. None when Snakemake
+    was not started from its command line (the API), or the executor has no settings."""
+    import sys
+
+    frame = sys._getframe()
+    while frame is not None:
+        if (frame.f_code.co_name == "args_to_api"
+                and frame.f_globals.get("__name__") == "snakemake.cli"):
+            return frame.f_locals.get("executor_settings")
+        frame = frame.f_back
+    return None
+
+
 def limit_group_jobs(workflow: Any, cores: float, mem_mb: float) -> None:
     """Make a group job fit a node: Snakemake runs a group's members side by side up to its
     global limits (``_cores`` from ``--cores``, the SLURM profile's 8; ``mem_mb`` from
@@ -433,13 +590,69 @@ def limit_group_jobs(workflow: Any, cores: float, mem_mb: float) -> None:
 
 # ------------------------------------------------------------------ each rule's need
 
-LLM_ON_GPU: dict[str, Need] = {job.rule: Need(*job.gpu, 1) for job in LLM_STAGE_JOBS.values()}
-"""The LLM stages under vLLM on one GPU (not measured: no GPU was lent; the model's weights,
-its KV cache and vLLM's host buffers): the bookings the paper grid was planned with, declared
-with each stage (:attr:`structablate.mechanisms.StageJob.gpu`)."""
+LLM_ON_GPU: dict[str, tuple[int, int]] = {job.rule: job.gpu for job in LLM_STAGE_JOBS.values()}
+"""The LLM stages under vLLM on one GPU: threads and runtime (minutes) of one job, declared
+with each stage (:attr:`structablate.mechanisms.StageJob.gpu`; not measured: no GPU was
+lent); its host memory is :func:`vllm_host_mb` of the stage's model."""
 
 GPU_HOST_MB = 3000
 """Host memory a CUDA context and its libraries add to a job on a GPU."""
+
+
+VLLM_BASE_MB = 4000
+"""Host memory of vLLM's own processes beside the weights: the engine and its worker, the
+tokenizer, the Python and torch libraries (the CUDA context is :data:`GPU_HOST_MB`)."""
+
+VLLM_SWAP_MB = 4295
+"""vLLM's CPU swap space for preempted sequences' KV cache: its default ``swap_space`` of
+4 GiB per GPU."""
+
+HOST_BYTES_PER_TOKEN = 64
+"""Host bytes per token of a request in flight (its token ids, the prompt and output text,
+the sampler's bookkeeping)."""
+
+BYTES_PER_PARAMETER = 2
+"""Bytes per weight of an LLM whose files are not on this disk (bf16/fp16)."""
+
+UNKNOWN_LLM_MB = 60000.0
+"""An LLM neither the disk nor its name sizes: taken as a model of 30 billion parameters
+in bf16."""
+
+_PARAMETERS = re.compile(r"(?<![a-z0-9.])(\d+(?:\.\d+)?)b(?![a-z0-9])")
+
+
+def llm_weights_mb(model: str) -> float:
+    """MB of an LLM's weights: its ``*.safetensors``/``*.bin`` files where it is a local
+    folder or in the hub cache (:func:`model_mb` reads them), else its parameter count as its
+    name states it (``gemma-4-26b-a4b-it``: 26 billion, the first ``<N>b``) times
+    :data:`BYTES_PER_PARAMETER`, else :data:`UNKNOWN_LLM_MB`."""
+    size = model_mb(model)
+    if size != UNKNOWN_MODEL_MB:
+        return size
+    m = _PARAMETERS.search(model.split("/")[-1].lower())
+    if m:
+        return float(m.group(1)) * 1e9 * BYTES_PER_PARAMETER / 1e6
+    return UNKNOWN_LLM_MB
+
+
+def vllm_host_mb(weights_mb: float, context_tokens: int | None, batch_size: int) -> int:
+    """Host memory (MB) of one LLM stage's job under vLLM on one GPU:
+
+    ``(GPU_HOST_MB + VLLM_BASE_MB + weights_mb + VLLM_SWAP_MB
+    + batch_size * context_tokens * HOST_BYTES_PER_TOKEN / 1e6) * MEM_MARGIN``,
+
+    rounded up to 100 MB: the CUDA context (3,000 MB), vLLM's processes (4,000 MB), the
+    weights once (``weights_mb``: read from disk through the page cache, which the job's
+    cgroup is charged for, before they move to the GPU), the KV swap space (4 GiB), and the
+    requests of one batch at the full context (``context_tokens``; 32,768 when the config
+    leaves it to the model) — times the margin of every booking (1.5). The KV cache itself
+    lives on the GPU. Not measured (no GPU was lent): each term is stated so a measurement
+    can replace it. Gemma-4-26B-A4B (52,000 MB in bf16) at 32,768 tokens and batches of 64
+    books 95,200 MB, so a node of 128 GB holds it."""
+    tokens = context_tokens if context_tokens is not None else 32768
+    mb = (GPU_HOST_MB + VLLM_BASE_MB + weights_mb + VLLM_SWAP_MB
+          + batch_size * tokens * HOST_BYTES_PER_TOKEN / 1e6)
+    return _round_up(mb * MEM_MARGIN, 100)
 
 
 def job_need(plan: Plan, rule: str, w: Any,
@@ -464,8 +677,13 @@ def job_need(plan: Plan, rule: str, w: Any,
     stage = entry.stage
     if stage is not None:  # an LLM stage: on a GPU under vLLM, else on CPUs
         job = LLM_STAGE_JOBS[stage]
-        if plan.llm_on_gpu(stage, w.corpus if job.per_corpus else None):
-            return LLM_ON_GPU[rule]
+        corpus = w.corpus if job.per_corpus else None
+        if plan.llm_on_gpu(stage, corpus):
+            llm = plan.stage_llm(stage, corpus)
+            threads, runtime = LLM_ON_GPU[rule]
+            host = vllm_host_mb(llm_weights_mb(served_model(llm) or ""),
+                                context_tokens(llm), llm.batch_size)
+            return Need(threads, host, runtime, 1)
         # TextTiling (induction without an LLM) embeds every paragraph on 8 threads
         embeds = stage == "induction" and plan.induction_embeds_paragraphs
         return estimate(rule, size, threads=cap(8 if embeds else job.cpu_threads, 0))

@@ -10,9 +10,12 @@ dose-response), :func:`structablate.stats.means.condition_means` (summary) and
 :func:`structablate.stats.means.condition_mean_cis` (per-condition CIs) — with the same seeds,
 and compares them with the shipped tables: every column both hold, every row, bit for bit
 (NaN equals NaN, null equals null). A difference names the file, the table, the row, the
-column and both values; a score table with fewer questions than the summary records names
-itself. What the scores cannot give (section recall and ranking identity come from the runs,
-the guard's reasons from the chunk tables) is not re-derived, and :func:`rederive` says so.
+column and both values; a score table with fewer questions than the summary records, or
+without a measure's column, names itself; a table the statistics write for every cell that is
+missing names itself (:func:`missing_tables`; a page that does not print it would otherwise
+pass having compared nothing), and a ``run.json`` shipped beside the tables must parse. What
+the scores cannot give (section recall and ranking identity come from the runs, the guard's
+reasons from the chunk tables) is not re-derived, and :func:`rederive` says so.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from structablate.settings import StatisticsSettings, load_settings
 from structablate.stats.cell import analyze_cell
 from structablate.stats.means import condition_mean_cis, condition_means
 
-from .folder import ResultsError, read_table
+from .folder import ResultsError, read_json, read_table
 
 CONFIG = "config.yaml"
 """The run's configuration, shipped beside its tables (:func:`structablate.report.results.
@@ -46,6 +49,13 @@ KEYS: dict[str, tuple[str, ...]] = {
 }
 """The tables re-derived (by the page's name for them, :meth:`structablate.report.results.
 Run.file`) and the columns that name a row of each."""
+
+WRITTEN_FOR_EVERY_CELL = ("summary", "contrasts_raw", "qtype", "dose")
+"""Tables of :data:`KEYS` the statistics jobs write for every cell (the others, ``cis`` and
+the marked ``contrasts``, only once the report ran): one missing is a broken export, named."""
+
+ID_COLUMNS = ("qid", "doc_id")
+"""Columns every per-question score table holds besides one per measure."""
 
 NOT_REDERIVED = ("section_recall", "ranking_identity")
 """Tables a page reads that the per-question scores cannot give (they come from the runs)."""
@@ -164,13 +174,46 @@ def check_scores(file_of, scores: dict[str, pl.DataFrame], summary: pl.DataFrame
     return out
 
 
+def check_columns(file_of, scores: dict[str, pl.DataFrame], summary: pl.DataFrame
+                  ) -> list[str]:
+    """Each per-question score table against the columns it must hold: the question and
+    document ids (:data:`ID_COLUMNS`) and every measure the summary records. A missing
+    column names the file and the column (the statistics would otherwise stop on tables of
+    different widths). ``file_of(condition)``: the score table's file."""
+    measures = list(dict.fromkeys(summary["measure"].to_list())) if "measure" in \
+        summary.columns else []
+    out = []
+    for cond, df in scores.items():
+        lost = [c for c in (*ID_COLUMNS, *measures) if c not in df.columns]
+        if lost:
+            out.append(f"{file_of(cond)}: no column {', '.join(lost)} (the summary records "
+                       f"{', '.join(measures)}): the per-question table is damaged or not "
+                       "the run's; export the run's tables again")
+    return out
+
+
+def missing_tables(run, cell: tuple[str, str, str]) -> list[str]:
+    """The tables of :data:`WRITTEN_FOR_EVERY_CELL` that ``run``'s folder lacks for ``cell``,
+    each named with its file (a page can render without them, so without this a check
+    would pass having compared nothing)."""
+    from .results import Run
+
+    other = Run(run.results, *cell)
+    return [f"{other.file(name)} ({name}): missing, so it cannot be compared with what the "
+            "per-question scores give; the statistics jobs write it for every cell: export "
+            "the run's tables again (--export-tables DIR)"
+            for name in WRITTEN_FOR_EVERY_CELL if not (run.results / other.file(name)).exists()]
+
+
 def rederive(run, settings: RunSettings) -> tuple[list[str], list[str]]:
     """(problems, notes) of re-deriving every cell of ``run``'s folder
     (:class:`structablate.report.results.Run`): each table of :data:`KEYS` the folder holds,
     recomputed from the cell's per-question scores and compared (:func:`compare`); notes say
     what was not re-derived and why."""
-    from .results import Run
+    from .results import RUN_DESCRIPTION, Run
 
+    if (run.results / RUN_DESCRIPTION).exists():  # shipped beside the tables: must be whole
+        read_json(run.results / RUN_DESCRIPTION)
     problems: list[str] = []
     notes = [f"not re-derived (the per-question scores cannot give them): "
              f"{', '.join(NOT_REDERIVED)}, and the guard's reasons (from the chunk tables)"]
@@ -179,8 +222,13 @@ def rederive(run, settings: RunSettings) -> tuple[list[str], list[str]]:
         summary = other.table("summary")
         conds = list(dict.fromkeys(summary["condition"].to_list()))
         scores = other.scores()
-        bad = check_scores(lambda c, o=other, x=cell: o.rel(o.paths.scores(*x, c)), scores,
-                           summary)
+        problems += missing_tables(run, cell)
+
+        def file_of(c: str, o=other, x=cell) -> str:
+            return o.rel(o.paths.scores(*x, c))
+
+        bad = check_columns(file_of, scores, summary)
+        bad = bad or check_scores(file_of, scores, summary)
         if bad:
             problems += bad
             continue

@@ -421,6 +421,10 @@ class Run:
         want = (corpus, embedder, reranker)
         match = [c for c in cells if all(w is None or w == x for w, x in zip(want, c,
                                                                             strict=True))]
+        if not cells:
+            raise ResultsError(f"{results}: no cell here (no CORPUS/EMBEDDER/RERANKER/"
+                               "summary.parquet, which the statistics write for every cell): "
+                               "name a run's results folder or its exported tables")
         if len(match) != 1:
             raise ResultsError(f"{results}: {len(match)} cells match corpus={corpus} "
                                f"embedder={embedder} reranker={reranker} (cells: "
