@@ -356,29 +356,25 @@ def gpu_hours_by_unit(units: list[dict[str, Any]]) -> dict[str, float]:
     return out
 
 
-GPU_HOURS_LABELS: dict[str, str] = {
-    "embed": "embedding", "rerank": "reranking", "induce_structure": "induction",
-    "contextualize": "contexts", "generate_queries": "questions"}
-"""How :func:`gpu_hours_table` names each of :func:`gpu_hours_by_unit`'s keys."""
-
-
 def gpu_hours_table(units: list[dict[str, Any]]) -> list[str]:
-    """The GPU-hours a plan books at attempt 1 as a Markdown table: one row per rule or
-    group kind (:func:`gpu_hours_by_unit`, named by :data:`GPU_HOURS_LABELS`), with its
-    submissions, then the total (:func:`booked_gpu_hours`) and the plan's submissions. What
+    """The GPU-hours a plan books at attempt 1 as a Markdown table: one row per group kind
+    (``embed group``) or ungrouped rule (:func:`gpu_hours_by_unit`'s keys, named as the plan
+    names them, so this module compares no rule name), with its submissions, then the total (:func:`booked_gpu_hours`) and the plan's submissions. What
     docs/cluster.md prints for config/paper.yaml (tests/test_profiles.py holds it to the
     plan)."""
     hours = gpu_hours_by_unit(units)
     count: dict[str, int] = {}
+    grouped: set[str] = set()
     for u in units:
         if not u["local"] and int(u["resources"].get("gpu", 0) or 0):
             name = u["group"].split("-")[0] if u["group"] else u["rule"]
             count[name] = count.get(name, 0) + 1
+            if u["group"]:
+                grouped.add(name)
     rows = ["| GPU work | GPU submissions | GPU-hours booked |", "| --- | ---: | ---: |"]
-    for name in sorted(hours, key=lambda n: list(GPU_HOURS_LABELS).index(n)
-                       if n in GPU_HOURS_LABELS else len(GPU_HOURS_LABELS)):
-        rows.append(f"| {GPU_HOURS_LABELS.get(name, name)} | {count[name]} | "
-                    f"{hours[name]:.1f} |")
+    for name in sorted(hours, key=lambda n: (n not in grouped, n)):
+        label = f"`{name}` group jobs" if name in grouped else f"`{name}`"
+        rows.append(f"| {label} | {count[name]} | {hours[name]:.1f} |")
     submitted = sum(1 for u in units if not u["local"])
     rows.append(f"| **total** (of {submitted} submissions) | {sum(count.values())} | "
                 f"{booked_gpu_hours(units):.1f} |")
