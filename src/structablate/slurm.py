@@ -360,8 +360,8 @@ def gpu_hours_table(units: list[dict[str, Any]]) -> list[str]:
     """The GPU-hours a plan books at attempt 1 as a Markdown table: one row per group kind
     (``embed group``) or ungrouped rule (:func:`gpu_hours_by_unit`'s keys, named as the plan
     names them, so this module compares no rule name), with its submissions, then the total
-    (:func:`booked_gpu_hours`) and the plan's submissions. What docs/cluster.md prints for config/paper.yaml (tests/test_profiles.py holds it to the
-    plan)."""
+    (:func:`booked_gpu_hours`) and the plan's submissions. What docs/cluster.md prints for
+    config/paper.yaml (tests/test_profiles.py holds it to the plan)."""
     hours = gpu_hours_by_unit(units)
     count: dict[str, int] = {}
     grouped: set[str] = set()
