@@ -73,7 +73,9 @@ from structablate.paper import (
     PAPER_METRIC,
     PAPER_QASPER_FUNNEL,
     PAPER_SECTION_RECALL,
+    difference_of_estimates,
     paper_contrast,
+    paper_contrast_ci,
 )
 from structablate.results_paths import Paths
 from structablate.stats.bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED
@@ -795,18 +797,40 @@ def _inside(value: float, row: Mapping | None) -> bool:
             and row["ci_low"] <= value <= row["ci_high"])
 
 
-def against_paper(paper_value: float, here: Mapping | None) -> str:
-    """The paper's value against this run's estimate of the same quantity, on this run's own
-    95% interval: ``"not run"`` (no row), ``"no interval"`` (the bootstrap was withheld),
-    ``"consistent"`` (the paper's value lies inside it) or ``"differs"``. No other row's
-    interval is consulted: whether a control accounts for a gap is a test of its own
+def against_paper(paper_value: float, here: Mapping | None,
+                  paper_ci: tuple[float, float] | None = None) -> str:
+    """The paper's value against this run's estimate of the same quantity: ``"not run"`` (no
+    row), ``"no interval"`` (the bootstrap was withheld), ``"consistent"`` or ``"differs"``.
+
+    With ``paper_ci`` (the paper printed a 95% interval) the two are compared as two
+    estimates: ``here − paper`` with the 95% interval of
+    :func:`structablate.paper.difference_of_estimates` (both standard errors combined);
+    consistent when it holds 0. Without one the paper's value is taken as exact: consistent
+    when it lies in this run's 95% interval. No other row's interval is consulted: whether a
+    control accounts for a gap is a test of its own
     (:func:`structablate.stats.contrasts.contrast_difference`)."""
     if here is None:
         return "not run"
     if here.get("ci_low") is None or here.get("ci_high") is None \
             or math.isnan(here["ci_low"]):
         return "no interval"
-    return "consistent" if _inside(paper_value, here) else "differs"
+    if paper_ci is None:
+        return "consistent" if _inside(paper_value, here) else "differs"
+    _, lo, hi = difference_of_estimates(here["delta"], (here["ci_low"], here["ci_high"]),
+                                        paper_value, paper_ci)
+    return "consistent" if lo <= 0 <= hi else "differs"
+
+
+def _difference_cell(led: Ledger, paper_value: float, here: Mapping | None,
+                     paper_ci: tuple[float, float] | None) -> str:
+    """``here − paper`` and its 95% interval (:func:`structablate.paper.difference_of_estimates`),
+    or ``—`` without an interval here."""
+    if here is None or here.get("ci_low") is None or math.isnan(here["ci_low"]):
+        return "—"
+    d, lo, hi = difference_of_estimates(here["delta"], (here["ci_low"], here["ci_high"]),
+                                        paper_value, paper_ci)
+    return (f"{_derived(led, d, '+4')} [{_derived(led, lo, '+4')}, "
+            f"{_derived(led, hi, '+4')}]")
 
 
 def relative_row(row: Mapping | None, level: float | None) -> dict | None:
@@ -880,15 +904,22 @@ def block_paper(run: Run, led: Ledger, kind: str = "qasper", control_embedder: s
     rows, ran = [], {}
     for a, b in pairs:
         pd = paper_contrast(kind, a, b)
+        pci = paper_contrast_ci(kind, a, b)
         r = _contrast_row(df, a, b, PAPER_METRIC)
         published = (a, b) in PAPER_CONTRASTS.get(kind, {})
         ptxt = Ledger.format(pd, "+4")
         led.entries.append(Entry(ptxt, "paper:contrasts", (), "=", pd, "+4"))
+        if pci is not None:
+            ptxt += f" [{_derived(led, pci[0], '+4')}, {_derived(led, pci[1], '+4')}]"
+        elif not published:
+            ptxt += " (from the means)"
         pshare = pd / paper[b] if b in paper else None
+        pshare_ci = (pci[0] / paper[b], pci[1] / paper[b]) if pci and b in paper else None
         pstxt = _derived(led, pshare, "+pct") if pshare is not None else "—"
+        exact = pci is None
         if r is None:
-            rows.append([f"{a} − {b}", ptxt + ("" if published else " (from the means)"),
-                         pstxt, "—", "—", "—", "—", "not run", "not run"])
+            rows.append([f"{a} − {b}", ptxt, pstxt, "—", "—", "—", "—", "—", "not run",
+                         "not run"])
             continue
         ran[(a, b)] = r
         key = {"family": r.get("family"), "contrast": r["contrast"], "metric": PAPER_METRIC}
@@ -897,19 +928,31 @@ def block_paper(run: Run, led: Ledger, kind: str = "qasper", control_embedder: s
         if rel is not None and "ci_low" in rel:
             share += (f" [{_derived(led, rel['ci_low'], '+pct')}, "
                       f"{_derived(led, rel['ci_high'], '+pct')}]")
-        rows.append([f"{r['contrast']}: {a} − {b}",
-                     ptxt + ("" if published else " (from the means)"), pstxt,
+        tag = " (paper exact)" if exact else ""
+        rows.append([f"{r['contrast']}: {a} − {b}", ptxt, pstxt,
                      led.num(r["delta"], "+4", csrc, key, "delta"), led.ci(r, "+4", csrc, key),
-                     share, _answer(run, led, r), against_paper(pd, r),
-                     against_paper(pshare, rel) if pshare is not None else "—"])
-    out += ["", *_table(["contrast", "paper Δ", "paper Δ / control", "here Δ", "here 95% CI",
-                         "here Δ / control [95% CI]", "here: answer", "against the paper (Δ)",
-                         "against the paper (share of control)"], rows, "lrrrrrlll")]
-    out += ["", "Against the paper: consistent when the paper's value lies in this run's 95% "
-            "interval of the same contrast, differs when it does not, not run when the "
-            "contrast has no row here (no interval of another contrast is consulted). The "
-            "share of control treats the control's mean as fixed. A lettered answer is about "
-            "what its flag says, and so is its comparison with the paper.", *flag_lines(led)]
+                     share, _answer(run, led, r), _difference_cell(led, pd, r, pci),
+                     against_paper(pd, r, pci) + tag,
+                     (against_paper(pshare, rel, pshare_ci) + tag)
+                     if pshare is not None else "—"])
+    out += ["", *_table(["contrast", "paper Δ [95% CI]", "paper Δ / control", "here Δ",
+                         "here 95% CI", "here Δ / control [95% CI]", "here: answer",
+                         "here − paper [95% CI]", "against the paper (Δ)",
+                         "against the paper (share of control)"], rows, "lrrrrrlrll")]
+    out += ["", "Against the paper: where the paper prints a 95% interval (the "
+            "pre-registered contrasts, in its first table), this run's Δ and the paper's "
+            "are compared as two independent estimates: here − paper with the 95% interval "
+            "of the difference, "
+            "each standard error read off its own interval (its half-width over the normal "
+            "quantile of the interval's level) and the two combined as the square root of "
+            "the sum of their squares; consistent when that interval holds zero, "
+            "differs when it does not. Where the paper prints no interval (every contrast "
+            "from the means, marked paper exact), the comparison treats the paper's value as "
+            "exact: consistent when it lies in this run's 95% interval, and the difference's "
+            "interval is this run's shifted by it. Not run when the contrast has no row here "
+            "(no interval of another contrast is consulted). The share of control treats "
+            "each control's mean as fixed. A lettered answer is about what its flag says, "
+            "and so is its comparison with the paper.", *flag_lines(led)]
     out += _control_differences(run, led, ran, other, control_embedder)
     if control_embedder and other is None:
         out += ["", f"The control cell `{run.corpus}/{control_embedder}/{run.reranker}` is not "
