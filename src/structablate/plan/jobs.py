@@ -116,6 +116,10 @@ class BuildQasperJob(Job):
     inputs, so moving the same files under another folder reruns nothing."""
 
     corpus: QasperCorpus
+    seed: int | None = absent_when_none()
+    """The run's seed, given only where a source draws a stratified sample (``papers:`` with
+    ``sample: stratified``): a full corpus or a first-N slice does not read it, so a seed
+    edit reruns only stratified slices."""
 
 
 @dataclass(frozen=True)
@@ -380,6 +384,16 @@ class _RuleJob(Generic[J]):
     build: Callable[[Plan, Settings, dict[str, str]], J]
 
 
+def _build_qasper(plan: Plan, s: Settings, w: dict[str, str]) -> BuildQasperJob:
+    """The corpus block with its sources resolved and ``data_dir`` dropped, and the run's
+    ``seed`` where a source's ``papers:`` is a stratified sample."""
+    c = s.corpora[w["corpus"]]
+    sampled = any(src.papers is not None and src.sample == "stratified" for src in c.sources)
+    return BuildQasperJob(
+        corpus=replace(c, sources=tuple(plan.qasper_sources(w["corpus"])), data_dir=None),
+        seed=s.seed if sampled else None)
+
+
 def _user_documents(plan: Plan, s: Settings, w: dict[str, str]) -> BuildUserDocumentsJob:
     c = s.corpora[w["corpus"]]
     return BuildUserDocumentsJob(
@@ -457,9 +471,7 @@ def _report_page(plan: Plan, s: Settings, w: dict[str, str]) -> ReportPageJob:
 
 
 _RULES: dict[str, _RuleJob[Any]] = {
-    "build_qasper": _RuleJob(BuildQasperJob, lambda p, s, w: BuildQasperJob(
-        corpus=replace(s.corpora[w["corpus"]], sources=tuple(p.qasper_sources(w["corpus"])),
-                       data_dir=None))),
+    "build_qasper": _RuleJob(BuildQasperJob, _build_qasper),
     "build_wikipedia": _RuleJob(BuildWikipediaJob, lambda p, s, w: BuildWikipediaJob(
         source=s.corpora[w["corpus"]].source, selection=s.corpora[w["corpus"]].selection)),
     "build_user_documents": _RuleJob(BuildUserDocumentsJob, _user_documents),

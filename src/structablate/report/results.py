@@ -99,6 +99,7 @@ from .blocks import (
     routing_row,
     routing_words,
     row_answer,
+    sample_block,
     section_recall_block,
     structure_quality_block,
 )
@@ -764,6 +765,9 @@ def block_funnel(run: Run, led: Ledger, kind: str = "qasper", **_) -> list[str]:
             cite=led.cite(src), cite_documents=led.cite(ssrc),
             cite_paper=led.cite("paper:funnel"))
         out += [table_markdown(block), ""]
+        sample = sample_block(funnel, cite=led.cite(src))
+        if sample is not None:
+            out += [table_markdown(sample), ""]
     return out + [table_markdown(report_fields_block(funnel, "funnel field (funnel.json)",
                                                      cite=led.cite(src)))]
 
