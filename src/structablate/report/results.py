@@ -81,7 +81,9 @@ from structablate.results_paths import Paths
 from structablate.stats.bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED
 from structablate.stats.contrasts import contrast_difference
 from structablate.stats.decision import row_words
+from structablate.stats.design import design_table
 from structablate.stats.embedders import embedder_contrasts, embedder_levels
+from structablate.stats.power import ALPHA, POWER
 from structablate.study import CONTROLS, DOSE_LADDER
 
 from .blocks import (
@@ -1002,16 +1004,24 @@ def _control_differences(run: Run, led: Ledger, ran: Mapping[tuple[str, str], Ma
               f"[{_derived(led, res['ci_low'], '+4')}, {_derived(led, res['ci_high'], '+4')}]")
         word = ("withheld (too few documents)" if math.isnan(res["ci_low"]) else
                 "differs from its control" if res["ci_low"] > 0 or res["ci_high"] < 0 else
-                "no difference from its control shown")
+                "no difference from its control shown; one smaller than the MDE would go "
+                "unseen")
+        mde_txt = ("—" if math.isnan(res["ci_low"]) else
+                   "±" + _derived(led, res["mde80"], "4"))
         rows.append([label, _derived(led, res["n_queries"], "int"),
-                     _derived(led, res["delta"], "+4"), ci, _derived(led, res["p"], "p"), word])
+                     _derived(led, res["delta"], "+4"), ci, _derived(led, res["p"], "p"),
+                     mde_txt, word])
     return ["", *_table(["contrast − control (paired per question)", "questions", "Δ − Δ",
-                         "95% CI", "p", "reading"], rows, "lrrrrl"),
+                         "95% CI", "p", "MDE", "reading"], rows, "lrrrrrl"),
             "", f"Document-clustered bootstrap of the per-question difference of the two "
             f"contrasts ({_derived(led, DEFAULT_N_BOOT, 'int')} replicates, seed "
             f"{_derived(led, DEFAULT_SEED, 's')}), unadjusted; a "
             "contrast that differs from its control differs because of what the control "
-            "removes (induced against gold structure, the embedder)."]
+            "removes (induced against gold structure, the embedder). MDE: the difference "
+            f"detected with power {_derived(led, POWER, '1')} at two-sided α "
+            f"{_derived(led, ALPHA, '2')} from the document-clustered standard error "
+            "(docs/statistics.md, \"Designing a run\"); python -m structablate.stats.design "
+            "gives the questions a stated one needs."]
 
 
 def block_sensitivity(run: Run, led: Ledger, embedder: str, metric: str = PAPER_METRIC,
@@ -1114,6 +1124,10 @@ def block_embedders(run: Run, led: Ledger, weak: str, kind: str = "qasper",
             pairs.setdefault(r["contrast"], (r["cond_a"], r["cond_b"]))
     inter = embedder_contrasts(scores, weak, run.embedder, pairs, [metric],
                                n_boot=DEFAULT_N_BOOT, seed=DEFAULT_SEED)
+    design = design_table({weak: scores[weak], run.embedder: scores[run.embedder]},
+                          {k: (a, b, "") for k, (a, b) in pairs.items()}, [metric])
+    mdes = {r["contrast"]: r["mde"] for r in design.iter_rows(named=True)
+            if r["kind"] == "interaction"}
     rows = []
     for r in inter.iter_rows(named=True):
         a, b = r["cond_a"], r["cond_b"]
@@ -1130,11 +1144,13 @@ def block_embedders(run: Run, led: Ledger, weak: str, kind: str = "qasper",
         ci = f"[{_derived(led, r['ci_lo'], '+4')}, {_derived(led, r['ci_hi'], '+4')}]"
         moved = ("moves" if r["p_holm"] < 0.05 else "no change shown")
         cells_ += [_derived(led, r["interaction"], "+4"), ci, _derived(led, r["p_holm"], "p"),
+                   "±" + _derived(led, mdes.get(r["contrast"]), "4"),
                    "same" if answers[0] == answers[1] else "differ", moved]
         rows.append(cells_)
     out += ["", *_table(["contrast", f"Δ `{weak}`", "share", "answer", f"Δ `{run.embedder}`",
                          "share", "answer", "interaction Δ − Δ", "95% CI", "Holm p",
-                         "answers", "with capacity"], rows, "lrrlrrlrrrll")]
+                         "interaction MDE", "answers", "with capacity"], rows,
+                        "lrrlrrlrrrrll")]
     return [*out, "", f"Levels: the paired per-question difference of each condition between "
             f"the embedders, with its own bootstrap interval and Holm p over the conditions. "
             f"Share: Δ as a share of the control condition's mean under the same "
@@ -1142,7 +1158,12 @@ def block_embedders(run: Run, led: Ledger, weak: str, kind: str = "qasper",
             f"under `{weak}`, document-clustered bootstrap "
             f"({_derived(led, DEFAULT_N_BOOT, 'int')} replicates, seed "
             f"{_derived(led, DEFAULT_SEED, 's')}) with both deltas on the same draws, Holm over "
-            "the contrasts of the table; \"moves\" where the Holm p is below the level. "
+            "the contrasts of the table; \"moves\" where the Holm p is below the level; "
+            "\"no change shown\" says only that no change as large as the interaction MDE "
+            f"beside it happened (power {_derived(led, POWER, '1')}, two-sided α "
+            f"{_derived(led, ALPHA, '2')} before Holm, from the "
+            "document-clustered standard error of the per-question interaction; "
+            "docs/statistics.md, \"Designing a run\"): a smaller one would go unseen. "
             f"{role_line(run)} The embedder comparison is exploratory (the paper "
             "pre-registers no interaction).", *flag_lines(led)]
 
