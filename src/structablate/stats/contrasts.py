@@ -36,10 +36,9 @@ from .bootstrap import (
 )
 from .columns import CELL, metric_columns
 from .decision import ALPHA, MIN_BOOTSTRAP_DOCS, row_decision
-from .design import clustered_se
 from .holm import holm
 from .mixedlm import mixedlm_pvalues, mixedlm_slope
-from .power import MIN_DOCS, design_effect, mde
+from .power import MIN_DOCS, clustered_se, design_effect, mde
 from .smallsample import SignFlip, sign_flip
 
 OUTPUT_COLUMNS = [
@@ -489,7 +488,7 @@ def contrast_difference(
     ``delta`` (mean per-query difference of differences), ``ci_low``/``ci_high`` (95%
     percentile interval), ``p`` (two-sided bootstrap p of 0), ``n_queries``, ``n_docs``,
     ``se`` (the analytic document-clustered standard error,
-    :func:`structablate.stats.design.clustered_se`) and ``mde80`` (the effect detected with
+    :func:`structablate.stats.power.clustered_se`) and ``mde80`` (the effect detected with
     80 % power at two-sided α 0.05, ``2.8016 · se``); the bootstrap values are NaN below
     :data:`~structablate.stats.decision.MIN_BOOTSTRAP_DOCS`
     documents. Raises ``ValueError`` naming a condition that is missing."""

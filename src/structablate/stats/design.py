@@ -40,7 +40,7 @@ from statistics import NormalDist
 import numpy as np
 import polars as pl
 
-from .power import ALPHA, POWER, needed_for_delta, z_sum
+from .power import ALPHA, POWER, clustered_se, needed_for_delta, z_sum
 
 __all__ = ["COLUMNS", "clustered_se", "design_markdown", "design_table", "main",
            "power_at", "read_cells"]
@@ -57,21 +57,6 @@ COLUMNS: dict[str, pl.DataType] = {
 (``kind`` ``contrast``) and per contrast and embedder pair (``interaction``, ``embedder``
 ``strong − weak``). ``control_mean``: ``cond_b``'s mean (for an interaction, the mean of the
 two embedders'); ``target``: the stated MDE the ``*_needed`` columns are for."""
-
-
-def clustered_se(values: np.ndarray, doc_ids: Sequence) -> tuple[float, int]:
-    """``(se, D)``: the document-clustered standard error of the mean of ``values`` (module
-    docstring) and the number of documents; ``se`` NaN below two documents."""
-    values = np.asarray(values, dtype=np.float64)
-    docs, inv = np.unique(np.asarray(doc_ids, dtype=object).astype(str), return_inverse=True)
-    n, d = values.size, docs.size
-    if d < 2 or n == 0:
-        return float("nan"), int(d)
-    sums = np.bincount(inv, weights=values, minlength=d)
-    counts = np.bincount(inv, minlength=d).astype(np.float64)
-    mean = sums.sum() / n
-    resid = sums - counts * mean
-    return float(math.sqrt(d / (d - 1) * float(np.dot(resid, resid)) / (n * n))), int(d)
 
 
 def power_at(delta: float, se: float, alpha: float = ALPHA) -> float:
