@@ -80,7 +80,7 @@ from structablate.paper import (
 from structablate.results_paths import Paths
 from structablate.stats.bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED
 from structablate.stats.contrasts import contrast_difference
-from structablate.stats.decision import row_words
+from structablate.stats.decision import no_spread, row_decision, row_words
 from structablate.stats.design import design_table
 from structablate.stats.embedders import embedder_contrasts, embedder_levels
 from structablate.stats.power import ALPHA, POWER
@@ -621,8 +621,15 @@ def _routing(run: Run, led: Ledger, r: Mapping) -> list[str]:
 def _answer(run: Run, led: Ledger, r: Mapping) -> str:
     """A contrast row's answer on a results page: the rule's words, qualified by letter
     (:func:`structablate.report.blocks.row_answer` with the page's flags, the run's
-    replicates and the routing figures)."""
-    return row_answer(r, led.flags, run.n_boot, _routing(run, led, r))
+    replicates and the routing figures). "Too small to tell" carries the MDE at the family's
+    level beside it (``mde80_family``): it rules out only effects that large."""
+    text = row_answer(r, led.flags, run.n_boot, _routing(run, led, r))
+    mde = r.get("mde80_family")
+    if (row_decision(r) == "inconclusive" and no_spread(r) is None and mde is not None
+            and math.isfinite(mde)):
+        words = row_words(r)
+        text = f"{words} (MDE ±{_derived(led, mde, '4')}){text[len(words):]}"
+    return text
 
 
 def _contrast_cells(r: Mapping, led: Ledger, src: str, run: Run | None = None) -> list[str]:
