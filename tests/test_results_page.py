@@ -4,6 +4,7 @@ pages keep that rule."""
 
 import json
 import math
+import re
 from pathlib import Path
 
 import polars as pl
@@ -452,3 +453,19 @@ def test_check_fails_when_one_conditions_scores_are_shifted(tmp_path, monkeypatc
     # every table that no longer re-derives is named, with its count of differences
     assert "all of them by file: " in err and "report/qasper/mpnet/none/contrasts_marked.parquet" \
         in err.split("all of them by file: ")[1]
+
+
+def test_a_committed_page_prints_nothing_detectable_without_its_mde():
+    """Issue 50 item 4: "no change shown" (the embedder interactions), "no difference from its
+    control shown" and a "too small to tell" outside the contrast table (whose MDE column
+    stands beside it) each carry an MDE on the same row."""
+    page = (REPO / "docs/results/qasper-two-embedders.md").read_text(encoding="utf-8")
+    rows = [line for line in page.splitlines() if line.startswith("| ")]
+    inter = [r for r in rows if r.rstrip().endswith("| no change shown |")]
+    assert len(inter) == 5 and all(re.search(r"\| ±0\.0\d{3} \|", r) for r in inter)
+    control = [r for r in rows if "no difference from its control shown" in r]
+    assert control and all(re.search(r"\| ±0\.0\d{3} \|", r) for r in control)
+    # the paper block's answers: each "too small to tell" names its MDE
+    paper = page.split("## Against the paper", 1)[1].split("<!-- /results -->", 1)[0]
+    answers = re.findall(r"too small to tell[^|]*", paper)
+    assert answers and all(a.startswith("too small to tell (MDE ±0.0") for a in answers)
