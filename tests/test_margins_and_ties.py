@@ -214,6 +214,10 @@ def test_contrast_difference_is_the_paired_difference_of_two_contrasts():
     assert res["n_queries"] == 119 and res["n_docs"] == 30
     assert res["delta"] == pytest.approx(want, rel=1e-12)
     assert res["ci_low"] < 0.02 < res["ci_high"] and res["p"] < 0.05
+    # its MDE beside the answer: 2.8016 times the document-clustered se, which the bootstrap's
+    # interval agrees with (half-width about 1.96 se)
+    assert res["mde80"] == pytest.approx(2.8016 * res["se"], rel=1e-4)
+    assert (res["ci_high"] - res["ci_low"]) / 3.92 == pytest.approx(res["se"], rel=0.25)
     few = {c: t.filter(pl.col("doc_id").is_in(["d0", "d1"])) for c, t in scores.items()}
     small = contrast_difference(few, ("A3", "A2"), ("G3", "G2"), "m", n_boot=100)
     assert math.isnan(small["ci_low"]) and math.isfinite(small["delta"])

@@ -114,7 +114,8 @@ def test_paper_config_validates_with_the_papers_models(paper):
     assert list(cfg["corpora"]) == ["qasper", "wikipedia_fa"]
     # all three splits of the hub's QASPER, read by the QASPER builder through `datasets`
     assert cfg["corpora"]["qasper"]["sources"] == [
-        {"format": "hf", "path": "allenai/qasper", "split": split, "papers": None}
+        {"format": "hf", "path": "allenai/qasper", "split": split, "papers": None,
+         "sample": "stratified"}
         for split in ("train", "validation", "test")]
     emb = cfg["embedders"]
     assert list(emb) == ["bge_small", "bge_large"]

@@ -281,3 +281,30 @@ def test_qasper_data_dir_resolves_relative_sources(tmp_path, monkeypatch):
     with pytest.raises(Exception, match=r"corpora.qasper.sources\[0\].path: no file .*"
                        r"qasper-train-v0.3.json \(data_dir "):
         Plan.from_config(cfg)
+
+
+def test_a_stratified_qasper_slice_is_given_the_run_seed(tmp_path, monkeypatch):
+    """``papers: N`` drawn stratified reads the run's seed, so the build job gets it and a
+    seed edit reruns the slice; a full source or a ``sample: first`` slice has no seed key."""
+    monkeypatch.chdir(tmp_path)
+
+    def plan_with(source, seed=20260710):
+        cfg = copy.deepcopy(BASE)
+        cfg["seed"] = seed
+        cfg["corpora"] = {"qasper": {"type": "qasper", "data_dir": str(REPO / "resources/qasper"),
+                                     "sources": [{"path": "qasper-sample-v0.3.json", **source}]}}
+        return Plan.from_config(cfg)
+
+    w = {"corpus": "qasper"}
+    script = REPO / "workflow_scripts/build_qasper.py"
+    strat = plan_with({"papers": 2})
+    assert strat.rule_settings("build_qasper", w).seed == 20260710
+    assert strat.rule_settings("build_qasper", w).corpus.sources[0].sample == "stratified"
+    assert "seed" in strat.rule_settings("build_qasper", w).dump()
+    assert (strat.trigger("build_qasper", script)(w)
+            != plan_with({"papers": 2}, seed=1).trigger("build_qasper", script)(w))
+    for source in ({}, {"papers": 2, "sample": "first"}):
+        plan = plan_with(source)
+        assert "seed" not in plan.rule_settings("build_qasper", w).dump(), source
+        assert (plan.trigger("build_qasper", script)(w)
+                == plan_with(source, seed=1).trigger("build_qasper", script)(w)), source

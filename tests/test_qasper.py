@@ -217,15 +217,16 @@ def test_qtypes_and_dedup(sample_corpus):
 
 
 def test_a_source_slice_keeps_its_first_papers_by_id(tmp_path):
-    """``papers: N`` keeps the N smallest paper ids of that source, whatever the file's order,
-    and asking for more papers than the source holds is refused naming the file."""
+    """``papers: N`` with ``sample: first`` keeps the N smallest paper ids of that source,
+    whatever the file's order, and asking for more papers than the source holds is refused
+    naming the file."""
     papers = json.loads(SAMPLE.read_text())
     ids = sorted(papers)
     shuffled = tmp_path / "shuffled.json"
     shuffled.write_text(json.dumps({k: papers[k] for k in reversed(ids)}))
-    kept = read_sources([{"path": str(shuffled), "papers": 3}])
+    kept = read_sources([{"path": str(shuffled), "papers": 3, "sample": "first"}])
     assert list(kept) == ids[:3]
     assert kept[ids[0]] == papers[ids[0]]
     with pytest.raises(QasperFormatError, match=rf"shuffled.json: papers: {len(ids) + 1} asked "
                                                 rf"for, the source holds {len(ids)}"):
-        read_sources([{"path": str(shuffled), "papers": len(ids) + 1}])
+        read_sources([{"path": str(shuffled), "papers": len(ids) + 1, "sample": "first"}])

@@ -3,6 +3,8 @@ block prints is its source's value, the prose states none of its own, and the co
 pages keep that rule."""
 
 import json
+import math
+import re
 from pathlib import Path
 
 import polars as pl
@@ -194,6 +196,45 @@ def test_against_paper_reads_only_the_contrasts_own_interval():
     rel = relative_row({"delta": 0.005, "ci_low": 0.001, "ci_high": 0.009}, 0.1)
     assert rel == pytest.approx({"delta": 0.05, "ci_low": 0.01, "ci_high": 0.09})
     assert against_paper(0.08, rel) == "consistent" and against_paper(0.1, rel) == "differs"
+
+
+def test_against_paper_combines_both_errors_where_the_paper_prints_an_interval():
+    """Issue 50 item 6: a paper value with a 95% interval is an estimate, not a constant. Here
+    +0.010 [+0.006, +0.014] (se 0.00204) against the paper's +0.016 [+0.012, +0.020] (se
+    0.00204): the paper's value lies outside this run's interval (the old rule: differs), but
+    the difference −0.006 has se sqrt(2) · 0.00204 = 0.00289 and 95% interval
+    −0.006 ± 0.00566 = [−0.01166, −0.00034]: still differs; at +0.0155 it is consistent."""
+    from structablate.paper import difference_of_estimates, paper_contrast_ci, se_from_ci
+
+    here = {"delta": 0.010, "ci_low": 0.006, "ci_high": 0.014}
+    assert se_from_ci(0.006, 0.014) == pytest.approx(0.008 / 3.919928, rel=1e-6)
+    d, lo, hi = difference_of_estimates(0.010, (0.006, 0.014), 0.016, (0.012, 0.020))
+    assert d == pytest.approx(-0.006)
+    half = 1.959964 * math.hypot(0.008 / 3.919928, 0.008 / 3.919928)
+    assert (lo, hi) == pytest.approx((-0.006 - half, -0.006 + half), rel=1e-6)
+    assert against_paper(0.016, here, (0.012, 0.020)) == "differs"
+    # 0.0155 is outside this run's interval too, but the combined interval holds 0
+    assert against_paper(0.0155, here) == "differs"
+    assert against_paper(0.0155, here, (0.0115, 0.0195)) == "consistent"
+    # no interval from the paper: its value is exact, the difference's interval is ours shifted
+    assert difference_of_estimates(0.010, (0.006, 0.014), 0.016, None) == pytest.approx(
+        (-0.006, -0.010, -0.002))
+    # Table 1's intervals are known for C1-C4 only; contrasts from the means have none
+    assert paper_contrast_ci("qasper", "A4", "A3") == (-0.0192, -0.0104)
+    assert paper_contrast_ci("qasper", "G2", "A0") is None
+    with pytest.raises(ValueError, match="not ordered"):
+        se_from_ci(0.02, 0.01)
+
+
+def test_the_paper_block_says_which_comparisons_treat_the_paper_as_exact():
+    """The committed two-embedder page compares only contrasts derived from the paper's means
+    (no interval): each comparison is marked paper exact, and the block says what that
+    means; the full page's C2-C4 carry the paper's interval and the difference's."""
+    two = (REPO / "docs/results/qasper-two-embedders.md").read_text(encoding="utf-8")
+    assert "consistent (paper exact)" in two
+    assert "treats the paper's value as exact" in two
+    full = (REPO / "docs/results/qasper-full-cpu.md").read_text(encoding="utf-8")
+    assert "| C4: A4 − A3 | −0.0147 [−0.0192, −0.0104] |" in full
 
 
 def test_sensitivity_and_paper_blocks_read_a_second_cell(tmp_path):
@@ -471,3 +512,19 @@ def test_a_folder_without_cells_says_what_a_cell_is(tmp_path, capsys):
     assert main([str(tmp_path / "empty"), "--page", str(page), "--check"]) == 2
     err = capsys.readouterr().err
     assert "no cell here (no CORPUS/EMBEDDER/RERANKER/summary.parquet" in err, err
+
+
+def test_a_committed_page_prints_nothing_detectable_without_its_mde():
+    """Issue 50 item 4: "no change shown" (the embedder interactions), "no difference from its
+    control shown" and a "too small to tell" outside the contrast table (whose MDE column
+    stands beside it) each carry an MDE on the same row."""
+    page = (REPO / "docs/results/qasper-two-embedders.md").read_text(encoding="utf-8")
+    rows = [line for line in page.splitlines() if line.startswith("| ")]
+    inter = [r for r in rows if r.rstrip().endswith("| no change shown |")]
+    assert len(inter) == 5 and all(re.search(r"\| ±0\.0\d{3} \|", r) for r in inter)
+    control = [r for r in rows if "no difference from its control shown" in r]
+    assert control and all(re.search(r"\| ±0\.0\d{3} \|", r) for r in control)
+    # the paper block's answers: each "too small to tell" names its MDE
+    paper = page.split("## Against the paper", 1)[1].split("<!-- /results -->", 1)[0]
+    answers = re.findall(r"too small to tell[^|]*", paper)
+    assert answers and all(a.startswith("too small to tell (MDE ±0.0") for a in answers)

@@ -7,6 +7,9 @@ corpus level are the paper's corpora, ``"wikipedia"`` (Wikipedia-FA) and ``"qasp
 
 from __future__ import annotations
 
+import math
+from statistics import NormalDist
+
 from structablate.study import PRIMARY_METRIC
 
 PAPER_METRIC = PRIMARY_METRIC
@@ -28,6 +31,17 @@ PAPER_CONTRASTS: dict[str, dict[tuple[str, str], float]] = {
 }
 """Table 1: the pre-registered contrasts C1–C4 (Δ cov-nDCG@10); C3 on QASPER is not
 significant, the others are Holm-significant."""
+
+PAPER_CONTRAST_CIS: dict[str, dict[tuple[str, str], tuple[float, float]]] = {
+    "wikipedia": {("A3", "A1"): (0.0052, 0.0380), ("A3", "P"): (0.0024, 0.0173),
+                  ("G3", "A3"): (0.0038, 0.0228), ("A4", "A3"): (-0.0442, -0.0217)},
+    "qasper": {("A3", "A1"): (0.0055, 0.0175), ("A3", "P"): (0.0114, 0.0207),
+               ("G3", "A3"): (-0.0020, 0.0043), ("A4", "A3"): (-0.0192, -0.0104)},
+}
+"""Table 1's 95% intervals of C1–C4 (document-clustered percentile bootstrap). These are the
+only intervals the paper prints for a number compared here: its per-condition means (Table 2),
+and so every contrast derived from them, come without one, as do the section-recall range,
+the BM25 gold-top-1 rates and the chunk-span identities."""
 
 PAPER_SECTION_RECALL: dict[str, tuple[float, float]] = {
     "wikipedia": (0.60, 0.68), "qasper": (0.17, 0.20)}
@@ -56,6 +70,38 @@ def paper_contrast(corpus_kind: str, a: str, b: str) -> float | None:
     if a in means and b in means:
         return round(means[a] - means[b], 3)
     return None
+
+
+def paper_contrast_ci(corpus_kind: str, a: str, b: str) -> tuple[float, float] | None:
+    """The paper's 95% interval of ``a − b`` on a corpus (Table 1), or None where it prints
+    none (every contrast derived from the means)."""
+    return PAPER_CONTRAST_CIS.get(corpus_kind, {}).get((a, b))
+
+
+def se_from_ci(low: float, high: float, level: float = 0.95) -> float:
+    """The standard error a ``level`` interval implies under the normal approximation:
+    ``(high − low) / (2 · z_{(1+level)/2})`` (``(high − low) / 3.92`` at 95 %). An asymmetric
+    (percentile) interval contributes its mean half-width."""
+    if not high >= low:
+        raise ValueError(f"se_from_ci: interval [{low}, {high}] is not ordered")
+    return (high - low) / (2.0 * NormalDist().inv_cdf(0.5 + level / 2.0))
+
+
+def difference_of_estimates(here: float, here_ci: tuple[float, float], paper: float,
+                            paper_ci: tuple[float, float] | None, level: float = 0.95
+                            ) -> tuple[float, float, float]:
+    """``here − paper`` with its ``level`` interval, the two estimates independent (different
+    runs, corpora, embedders): ``SE = sqrt(se_here² + se_paper²)``, each ``se`` from its own
+    interval (:func:`se_from_ci`), and ``(d − z·SE, d + z·SE)``. With ``paper_ci`` None the
+    paper's value is treated as exact (``se_paper = 0``); the interval is then this run's own
+    interval shifted by the paper's value, so 0 lies in it exactly when the paper's value
+    lies in this run's interval. Returns ``(difference, low, high)``."""
+    z = NormalDist().inv_cdf(0.5 + level / 2.0)
+    d = here - paper
+    if paper_ci is None:
+        return d, here_ci[0] - paper, here_ci[1] - paper
+    se = math.hypot(se_from_ci(*here_ci, level), se_from_ci(*paper_ci, level))
+    return d, d - z * se, d + z * se
 
 
 PAPER_SIGNIFICANT: dict[str, tuple[tuple[str, str], ...]] = {

@@ -42,6 +42,7 @@ from pathlib import Path
 
 from structablate.corpus.evidence import SECTION_SEP, EvidenceMapper, fold
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
+from structablate.corpus.qasper_sample import draw, sample_report, source_split
 from structablate.corpus.questions import MappedQuestion, qrels_frame, queries_frame
 from structablate.corpus.result import CorpusBuild
 from structablate.corpus.verify import VerificationError, verify_document
@@ -66,6 +67,7 @@ __all__ = [
     "question_type",
     "read_hf",
     "read_sources",
+    "read_sources_sampled",
     "read_v03",
 ]
 
@@ -245,13 +247,29 @@ def read_hf(path_or_name: str, split: str | None = None) -> dict[str, dict]:
     return out
 
 
-def read_sources(sources: Iterable[Mapping]) -> dict[str, dict]:
+def read_sources(sources: Iterable[Mapping], seed: int | None = None) -> dict[str, dict]:
     """Merge papers from several sources (``{"format": "v0.3"|"hf", "path": ...}``) in order;
-    a source's ``papers: N`` keeps its first N papers in paper-id order (a slice).
+    a source's ``papers: N`` keeps N of its papers, drawn as its ``sample`` says
+    (:func:`read_sources_sampled`).
 
     A paper id seen twice is an error (splits are disjoint; a duplicate means a config mistake).
     """
+    return read_sources_sampled(sources, seed)[0]
+
+
+def read_sources_sampled(sources: Iterable[Mapping], seed: int | None = None
+                         ) -> tuple[dict[str, dict], dict | None]:
+    """:func:`read_sources` and the ``sample`` report of its slices (None when no source has
+    ``papers:``). A source's ``papers: N`` keeps a seeded sample stratified by split, structure
+    depth and year (``sample: stratified``, the default; ``seed`` is the run's) or its first N
+    papers in paper-id order (``sample: first``), :func:`structablate.corpus.qasper_sample.draw`.
+    The report (:func:`structablate.corpus.qasper_sample.sample_report`) compares the kept
+    papers with every paper of the sources they were drawn from."""
     merged: dict[str, dict] = {}
+    splits: dict[str, str] = {}
+    whole: dict[str, dict] = {}
+    kept: list[str] = []
+    methods: list[str] = []
     for src in sources:
         fmt = src.get("format", "v0.3")
         if fmt == "v0.3":
@@ -260,18 +278,34 @@ def read_sources(sources: Iterable[Mapping]) -> dict[str, dict]:
             papers = read_hf(src["path"], src.get("split"))
         else:
             raise QasperFormatError(f"unknown QASPER source format {fmt!r} (v0.3 or hf)")
-        first = src.get("papers")
-        if first is not None:
-            if len(papers) < first:
-                raise QasperFormatError(f"{src['path']}: papers: {first} asked for, the source "
+        n = src.get("papers")
+        if n is not None:
+            split = source_split(src)
+            method = src.get("sample") or "stratified"
+            if len(papers) < n:
+                raise QasperFormatError(f"{src['path']}: papers: {n} asked for, the source "
                                         f"holds {len(papers)}")
-            keep = sorted(papers)[:first]
+            if method == "stratified" and seed is None:
+                raise QasperFormatError(f"{src['path']}: sample: stratified needs the run's "
+                                        "seed (or set sample: first)")
+            try:
+                keep = draw(papers, n, method=method, seed=seed, split=split)
+            except ValueError as exc:
+                raise QasperFormatError(f"{src['path']}: {exc}") from None
+            whole |= papers
+            splits |= dict.fromkeys(papers, split)
+            kept += keep
+            methods.append(method)
             papers = {pid: papers[pid] for pid in keep}
         for pid, paper in papers.items():
             if pid in merged:
                 raise QasperFormatError(f"{src['path']}: paper {pid} already read from a source")
             merged[pid] = paper
-    return merged
+    if not methods:
+        return merged, None
+    method = "+".join(dict.fromkeys(methods))
+    return merged, sample_report(whole, kept, splits, method=method,
+                                 seed=seed if "stratified" in methods else None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -442,14 +476,19 @@ def build_qasper(
     fuzzy_min_ratio: float = QasperCorpus.fuzzy_min_ratio,
     keep_papers_without_questions: bool = QasperCorpus.keep_papers_without_questions,
     source: str = "",
+    sample: Mapping | None = None,
 ) -> CorpusBuild:
     """:func:`build_qasper_corpus` as a :class:`~structablate.corpus.result.CorpusBuild`:
     documents sorted by paper id, the kept questions, and the funnel (``QasperFunnel.as_dict``,
-    what ``funnel.json`` holds) as the report."""
+    what ``funnel.json`` holds) as the report, with ``sample`` (the slice beside the whole,
+    :func:`read_sources_sampled`) under its ``sample`` key when given."""
     c = build_qasper_corpus(
         papers,
         fuzzy_min_ratio=fuzzy_min_ratio,
         keep_papers_without_questions=keep_papers_without_questions,
         source=source,
     )
-    return CorpusBuild(tuple(c.documents), tuple(c.questions), c.funnel.as_dict(), "annotated")
+    report = c.funnel.as_dict()
+    if sample is not None:
+        report["sample"] = dict(sample)
+    return CorpusBuild(tuple(c.documents), tuple(c.questions), report, "annotated")

@@ -115,6 +115,10 @@ class BuildQasperJob(Job):
     inputs, so moving the same files under another folder reruns nothing."""
 
     corpus: QasperCorpus
+    seed: int | None = absent_when_none()
+    """The run's seed, given only where a source draws a stratified sample (``papers:`` with
+    ``sample: stratified``): a full corpus or a first-N slice does not read it, so a seed
+    edit reruns only stratified slices."""
 
 
 @dataclass(frozen=True)

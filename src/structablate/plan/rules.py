@@ -143,6 +143,16 @@ class Rule:
 # ------------------------------------------------------------------------------ builders
 
 
+def _build_qasper(plan: Plan, s: Settings, w: dict[str, str]) -> BuildQasperJob:
+    """The corpus block with its sources resolved and ``data_dir`` dropped, and the run's
+    ``seed`` where a source's ``papers:`` is a stratified sample."""
+    c = s.corpora[w["corpus"]]
+    sampled = any(src.papers is not None and src.sample == "stratified" for src in c.sources)
+    return BuildQasperJob(
+        corpus=replace(c, sources=tuple(plan.qasper_sources(w["corpus"])), data_dir=None),
+        seed=s.seed if sampled else None)
+
+
 def _user_documents(plan: Plan, s: Settings, w: dict[str, str]) -> BuildUserDocumentsJob:
     c = s.corpora[w["corpus"]]
     return BuildUserDocumentsJob(
@@ -228,9 +238,7 @@ def _stage_rate(stage: str) -> Rate:
 _SMALL = Rate(450, 20, 20, 5)
 
 _TABLE: tuple[Rule, ...] = (
-    Rule("build_qasper", BuildQasperJob, lambda p, s, w: BuildQasperJob(
-        corpus=replace(s.corpora[w["corpus"]], sources=tuple(p.qasper_sources(w["corpus"])),
-                       data_dir=None)), _SMALL),
+    Rule("build_qasper", BuildQasperJob, _build_qasper, _SMALL),
     Rule("build_wikipedia", BuildWikipediaJob, lambda p, s, w: BuildWikipediaJob(
         source=s.corpora[w["corpus"]].source, selection=s.corpora[w["corpus"]].selection),
         _SMALL),

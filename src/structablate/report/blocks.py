@@ -922,3 +922,40 @@ def qtype_block(qtype: pl.DataFrame, metric: str, *, key: str = "qtype", title: 
     return TableBlock(key, title, ["contrast", "question type", "questions", "Δ exactly zero",
                                    "Δ", "95% CI", "Holm p (per type)"], rows,
                       align=list("llrrrrr"))
+
+
+# ---------------------------------------------------------------- a slice against its whole
+
+
+def sample_block(report: Mapping, *, key: str = "sample", title: str = "",
+                 cite: Cite = plain) -> TableBlock | None:
+    """The slice a ``papers: N`` source kept beside every paper of its sources (the ``sample``
+    field of a QASPER ``funnel.json``, :func:`structablate.corpus.qasper_sample.sample_report`):
+    papers, the share with a nested section, named sections per paper, and the share of each
+    split and year; None when the report has no ``sample``. Each number is printed through
+    ``cite`` with its dotted field (``sample.slice.nested_share``) as the column."""
+    s = report.get("sample")
+    if not isinstance(s, Mapping):
+        return None
+    parts = ("slice", "whole")
+
+    def cell(part: str, path: str, kind: str) -> str:
+        v = s[part]
+        for k in path.split("."):
+            v = v.get(k) if isinstance(v, Mapping) else None
+        return "—" if v is None else cite(v, kind, f"sample.{part}.{path}", {})
+
+    rows = [["papers", *(cell(p, "papers", "int") for p in parts)],
+            ["papers with a nested section", *(cell(p, "nested_share", "pct") for p in parts)],
+            ["named sections per paper", *(cell(p, "mean_sections", "2") for p in parts)]]
+    for group, label in (("split", "split"), ("year", "year")):
+        labels = sorted(set(s["whole"].get(group, {})) | set(s["slice"].get(group, {})))
+        rows += [[f"{label} {x}", *(cell(p, f"{group}.{x}", "pct") for p in parts)]
+                 for x in labels]
+    method = s.get("method", "")
+    how = ("a stratified sample (structure depth × split × year, proportional allocation with "
+           "largest-remainder rounding, seeded by the run's seed)" if method == "stratified"
+           else "the first papers in paper-id order" if method == "first" else method)
+    return TableBlock(key, title, ["slice against its sources", "slice", "whole"], rows,
+                      note=f"The slice is {how}; the whole is every paper of the sources it "
+                           "was drawn from.", align=["l", "r", "r"])

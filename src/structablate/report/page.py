@@ -38,6 +38,7 @@ from .blocks import (
     markup_block,
     partial_evidence_block,
     resolving_power_block,
+    sample_block,
     section_recall_block,
     size_matching_block,
     structure_quality_block,
@@ -208,6 +209,10 @@ def build_page(cells: Sequence[CellData], corpora: Sequence[CorpusData], run: Pa
                                      f"Corpus funnel of {corpus.name}."))
             blocks.append(funnel_block(corpus.funnel, key=f"funnel-{corpus.name}-table",
                                        title=f"Corpus funnel, {corpus.name}"))
+            sample = sample_block(corpus.funnel, key=f"sample-{corpus.name}",
+                                  title=f"The slice against its sources, {corpus.name}")
+            if sample is not None:
+                blocks.append(sample)
         blocks.append(size_matching_block(corpus.size_matching, size_match_structure,
                                           key=f"size-matching-{corpus.name}",
                                           title=f"Size matching and truncation, {corpus.name}"))

@@ -73,13 +73,17 @@ from structablate.paper import (
     PAPER_METRIC,
     PAPER_QASPER_FUNNEL,
     PAPER_SECTION_RECALL,
+    difference_of_estimates,
     paper_contrast,
+    paper_contrast_ci,
 )
 from structablate.results_paths import Paths
 from structablate.stats.bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED
 from structablate.stats.contrasts import contrast_difference
-from structablate.stats.decision import row_words
+from structablate.stats.decision import no_spread, row_decision, row_words
+from structablate.stats.design import design_table
 from structablate.stats.embedders import embedder_contrasts, embedder_levels
+from structablate.stats.power import ALPHA, POWER
 from structablate.study import CONTROLS, DOSE_LADDER
 
 from .blocks import (
@@ -97,6 +101,7 @@ from .blocks import (
     routing_row,
     routing_words,
     row_answer,
+    sample_block,
     section_recall_block,
     structure_quality_block,
 )
@@ -620,8 +625,15 @@ def _routing(run: Run, led: Ledger, r: Mapping) -> list[str]:
 def _answer(run: Run, led: Ledger, r: Mapping) -> str:
     """A contrast row's answer on a results page: the rule's words, qualified by letter
     (:func:`structablate.report.blocks.row_answer` with the page's flags, the run's
-    replicates and the routing figures)."""
-    return row_answer(r, led.flags, run.n_boot, _routing(run, led, r))
+    replicates and the routing figures). "Too small to tell" carries the MDE at the family's
+    level beside it (``mde80_family``): it rules out only effects that large."""
+    text = row_answer(r, led.flags, run.n_boot, _routing(run, led, r))
+    mde = r.get("mde80_family")
+    if (row_decision(r) == "inconclusive" and no_spread(r) is None and mde is not None
+            and math.isfinite(mde)):
+        words = row_words(r)
+        text = f"{words} (MDE ±{_derived(led, mde, '4')}){text[len(words):]}"
+    return text
 
 
 def _contrast_cells(r: Mapping, led: Ledger, src: str, run: Run | None = None) -> list[str]:
@@ -766,6 +778,9 @@ def block_funnel(run: Run, led: Ledger, kind: str = "qasper", **_) -> list[str]:
             cite=led.cite(src), cite_documents=led.cite(ssrc),
             cite_paper=led.cite("paper:funnel"))
         out += [table_markdown(block), ""]
+        sample = sample_block(funnel, cite=led.cite(src))
+        if sample is not None:
+            out += [table_markdown(sample), ""]
     return out + [table_markdown(report_fields_block(funnel, "funnel field (funnel.json)",
                                                      cite=led.cite(src)))]
 
@@ -799,18 +814,40 @@ def _inside(value: float, row: Mapping | None) -> bool:
             and row["ci_low"] <= value <= row["ci_high"])
 
 
-def against_paper(paper_value: float, here: Mapping | None) -> str:
-    """The paper's value against this run's estimate of the same quantity, on this run's own
-    95% interval: ``"not run"`` (no row), ``"no interval"`` (the bootstrap was withheld),
-    ``"consistent"`` (the paper's value lies inside it) or ``"differs"``. No other row's
-    interval is consulted: whether a control accounts for a gap is a test of its own
+def against_paper(paper_value: float, here: Mapping | None,
+                  paper_ci: tuple[float, float] | None = None) -> str:
+    """The paper's value against this run's estimate of the same quantity: ``"not run"`` (no
+    row), ``"no interval"`` (the bootstrap was withheld), ``"consistent"`` or ``"differs"``.
+
+    With ``paper_ci`` (the paper printed a 95% interval) the two are compared as two
+    estimates: ``here − paper`` with the 95% interval of
+    :func:`structablate.paper.difference_of_estimates` (both standard errors combined);
+    consistent when it holds 0. Without one the paper's value is taken as exact: consistent
+    when it lies in this run's 95% interval. No other row's interval is consulted: whether a
+    control accounts for a gap is a test of its own
     (:func:`structablate.stats.contrasts.contrast_difference`)."""
     if here is None:
         return "not run"
     if here.get("ci_low") is None or here.get("ci_high") is None \
             or math.isnan(here["ci_low"]):
         return "no interval"
-    return "consistent" if _inside(paper_value, here) else "differs"
+    if paper_ci is None:
+        return "consistent" if _inside(paper_value, here) else "differs"
+    _, lo, hi = difference_of_estimates(here["delta"], (here["ci_low"], here["ci_high"]),
+                                        paper_value, paper_ci)
+    return "consistent" if lo <= 0 <= hi else "differs"
+
+
+def _difference_cell(led: Ledger, paper_value: float, here: Mapping | None,
+                     paper_ci: tuple[float, float] | None) -> str:
+    """``here − paper`` and its 95% interval (:func:`structablate.paper.difference_of_estimates`),
+    or ``—`` without an interval here."""
+    if here is None or here.get("ci_low") is None or math.isnan(here["ci_low"]):
+        return "—"
+    d, lo, hi = difference_of_estimates(here["delta"], (here["ci_low"], here["ci_high"]),
+                                        paper_value, paper_ci)
+    return (f"{_derived(led, d, '+4')} [{_derived(led, lo, '+4')}, "
+            f"{_derived(led, hi, '+4')}]")
 
 
 def relative_row(row: Mapping | None, level: float | None) -> dict | None:
@@ -884,15 +921,22 @@ def block_paper(run: Run, led: Ledger, kind: str = "qasper", control_embedder: s
     rows, ran = [], {}
     for a, b in pairs:
         pd = paper_contrast(kind, a, b)
+        pci = paper_contrast_ci(kind, a, b)
         r = _contrast_row(df, a, b, PAPER_METRIC)
         published = (a, b) in PAPER_CONTRASTS.get(kind, {})
         ptxt = Ledger.format(pd, "+4")
         led.entries.append(Entry(ptxt, "paper:contrasts", (), "=", pd, "+4"))
+        if pci is not None:
+            ptxt += f" [{_derived(led, pci[0], '+4')}, {_derived(led, pci[1], '+4')}]"
+        elif not published:
+            ptxt += " (from the means)"
         pshare = pd / paper[b] if b in paper else None
+        pshare_ci = (pci[0] / paper[b], pci[1] / paper[b]) if pci and b in paper else None
         pstxt = _derived(led, pshare, "+pct") if pshare is not None else "—"
+        exact = pci is None
         if r is None:
-            rows.append([f"{a} − {b}", ptxt + ("" if published else " (from the means)"),
-                         pstxt, "—", "—", "—", "—", "not run", "not run"])
+            rows.append([f"{a} − {b}", ptxt, pstxt, "—", "—", "—", "—", "—", "not run",
+                         "not run"])
             continue
         ran[(a, b)] = r
         key = {"family": r.get("family"), "contrast": r["contrast"], "metric": PAPER_METRIC}
@@ -901,19 +945,31 @@ def block_paper(run: Run, led: Ledger, kind: str = "qasper", control_embedder: s
         if rel is not None and "ci_low" in rel:
             share += (f" [{_derived(led, rel['ci_low'], '+pct')}, "
                       f"{_derived(led, rel['ci_high'], '+pct')}]")
-        rows.append([f"{r['contrast']}: {a} − {b}",
-                     ptxt + ("" if published else " (from the means)"), pstxt,
+        tag = " (paper exact)" if exact else ""
+        rows.append([f"{r['contrast']}: {a} − {b}", ptxt, pstxt,
                      led.num(r["delta"], "+4", csrc, key, "delta"), led.ci(r, "+4", csrc, key),
-                     share, _answer(run, led, r), against_paper(pd, r),
-                     against_paper(pshare, rel) if pshare is not None else "—"])
-    out += ["", *_table(["contrast", "paper Δ", "paper Δ / control", "here Δ", "here 95% CI",
-                         "here Δ / control [95% CI]", "here: answer", "against the paper (Δ)",
-                         "against the paper (share of control)"], rows, "lrrrrrlll")]
-    out += ["", "Against the paper: consistent when the paper's value lies in this run's 95% "
-            "interval of the same contrast, differs when it does not, not run when the "
-            "contrast has no row here (no interval of another contrast is consulted). The "
-            "share of control treats the control's mean as fixed. A lettered answer is about "
-            "what its flag says, and so is its comparison with the paper.", *flag_lines(led)]
+                     share, _answer(run, led, r), _difference_cell(led, pd, r, pci),
+                     against_paper(pd, r, pci) + tag,
+                     (against_paper(pshare, rel, pshare_ci) + tag)
+                     if pshare is not None else "—"])
+    out += ["", *_table(["contrast", "paper Δ [95% CI]", "paper Δ / control", "here Δ",
+                         "here 95% CI", "here Δ / control [95% CI]", "here: answer",
+                         "here − paper [95% CI]", "against the paper (Δ)",
+                         "against the paper (share of control)"], rows, "lrrrrrlrll")]
+    out += ["", "Against the paper: where the paper prints a 95% interval (the "
+            "pre-registered contrasts, in its first table), this run's Δ and the paper's "
+            "are compared as two independent estimates: here − paper with the 95% interval "
+            "of the difference, "
+            "each standard error read off its own interval (its half-width over the normal "
+            "quantile of the interval's level) and the two combined as the square root of "
+            "the sum of their squares; consistent when that interval holds zero, "
+            "differs when it does not. Where the paper prints no interval (every contrast "
+            "from the means, marked paper exact), the comparison treats the paper's value as "
+            "exact: consistent when it lies in this run's 95% interval, and the difference's "
+            "interval is this run's shifted by it. Not run when the contrast has no row here "
+            "(no interval of another contrast is consulted). The share of control treats "
+            "each control's mean as fixed. A lettered answer is about what its flag says, "
+            "and so is its comparison with the paper.", *flag_lines(led)]
     out += _control_differences(run, led, ran, other, control_embedder)
     if control_embedder and other is None:
         out += ["", f"The control cell `{run.corpus}/{control_embedder}/{run.reranker}` is not "
@@ -959,16 +1015,24 @@ def _control_differences(run: Run, led: Ledger, ran: Mapping[tuple[str, str], Ma
               f"[{_derived(led, res['ci_low'], '+4')}, {_derived(led, res['ci_high'], '+4')}]")
         word = ("withheld (too few documents)" if math.isnan(res["ci_low"]) else
                 "differs from its control" if res["ci_low"] > 0 or res["ci_high"] < 0 else
-                "no difference from its control shown")
+                "no difference from its control shown; one smaller than the MDE would go "
+                "unseen")
+        mde_txt = ("—" if math.isnan(res["ci_low"]) else
+                   "±" + _derived(led, res["mde80"], "4"))
         rows.append([label, _derived(led, res["n_queries"], "int"),
-                     _derived(led, res["delta"], "+4"), ci, _derived(led, res["p"], "p"), word])
+                     _derived(led, res["delta"], "+4"), ci, _derived(led, res["p"], "p"),
+                     mde_txt, word])
     return ["", *_table(["contrast − control (paired per question)", "questions", "Δ − Δ",
-                         "95% CI", "p", "reading"], rows, "lrrrrl"),
+                         "95% CI", "p", "MDE", "reading"], rows, "lrrrrrl"),
             "", f"Document-clustered bootstrap of the per-question difference of the two "
             f"contrasts ({_derived(led, DEFAULT_N_BOOT, 'int')} replicates, seed "
             f"{_derived(led, DEFAULT_SEED, 's')}), unadjusted; a "
             "contrast that differs from its control differs because of what the control "
-            "removes (induced against gold structure, the embedder)."]
+            "removes (induced against gold structure, the embedder). MDE: the difference "
+            f"detected with power {_derived(led, POWER, '1')} at two-sided α "
+            f"{_derived(led, ALPHA, '2')} from the document-clustered standard error "
+            "(docs/statistics.md, \"Designing a run\"); python -m structablate.stats.design "
+            "gives the questions a stated one needs."]
 
 
 def block_sensitivity(run: Run, led: Ledger, embedder: str, metric: str = PAPER_METRIC,
@@ -1071,6 +1135,10 @@ def block_embedders(run: Run, led: Ledger, weak: str, kind: str = "qasper",
             pairs.setdefault(r["contrast"], (r["cond_a"], r["cond_b"]))
     inter = embedder_contrasts(scores, weak, run.embedder, pairs, [metric],
                                n_boot=DEFAULT_N_BOOT, seed=DEFAULT_SEED)
+    design = design_table({weak: scores[weak], run.embedder: scores[run.embedder]},
+                          {k: (a, b, "") for k, (a, b) in pairs.items()}, [metric])
+    mdes = {r["contrast"]: r["mde"] for r in design.iter_rows(named=True)
+            if r["kind"] == "interaction"}
     rows = []
     for r in inter.iter_rows(named=True):
         a, b = r["cond_a"], r["cond_b"]
@@ -1087,11 +1155,13 @@ def block_embedders(run: Run, led: Ledger, weak: str, kind: str = "qasper",
         ci = f"[{_derived(led, r['ci_lo'], '+4')}, {_derived(led, r['ci_hi'], '+4')}]"
         moved = ("moves" if r["p_holm"] < 0.05 else "no change shown")
         cells_ += [_derived(led, r["interaction"], "+4"), ci, _derived(led, r["p_holm"], "p"),
+                   "±" + _derived(led, mdes.get(r["contrast"]), "4"),
                    "same" if answers[0] == answers[1] else "differ", moved]
         rows.append(cells_)
     out += ["", *_table(["contrast", f"Δ `{weak}`", "share", "answer", f"Δ `{run.embedder}`",
                          "share", "answer", "interaction Δ − Δ", "95% CI", "Holm p",
-                         "answers", "with capacity"], rows, "lrrlrrlrrrll")]
+                         "interaction MDE", "answers", "with capacity"], rows,
+                        "lrrlrrlrrrrll")]
     return [*out, "", f"Levels: the paired per-question difference of each condition between "
             f"the embedders, with its own bootstrap interval and Holm p over the conditions. "
             f"Share: Δ as a share of the control condition's mean under the same "
@@ -1099,7 +1169,12 @@ def block_embedders(run: Run, led: Ledger, weak: str, kind: str = "qasper",
             f"under `{weak}`, document-clustered bootstrap "
             f"({_derived(led, DEFAULT_N_BOOT, 'int')} replicates, seed "
             f"{_derived(led, DEFAULT_SEED, 's')}) with both deltas on the same draws, Holm over "
-            "the contrasts of the table; \"moves\" where the Holm p is below the level. "
+            "the contrasts of the table; \"moves\" where the Holm p is below the level; "
+            "\"no change shown\" says only that no change as large as the interaction MDE "
+            f"beside it happened (power {_derived(led, POWER, '1')}, two-sided α "
+            f"{_derived(led, ALPHA, '2')} before Holm, from the "
+            "document-clustered standard error of the per-question interaction; "
+            "docs/statistics.md, \"Designing a run\"): a smaller one would go unseen. "
             f"{role_line(run)} The embedder comparison is exploratory (the paper "
             "pre-registers no interaction).", *flag_lines(led)]
 

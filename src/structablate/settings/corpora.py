@@ -27,8 +27,12 @@ class QasperSource:
     path: str = setting(doc="v0.3 JSON file, or a dataset id (allenai/qasper) with format hf")
     format: Literal["v0.3", "hf"] = setting("v0.3", doc="v0.3 file or Hugging Face dataset")
     split: str | None = setting(None, doc="hf only: the split (null: every split)")
-    papers: int | None = setting(None, minimum=1, doc="keep only the first N papers of this "
-                                 "source in paper-id order, a reproducible slice (null: all)")
+    papers: int | None = setting(None, minimum=1, doc="keep N papers of this source, drawn as "
+                                 "sample says (null: all)")
+    sample: Literal["stratified", "first"] = setting(
+        "stratified", doc="how papers: N is drawn: stratified (a sample seeded by the run's "
+        "seed, stratified by structure depth, split and year; docs/qasper.md) or first (the N "
+        "smallest paper ids, the old slice)")
 
 
 @frozen

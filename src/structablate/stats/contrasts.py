@@ -38,7 +38,7 @@ from .columns import CELL, metric_columns
 from .decision import ALPHA, MIN_BOOTSTRAP_DOCS, row_decision
 from .holm import holm
 from .mixedlm import mixedlm_pvalues, mixedlm_slope
-from .power import MIN_DOCS, design_effect, mde
+from .power import MIN_DOCS, clustered_se, design_effect, mde
 from .smallsample import SignFlip, sign_flip
 
 OUTPUT_COLUMNS = [
@@ -486,8 +486,11 @@ def contrast_difference(
 
     ``scores``: condition -> per-query score table (``qid, doc_id`` and ``metric``). Returns
     ``delta`` (mean per-query difference of differences), ``ci_low``/``ci_high`` (95%
-    percentile interval), ``p`` (two-sided bootstrap p of 0), ``n_queries``, ``n_docs``;
-    the bootstrap values are NaN below :data:`~structablate.stats.decision.MIN_BOOTSTRAP_DOCS`
+    percentile interval), ``p`` (two-sided bootstrap p of 0), ``n_queries``, ``n_docs``,
+    ``se`` (the analytic document-clustered standard error,
+    :func:`structablate.stats.power.clustered_se`) and ``mde80`` (the effect detected with
+    80 % power at two-sided α 0.05, ``2.8016 · se``); the bootstrap values are NaN below
+    :data:`~structablate.stats.decision.MIN_BOOTSTRAP_DOCS`
     documents. Raises ``ValueError`` naming a condition that is missing."""
     conds = [*first, *second]
     missing = [c for c in conds if c not in scores]
@@ -508,4 +511,6 @@ def contrast_difference(
     _, sums, counts = per_doc(d, joined["doc_id"].to_numpy())
     reps = cluster_bootstrap(sums[:, 0], counts, n_boot, seed)
     lo, hi = percentile_ci(reps, 0.95)
-    return out | {"ci_low": float(lo), "ci_high": float(hi), "p": float(bootstrap_p(reps))}
+    se = clustered_se(d, joined["doc_id"].to_list())[0]
+    return out | {"ci_low": float(lo), "ci_high": float(hi), "p": float(bootstrap_p(reps)),
+                  "se": se, "mde80": mde(se)}

@@ -70,6 +70,23 @@ def mde(se, alpha: float = ALPHA, power: float = POWER):
     return float(out) if out.ndim == 0 else out
 
 
+def clustered_se(values: np.ndarray, doc_ids: Sequence) -> tuple[float, int]:
+    """``(se, D)``: the document-clustered standard error of the mean of ``values``,
+    ``se² = D/(D − 1) · Σ_j (S_j − n_j · x̄)² / n²`` over document sums ``S_j`` of ``n_j``
+    questions (:mod:`structablate.stats.design`), and the number of documents ``D``; ``se``
+    NaN below two documents."""
+    values = np.asarray(values, dtype=np.float64)
+    docs, inv = np.unique(np.asarray(doc_ids, dtype=object).astype(str), return_inverse=True)
+    n, d = values.size, docs.size
+    if d < 2 or n == 0:
+        return float("nan"), int(d)
+    sums = np.bincount(inv, weights=values, minlength=d)
+    counts = np.bincount(inv, minlength=d).astype(np.float64)
+    mean = sums.sum() / n
+    resid = sums - counts * mean
+    return float(math.sqrt(d / (d - 1) * float(np.dot(resid, resid)) / (n * n))), int(d)
+
+
 def design_effect(se: float, sd: float, n: int) -> float:
     """``se² / (sd² / n)``; NaN when ``sd`` is 0 or undefined, or ``n < 2``."""
     if n < 2 or not math.isfinite(sd) or sd <= 0 or not math.isfinite(se):
