@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from structablate.settings import questions_file
 from structablate.user_files import check_questions_file, document_files
 from structablate.errors import ConfigError
+from structablate.group_keep import install as keep_finished_members
 from structablate.plan import Plan
 from structablate.plan.checks import container_warning
 from structablate.plan.groups import slurm_group
@@ -71,6 +72,15 @@ if _CONTAINER_NOTE:
 
 
 container: PLAN.settings.container
+
+
+# A group job that fails keeps the outputs of its members that had finished, and its retry
+# runs only the others (structablate.group_keep). Installed here, not in onstart: the
+# Snakemake that runs a group job on the node removes its members' outputs first, and it
+# skips onstart (--no-hooks). Only group jobs change, and they exist in cluster runs only.
+from snakemake.logging import logger as _logger
+
+keep_finished_members(_logger)
 
 
 # Two Snakemakes in one working folder race on Snakemake's own locks: one writing another
