@@ -91,7 +91,7 @@ Cite = Callable[[object, str, str, Mapping[str, object]], str]
 """``(value, kind, column, key) -> text``: how a block prints the number in ``column`` of the
 source row that ``key`` (column -> value) selects. The report page only prints it
 (:func:`plain`); a results page also records where it came from, so ``--check`` can re-read
-it (:class:`structablate.report.results.Ledger`)."""
+it (:class:`structablate.report.ledger.Ledger`)."""
 
 
 def plain(value, kind: str, column: str, key: Mapping[str, object]) -> str:
@@ -197,7 +197,7 @@ def monte_carlo_sentence() -> str:
     """The flag sentence of a decision within Monte-Carlo error of α
     (:func:`structablate.stats.decision.monte_carlo_flags`). It states no number of its own
     (a results page records every number it prints; the replicates are stated beside the
-    table, :func:`structablate.report.results.monte_carlo_line`)."""
+    table, :func:`structablate.report.answers.monte_carlo_line`)."""
     return ("Within Monte-Carlo error of α: the adjusted p lies within two Monte-Carlo "
             "standard errors of the level for the run's bootstrap replicates (the binomial "
             "error of a share of replicates, taken where the decision flips, "

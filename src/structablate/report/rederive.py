@@ -1,7 +1,7 @@
 """``--check`` re-derives: every statistics table a results page reads, computed again from the
 shipped per-question scores with the run's own settings, compared value for value.
 
-A results page's tables (:func:`structablate.report.results.table_files`) ship with the run's
+A results page's tables (:func:`structablate.report.run.table_files`) ship with the run's
 ``config.yaml``. :func:`rederive` reads it (:func:`run_settings`: the statistics block with
 its primary cell resolved as the plan resolves it, the global seed), recomputes each cell's
 tables from its per-question score tables with the functions the workflow's jobs call —
@@ -33,7 +33,7 @@ from structablate.stats.means import condition_mean_cis, condition_means
 from .folder import ResultsError, read_table
 
 CONFIG = "config.yaml"
-"""The run's configuration, shipped beside its tables (:func:`structablate.report.results.
+"""The run's configuration, shipped beside its tables (:func:`structablate.report.run.
 export_tables`)."""
 
 KEYS: dict[str, tuple[str, ...]] = {
@@ -166,10 +166,10 @@ def check_scores(file_of, scores: dict[str, pl.DataFrame], summary: pl.DataFrame
 
 def rederive(run, settings: RunSettings) -> tuple[list[str], list[str]]:
     """(problems, notes) of re-deriving every cell of ``run``'s folder
-    (:class:`structablate.report.results.Run`): each table of :data:`KEYS` the folder holds,
+    (:class:`structablate.report.run.Run`): each table of :data:`KEYS` the folder holds,
     recomputed from the cell's per-question scores and compared (:func:`compare`); notes say
     what was not re-derived and why."""
-    from .results import Run
+    from .run import Run
 
     problems: list[str] = []
     notes = [f"not re-derived (the per-question scores cannot give them): "
