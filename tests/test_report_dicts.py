@@ -52,3 +52,4 @@ def test_template_counts_most_frequent_first_then_totals():
         ("rendered", {"c": 3, "a": 1, "b": 1}), ("dropped", {"ref": 2}), ("unrecognised", {}),
         ("unrecognised_block", {"nav": 1}),
         ("totals", {"rendered": 5, "dropped": 2, "unrecognised": 0, "unrecognised_block": 1})]
+

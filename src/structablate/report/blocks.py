@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 import polars as pl
 
 from structablate import study
-from structablate.paper import PAPER_BM25_GOLD_TOP1, PAPER_QASPER_FUNNEL
+from structablate.paper import PAPER_BM25_GOLD_TOP1, PAPER_CORPORA, PAPER_QASPER_FUNNEL
 from structablate.stats.decision import monte_carlo_flags, row_words
 from structablate.stats.sizes import size_gap
 
@@ -711,7 +711,7 @@ def bm25_sentence(bm25: Mapping | None, corpus_kind: str | None = None) -> str:
         text += f": {_pct(doc)} within the question's own document"
         if paper is not None:
             text += (f" (comparable to the paper's {_pct(paper)} on "
-                     f"{'QASPER' if corpus_kind == 'qasper' else 'Wikipedia-FA'})")
+                     f"{PAPER_CORPORA[corpus_kind].label})")
     if wide is not None:
         text += f"; {_pct(wide)} over the whole corpus"
     chunkset = bm25.get("chunkset")

@@ -61,6 +61,7 @@ import polars as pl
 from structablate.paper import (
     PAPER_BM25_GOLD_TOP1,
     PAPER_CHUNK_SPAN_IDENTITY,
+    PAPER_CORPORA,
     PAPER_METRIC,
     PAPER_SECTION_RECALL,
 )
@@ -248,13 +249,11 @@ def block_funnel(run: Run, led: Ledger, kind: str = "qasper", **_) -> list[str]:
     ``funnel.json`` (:func:`structablate.report.blocks.report_fields_block`)."""
     funnel, src = run.json("funnel"), run.file("funnel")
     out = []
-    if kind == "qasper":
+    paper = PAPER_CORPORA.get(kind)
+    if paper is not None and paper.funnel is not None:
         s, ssrc = run.table("summary"), run.source("summary")
-        first = s.row(0, named=True)
         block = qasper_funnel_block(
-            funnel, (s["n_docs"].max(), {"condition": first["condition"],
-                                         "measure": first["measure"]}),
-            cite=led.cite(src), cite_documents=led.cite(ssrc),
+            funnel, (s["n_docs"].max(), _first_key(s)), cite=led.cite(src), cite_documents=led.cite(ssrc),
             cite_paper=led.cite("paper:funnel"))
         out += [table_markdown(block), ""]
     return out + [table_markdown(report_fields_block(funnel, "funnel field (funnel.json)",
