@@ -253,8 +253,8 @@ def block_funnel(run: Run, led: Ledger, kind: str = "qasper", **_) -> list[str]:
     if paper is not None and paper.funnel is not None:
         s, ssrc = run.table("summary"), run.source("summary")
         block = qasper_funnel_block(
-            funnel, (s["n_docs"].max(), _first_key(s)), cite=led.cite(src), cite_documents=led.cite(ssrc),
-            cite_paper=led.cite("paper:funnel"))
+            funnel, (s["n_docs"].max(), _first_key(s)), cite=led.cite(src),
+            cite_documents=led.cite(ssrc), cite_paper=led.cite("paper:funnel"))
         out += [table_markdown(block), ""]
     return out + [table_markdown(report_fields_block(funnel, "funnel field (funnel.json)",
                                                      cite=led.cite(src)))]
