@@ -93,7 +93,11 @@ def glue_job(rule: str, wildcards: Mapping[str, str] | None = None, *,
         raise ByHandError(f"{snakefile}: no Snakefile; run from the repository (or give "
                           "--directory or --snakefile)")
     wildcards = {k: str(v) for k, v in (wildcards or {}).items()}
-    here = Path.cwd()
+    here, argv = Path.cwd(), sys.argv
+    # The Snakefile refuses a folder whose records say other settings or code made its
+    # outputs (rules/common.smk, check_records), unless the run forces every job: a job run
+    # by hand runs whatever its record says, and no other job runs.
+    sys.argv = ["snakemake", "--forceall"]
     try:
         with SnakemakeApi(OutputSettings()) as api:
             wf_api = api.workflow(
@@ -131,6 +135,7 @@ def glue_job(rule: str, wildcards: Mapping[str, str] | None = None, *,
             return GlueJob(rule, script, smk, workdir)
     finally:
         os.chdir(here)
+        sys.argv = argv
 
 
 def mock_snakemake(rule: str, wildcards: Mapping[str, str] | None = None, **kwargs: Any) -> Any:
