@@ -24,7 +24,12 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from structablate.report.results import embedding_counts, read_benchmarks, score_hashes
+from structablate.report.benchmarks import (
+    Benchmark,
+    embedding_counts,
+    read_benchmarks,
+    score_hashes,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "config" / "qasper-full-cpu.yaml"
@@ -34,30 +39,27 @@ def markdown(results: Path) -> str:
     """The per-job and per-rule tables (Markdown)."""
     rows = read_benchmarks(results)
     lines = ["| job | wall s | CPU s | peak RSS MB |", "| --- | ---: | ---: | ---: |"]
-    lines += [f"| {r['job']} | {r['s']:.0f} | {r['cpu_s']:.0f} | {r['max_rss_mb']:.0f} |"
-              for r in rows]
-    by_rule: dict[str, list[dict]] = defaultdict(list)
+    lines += [f"| {r.job} | {r.s:.0f} | {r.cpu_s:.0f} | {r.max_rss_mb:.0f} |" for r in rows]
+    by_rule: dict[str, list[Benchmark]] = defaultdict(list)
     for r in rows:
-        by_rule[r["rule"]].append(r)
+        by_rule[r.rule].append(r)
     lines += ["", "| rule | jobs | wall s (sum) | CPU s (sum) | peak RSS MB (max) |",
               "| --- | ---: | ---: | ---: | ---: |"]
-    for rule, rs in sorted(by_rule.items(), key=lambda kv: -sum(r["s"] for r in kv[1])):
-        lines.append(f"| {rule} | {len(rs)} | {sum(r['s'] for r in rs):.0f} | "
-                     f"{sum(r['cpu_s'] for r in rs):.0f} | "
-                     f"{max(r['max_rss_mb'] for r in rs):.0f} |")
-    lines.append(f"| **all** | {len(rows)} | {sum(r['s'] for r in rows):.0f} | "
-                 f"{sum(r['cpu_s'] for r in rows):.0f} | "
-                 f"{max((r['max_rss_mb'] for r in rows), default=0):.0f} |")
+    for rule, rs in sorted(by_rule.items(), key=lambda kv: -sum(r.s for r in kv[1])):
+        lines.append(f"| {rule} | {len(rs)} | {sum(r.s for r in rs):.0f} | "
+                     f"{sum(r.cpu_s for r in rs):.0f} | {max(r.max_rss_mb for r in rs):.0f} |")
+    lines.append(f"| **all** | {len(rows)} | {sum(r.s for r in rows):.0f} | "
+                 f"{sum(r.cpu_s for r in rows):.0f} | "
+                 f"{max((r.max_rss_mb for r in rows), default=0):.0f} |")
     emb = embedding_counts(results)
     if emb:
         lines += ["", "| embedding job | texts | unique | computed | from cache | texts/s |",
                   "| --- | ---: | ---: | ---: | ---: | ---: |"]
-        lines += [f"| {e['job']} | {e['texts']} | {e['unique_texts']} | {e['computed']} | "
-                  f"{e['cache_hits']} | {e['texts_per_second']} |" for e in emb]
-        lines.append(f"| **all** | {sum(e['texts'] for e in emb)} | "
-                     f"{sum(e['unique_texts'] for e in emb)} | "
-                     f"{sum(e['computed'] for e in emb)} | "
-                     f"{sum(e['cache_hits'] for e in emb)} | |")
+        lines += [f"| {e.job} | {e.texts} | {e.unique_texts} | {e.computed} | "
+                  f"{e.cache_hits} | {e.texts_per_second} |" for e in emb]
+        lines.append(f"| **all** | {sum(e.texts for e in emb)} | "
+                     f"{sum(e.unique_texts for e in emb)} | {sum(e.computed for e in emb)} | "
+                     f"{sum(e.cache_hits for e in emb)} | |")
     hashes = score_hashes(results)
     if hashes:
         lines += ["", "| per-query score table | sha256 |", "| --- | --- |"]

@@ -1,9 +1,6 @@
 from collections import Counter
 
-import polars as pl
-
-from structablate.chunking.placebo import assign_placebo_paths, path_key, placebo_prefixes
-from structablate.tables import frame
+from structablate.chunking.placebo import assign_placebo_paths, path_key
 
 
 def _pairs_balanced():
@@ -122,58 +119,3 @@ def test_forbid_identical_never_trades_same_document_repair():
         _, strict = assign_placebo_paths(pairs, seed=seed, forbid_identical=True)
         assert plain["residual_same_doc"] == strict["residual_same_doc"] == 0
         assert strict["identical_paths"] <= plain["identical_paths"]
-
-
-def test_placebo_prefixes_render_with_own_title():
-    docs = frame(
-        "documents",
-        {
-            "doc_id": ["d1", "d2"],
-            "corpus": ["t", "t"],
-            "title": ["Alpha", "Beta"],
-            "text": ["x", "y"],
-            "topic": [None, None],
-        },
-    )
-    sections = frame(
-        "sections",
-        {
-            "doc_id": ["d1", "d1", "d2", "d2"],
-            "section_idx": [0, 1, 0, 1],
-            "title": ["A", "A1", "B", "B1"],
-            "level": [1, 2, 1, 2],
-            "para_start": [0, 1, 0, 1],
-            "para_end": [1, 2, 1, 2],
-            "start": [0, 10, 0, 10],
-            "end": [5, 20, 5, 20],
-            "path": [["A"], ["A", "A1"], ["B"], ["B", "B1"]],
-        },
-    )
-    chunks = frame(
-        "chunks",
-        {
-            "chunk_id": ["c0", "c1", "c2", "c3", "c4"],
-            "doc_id": ["d1", "d1", "d1", "d2", "d2"],
-            "start": [0, 10, 15, 0, 10],
-            "end": [5, 15, 20, 5, 20],
-            "section_idx": [0, 1, 1, 0, 1],
-            "top_section": [0, 0, 0, 0, 0],
-            "prefix": [""] * 5,
-            "content_tokens": [1] * 5,
-            "prefix_tokens": [0] * 5,
-        },
-    )
-    prefixes, report = placebo_prefixes(chunks, sections, docs, depth=3, seed=1)
-    assert isinstance(prefixes, pl.Series) and prefixes.len() == 5
-    assert prefixes.to_list() == [
-        "[Alpha › B] ",
-        "[Alpha › B › B1] ",
-        "[Alpha › B › B1] ",
-        "[Beta › A] ",
-        "[Beta › A › A1] ",
-    ]
-    assert report["n_pairs"] == 4 and report["residual_same_doc"] == 0
-    bare, _ = placebo_prefixes(
-        chunks, sections, docs, depth=1, seed=1, include_title=False, separator=" > "
-    )
-    assert bare.to_list() == ["[B] ", "[B] ", "[B] ", "[A] ", "[A] "]

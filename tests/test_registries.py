@@ -274,3 +274,15 @@ def test_the_settings_classes_are_the_only_configuration_types():
             if isinstance(node, ast.FunctionDef) and node.name == "from_dict":
                 found.append(f"{path.relative_to(src)}: {node.name}")
     assert found == []
+
+
+def test_no_comparison_on_a_corpus_name_outside_the_registries():
+    """The paper's corpora are told apart by structablate.paper.PAPER_CORPORA (label, bm25
+    key, funnel), the config's by settings.CORPUS_SOURCES: no ``== "qasper"`` elsewhere
+    (the document readers in corpus/ compare their own format names)."""
+    pattern = re.compile(r"""(==|!=)\s*["'](qasper|wikipedia|user)["']|"""
+                         r"""["'](qasper|wikipedia|user)["']\s*(==|!=)""")
+    found = [f"{p.relative_to(REPO)}:{i}" for p in sorted((REPO / "src").rglob("*.py"))
+             if "corpus" not in p.parts
+             for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert found == []

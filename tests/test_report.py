@@ -325,7 +325,7 @@ def test_llm_replay_is_flagged_and_absence_is_handled():
     assert flags == [] and "no condition" in text
     text, flags = status(None, ["A1"])
     assert "A1" in text
-    text, flags = status({"backend": "replay", "model": "gemma"}, ["A2"])
+    text, flags = status({"backend": "none", "mode": "replay", "model": "gemma"}, ["A2"])
     assert len(flags) == 1 and "REPLAYED" in flags[0]
     _, flags = status({"backend": "vllm", "mode": "replay", "cache": "g.sqlite"}, ["A1"])
     assert len(flags) == 1 and "mode: replay, g.sqlite" in flags[0]
@@ -341,7 +341,7 @@ def test_provenance_names_the_models_and_warns():
     rr = {"none": {}, "ce": {"model": "BAAI/bge-reranker-v2-m3", "top_n": 50,
                              "trained": False}}
     cells = [("qasper", "small", "none"), ("qasper", "small", "ce")]
-    blocks = provenance_blocks(emb, rr, cells, llm={"backend": "replay"},
+    blocks = provenance_blocks(emb, rr, cells, llm={"backend": "none", "mode": "replay"},
                                conditions=["A0", "A1", "G2"], size_match_structure="gold",
                                stage_conditions=TT_STAGES)
     warnings = [b.text for b in blocks if isinstance(b, render.Note) and b.kind == "warning"]

@@ -25,13 +25,16 @@ REPO = Path(__file__).resolve().parents[1]
 STUDY = REPO / "src" / "structablate" / "study.py"
 
 NAMES = frozenset(study.CONDITION_NAMES)
+"""The reserved words: a condition's name is compared nowhere but in the study."""
 MECHANISMS = frozenset(m.value for e in (Boundaries, Structure, Prefix, Retrieval) for m in e)
-AMBIGUOUS = frozenset({"none", "structural"})
-"""Mechanism values with a second meaning elsewhere: ``none`` is also the no-reranker, the
-``none`` LLM backend and ``mixedlm: none``; ``structural`` is also a question type. A
-comparison against one of them counts only when it also names a mechanism field."""
+"""A mechanism's string value is no reserved word: most are ordinary words with other
+meanings (``none`` is also the no-reranker and an LLM backend, ``structural`` a question
+type, ``flat`` or a future prefix ``title`` anything at all). A comparison against one counts
+only where it also names a mechanism field (:data:`FIELDS`)."""
 FIELDS = frozenset({"boundaries", "structure", "prefix", "retrieval", "size_match",
-                    "size_match_structure"})
+                    "size_match_structure", "source"})
+"""The names of the fields that hold a mechanism's value: a condition's, the settings', and
+the structure-quality table's ``source`` (a :class:`~structablate.study.Structure`)."""
 
 
 def _strings(node: ast.AST) -> list[str]:
@@ -50,13 +53,18 @@ def _mentions_field(node: ast.AST) -> bool:
     return False
 
 
-def _flagged(values: list[str], node: ast.AST) -> list[str]:
+def _flagged(values: list[str], node: ast.AST, mechanisms: frozenset[str]) -> list[str]:
+    """The condition names among ``values``, and their mechanism values where ``node`` names
+    a mechanism field."""
+    field = None
     out = []
     for v in values:
-        if v in NAMES or (v in MECHANISMS - AMBIGUOUS):
+        if v in NAMES:
             out.append(v)
-        elif v in AMBIGUOUS and _mentions_field(node):
-            out.append(v)
+        elif v in mechanisms:
+            field = _mentions_field(node) if field is None else field
+            if field:
+                out.append(v)
     return out
 
 
@@ -67,21 +75,28 @@ def _docstrings(tree: ast.AST) -> set[int]:
             and isinstance(n.value.value, str)}
 
 
-def python_findings(source: str, where: str, *, any_name: bool = False) -> list[str]:
+def python_findings(source: str, where: str, *, any_name: bool = False,
+                    mechanisms: frozenset[str] = MECHANISMS) -> list[str]:
     """``where:line: code`` for every comparison (``==``, ``!=``, ``in``, ``is``, a
     ``match`` case) against a condition name or mechanism string; with ``any_name`` also
-    every other string constant that is a condition name (glue names no condition)."""
+    every other string constant that is a condition name (glue names no condition).
+    ``mechanisms``: the mechanism values (the study's; a test adds one to see what a new
+    value would flag)."""
     tree = ast.parse(source)
     out = []
     seen: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Compare):
-            hits = _flagged(_strings(node), node)
-        elif isinstance(node, ast.MatchValue):
-            hits = _flagged(_strings(node), node)
+            hits = _flagged(_strings(node), node, mechanisms)
+        elif isinstance(node, ast.Match):  # the subject names the field, a case the value
+            hits = _flagged([v for case in node.cases for v in _strings(case.pattern)],
+                            node.subject, mechanisms)
         else:
             continue
-        seen.update(id(n) for n in ast.walk(node))
+        seen.update(id(n) for n in ast.walk(node.subject if isinstance(node, ast.Match)
+                                            else node))
+        if isinstance(node, ast.Match):
+            seen.update(id(n) for case in node.cases for n in ast.walk(case.pattern))
         if hits:
             out.append(f"{where}:{node.lineno}: {ast.unparse(node)[:100]}")
     if any_name:
@@ -97,16 +112,19 @@ _QUOTED = r"[\"']({})[\"']"
 _OPS = r"(?:==|!=|\bin\b|\bnot in\b|\bis\b)"
 
 
-def rule_findings(source: str, where: str) -> list[str]:
+def rule_findings(source: str, where: str, *,
+                  mechanisms: frozenset[str] = MECHANISMS) -> list[str]:
     """``where:line: text`` for every quoted condition name in a rule file (rules ask the
-    plan), and every quoted mechanism string next to a comparison operator."""
+    plan), and every quoted mechanism value next to a comparison operator on a line that
+    names a mechanism field."""
     names = _QUOTED.format("|".join(map(re.escape, sorted(NAMES, key=len, reverse=True))))
-    mech = _QUOTED.format("|".join(map(re.escape, sorted(MECHANISMS - AMBIGUOUS))))
+    mech = _QUOTED.format("|".join(map(re.escape, sorted(mechanisms))))
     compared = re.compile(rf"{_OPS}\s*\(?\s*{mech}|{mech}\s*\)?\s*{_OPS}")
+    field = re.compile(r"\b({})\b".format("|".join(sorted(FIELDS))))
     out = []
     for i, line in enumerate(source.splitlines(), 1):
         code = line.split("#", 1)[0]
-        if re.search(names, code) or compared.search(code):
+        if re.search(names, code) or (compared.search(code) and field.search(code)):
             out.append(f"{where}:{i}: {line.strip()}")
     return out
 
@@ -164,6 +182,21 @@ def test_the_scan_catches_the_comparisons_it_must(code):
 ])
 def test_the_scan_leaves_what_is_not_the_study_vocabulary(code):
     assert not python_findings(code, "x.py", any_name=True)
+
+
+@pytest.mark.parametrize("code", [
+    'x = layout == "flat"',
+    'x = kind in ("fixed", "gold")',
+    'x = node.kind == "title"',
+])
+def test_a_mechanism_value_is_no_reserved_word(code):
+    """A mechanism's value compared with something that is no mechanism field is left alone,
+    a new value too (a prefix ``title`` would not flag a heading's kind)."""
+    title = MECHANISMS | {"title"}
+    assert not python_findings(code, "x.py", mechanisms=title)
+    assert not rule_findings(f"    {code}", "x.smk", mechanisms=title)
+    assert python_findings('x = cond.prefix == "title"', "x.py", mechanisms=title)
+    assert rule_findings('    if PLAN.condition(c).prefix == "title"', "x.smk", mechanisms=title)
 
 
 def test_glue_and_rules_name_no_condition():

@@ -8,6 +8,8 @@ corpus level are the paper's corpora, ``"wikipedia"`` (Wikipedia-FA) and ``"qasp
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
 from statistics import NormalDist
 
 from structablate.study import PRIMARY_METRIC
@@ -58,6 +60,26 @@ PAPER_QASPER_FUNNEL: dict[str, float] = {
     "multi_span_share": 0.439, "spans_per_question": 2.10}
 """QASPER's funnel: all questions, questions kept over papers, evidence mapped exactly,
 multi-span questions and spans per question."""
+
+
+
+@dataclass(frozen=True)
+class PaperCorpus:
+    """What the paper says of one of its corpora: ``label`` (its name in the paper), ``key``
+    (the short name ``bm25.json``'s ``paper`` block files its figure under) and ``funnel``
+    (its published question funnel, None where it publishes none)."""
+
+    label: str
+    key: str
+    funnel: Mapping[str, float] | None = None
+
+
+PAPER_CORPORA: dict[str, PaperCorpus] = {
+    "wikipedia": PaperCorpus("Wikipedia-FA", "wikipedia_fa"),
+    "qasper": PaperCorpus("QASPER", "qasper", PAPER_QASPER_FUNNEL),
+}
+"""The paper's corpora by the keys of the tables above: the one place that tells them apart
+(no comparison on a corpus's name elsewhere)."""
 
 
 def paper_contrast(corpus_kind: str, a: str, b: str) -> float | None:

@@ -231,15 +231,6 @@ def same_boundaries(a: str | Condition, b: str | Condition) -> bool:
 # ---------------------------------------------------------------------- prefix
 
 
-def prefix_of(c: str | Condition) -> Prefix:
-    return condition(c).prefix
-
-
-def has_prefix(c: str | Condition) -> bool:
-    """Whether anything precedes the condition's chunk content when embedded."""
-    return condition(c).prefix is not Prefix.NONE
-
-
 def uses_breadcrumb(c: str | Condition) -> bool:
     """Whether the chunking renders a heading-path breadcrumb as the prefix: the chunk's own
     path or, for the placebo, another document's (``structablate.chunking.prefix``)."""
@@ -362,7 +353,7 @@ known difference from the paper's set-up removed: the gold arm (structure right 
 construction: G3 − GP for C2, G4 − G3 for C4, G3 − G2 for the heading-path step) and windows
 sized to gold (G2 − A0g). Controls of structablate's own (docs/conditions.md); the results
 pages' side-by-side with the paper explains a difference by them
-(:func:`structablate.report.results.against_paper`)."""
+(:func:`structablate.report.comparisons.against_paper`)."""
 
 
 # ---------------------------------------------------------------------- dose ladder

@@ -28,7 +28,6 @@ from structablate.chunking.prefix import render_breadcrumb
 from structablate.chunking.structural import ChunkSpan, structural_chunks
 from structablate.chunking.tokens import CorpusTokens, TokenCounter, tokenize_corpus
 from structablate.corpus.flatten import (
-    Paragraph,
     Section,
     paragraphs_from_frame,
     sections_from_frame,
@@ -47,20 +46,6 @@ VERIFY_EVERY = 40
 """With counts read from the token table, every ``VERIFY_EVERY``-th chunk is also re-tokenized
 on its own; a disagreement (a tokenizer that is not local after all) makes every chunk count by
 re-tokenizing."""
-
-
-def plan_structural(
-    text: str,
-    paragraphs: list[Paragraph],
-    sections: list[Section],
-    counter: TokenCounter,
-    params: ChunkingSettings,
-) -> list[ChunkSpan]:
-    """Structural chunk spans of one document."""
-    return structural_chunks(
-        text, paragraphs, sections, counter.token_starts(text), t_max=params.t_max,
-        t_min=params.t_min,
-    )
 
 
 def build_chunks(

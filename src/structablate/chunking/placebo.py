@@ -38,9 +38,6 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 import numpy as np
-import polars as pl
-
-from structablate.chunking.prefix import DEFAULT_SEPARATOR, render_breadcrumb
 
 _MAX_SWEEPS = 8
 _MAX_CYCLE_TRIES = 256
@@ -206,51 +203,3 @@ def assign_placebo_paths(
         "by_depth": by_depth,
     }
     return mapping, report
-
-
-def placebo_prefixes(
-    chunks: pl.DataFrame,
-    sections: pl.DataFrame,
-    documents: pl.DataFrame,
-    *,
-    depth: int = 3,
-    seed: int,
-    separator: str = DEFAULT_SEPARATOR,
-    include_title: bool = True,
-    forbid_identical: bool = False,
-) -> tuple[pl.Series, dict]:
-    """Placebo prefix of every chunk (row-aligned with ``chunks``) and the assignment report.
-
-    A chunk's real path is the path of its section (``(doc_id, section_idx)`` in ``sections``)
-    truncated to ``depth``; the unique ``(doc_id, truncated path)`` pairs of the chunk table
-    are shuffled by :func:`assign_placebo_paths`. The title element is the chunk's *own*
-    document title (present iff ``include_title``): the paper shuffles heading paths, and the
-    title is not heading-path content (its Figure 1 shows P as ``Doc Title → §5 Results → …``),
-    so A3 and P differ in the heading elements only.
-    """
-    paths = {
-        (d, int(i)): tuple(p or ())[:depth]
-        for d, i, p in sections.select("doc_id", "section_idx", "path").iter_rows()
-    }
-    titles = dict(documents.select("doc_id", "title").iter_rows())
-    keys = [(d, int(i)) for d, i in chunks.select("doc_id", "section_idx").iter_rows()]
-    missing = [k for k in keys if k not in paths]
-    if missing:
-        raise KeyError(
-            f"{len(missing)} chunks name a section absent from the sections table "
-            f"(first: {missing[0]})"
-        )
-    chunk_pairs = [(d, paths[(d, i)]) for d, i in keys]
-    mapping, report = assign_placebo_paths(chunk_pairs, seed, forbid_identical=forbid_identical)
-    prefixes = [
-        render_breadcrumb(
-            titles.get(d, ""),
-            mapping[(d, p)],
-            depth,
-            separator=separator,
-            include_title=include_title,
-        )
-        for d, p in chunk_pairs
-    ]
-    report = {**report, "depth": depth, "n_chunks": len(keys)}
-    return pl.Series("prefix", prefixes, dtype=pl.String), report

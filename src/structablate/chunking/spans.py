@@ -19,11 +19,6 @@ class Unit:
     tokens: int
 
 
-def tokens_in(token_starts: np.ndarray, start: int, end: int) -> int:
-    """Number of tokens starting in ``[start, end)``."""
-    return int(np.searchsorted(token_starts, end) - np.searchsorted(token_starts, start))
-
-
 def make_units(
     text: str,
     spans: Sequence[tuple[int, int]],

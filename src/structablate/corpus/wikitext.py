@@ -62,7 +62,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import mwparserfromhell
 from mwparserfromhell.nodes import (
@@ -88,6 +88,7 @@ from structablate.corpus.wikitemplates import (
 )
 from structablate.errors import StructablateError
 from structablate.settings import DEFAULT_DROP_SECTIONS, LEAD_HEADING
+from structablate.store.typed import ReportDict, reported
 
 
 class WikitextError(StructablateError, ValueError):
@@ -174,45 +175,38 @@ def _canonical_title(title: str) -> str:
     return t[:1].upper() + t[1:]
 
 
+def _by_count(c: Counter) -> dict[str, int]:
+    """A counter most frequent first, then by name."""
+    return dict(sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _totals(counts: TemplateCounts) -> dict[str, int]:
+    return {k: sum(getattr(counts, k).values()) for k in TemplateCounts.KINDS}
+
+
 @dataclass
-class TemplateCounts:
+class TemplateCounts(ReportDict):
     """Templates met while rendering, by name: ``rendered`` (a renderer of the template table
     gave their text), ``dropped`` (templates that show no article text: references,
     maintenance tags, hatnotes, boxes, layout) and ``unrecognised`` (no rule: dropped, and
     reported so a user sees what the normaliser could not render). Parser functions are
-    counted under ``name:``."""
+    counted under ``name:``. :meth:`as_dict` gives each by name (most frequent first, then by
+    name), then ``totals``."""
 
-    rendered: Counter = field(default_factory=Counter)
-    dropped: Counter = field(default_factory=Counter)
-    unrecognised: Counter = field(default_factory=Counter)
-    unrecognised_block: Counter = field(default_factory=Counter)
+    rendered: Counter = reported(default_factory=Counter, form=_by_count)
+    dropped: Counter = reported(default_factory=Counter, form=_by_count)
+    unrecognised: Counter = reported(default_factory=Counter, form=_by_count)
+    unrecognised_block: Counter = reported(default_factory=Counter, form=_by_count,
+                                           then={"totals": _totals})
     """Unrecognised templates standing alone on their line (navigation boxes, sidebars,
     hatnotes and other layout most of the time): dropped, and listed apart from
     ``unrecognised`` (templates inside running text, which are real misses)."""
 
+    KINDS = ("rendered", "dropped", "unrecognised", "unrecognised_block")
+
     def update(self, other: TemplateCounts) -> None:
-        self.rendered.update(other.rendered)
-        self.dropped.update(other.dropped)
-        self.unrecognised.update(other.unrecognised)
-        self.unrecognised_block.update(other.unrecognised_block)
-
-    def as_dict(self) -> dict:
-        """``{rendered, dropped, unrecognised, unrecognised_block}`` by name (most frequent
-        first, then by name), and ``totals``."""
-
-        def ordered(c: Counter) -> dict[str, int]:
-            return dict(sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
-
-        return {
-            "rendered": ordered(self.rendered),
-            "dropped": ordered(self.dropped),
-            "unrecognised": ordered(self.unrecognised),
-            "unrecognised_block": ordered(self.unrecognised_block),
-            "totals": {"rendered": sum(self.rendered.values()),
-                       "dropped": sum(self.dropped.values()),
-                       "unrecognised": sum(self.unrecognised.values()),
-                       "unrecognised_block": sum(self.unrecognised_block.values())},
-        }
+        for k in self.KINDS:
+            getattr(self, k).update(getattr(other, k))
 
 
 class _Renderer:

@@ -19,10 +19,10 @@ from structablate.store.files import StoreError
 from structablate.store.folder import StoreSettings
 from structablate.store.lock import LockSettings, StageLock
 from structablate.store.typed import (
+    ReportDict,
     VectorStore,
     fill_found,
     per_second,
-    report_dict,
     reported,
     rounded,
     share,
@@ -32,7 +32,7 @@ from .embedder import Embedder, embedder_signature
 
 
 @dataclass
-class EmbeddingStats:
+class EmbeddingStats(ReportDict):
     """Bookkeeping of one :func:`embed_texts` call: ``texts`` asked for, ``unique_texts`` among
     them, ``cache_hits`` (unique texts served from the cache), ``computed`` (unique texts run
     through the model), ``truncated`` (texts cut at the model's input limit),
@@ -50,10 +50,6 @@ class EmbeddingStats:
         then={"texts_per_second": per_second("computed", "seconds_computing")})
     extra: dict = field(default_factory=dict)
 
-    def as_dict(self) -> dict:
-        """The report (:func:`~structablate.store.typed.report_dict`): the fields above, the
-        two derived entries, then ``extra``."""
-        return report_dict(self)
 
 
 class EmbeddingCache:

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field
 from typing import Any
 
 from structablate.errors import StructablateError
@@ -27,6 +27,7 @@ from structablate.settings import (
     parse,
     served_model,
 )
+from structablate.store.typed import ReportDict, reported, rounded
 
 log = logging.getLogger(__name__)
 
@@ -34,23 +35,15 @@ Message = dict[str, str]
 
 
 @dataclass(frozen=True)
-class Sampling:
-    """Decoding parameters. The defaults decode greedily with a fixed seed (deterministic)."""
+class Sampling(ReportDict):
+    """Decoding parameters. The defaults decode greedily with a fixed seed (deterministic).
+    :meth:`as_dict` gives each as its JSON type (part of every cache key)."""
 
-    temperature: float = 0.0
-    top_p: float = 1.0
-    max_tokens: int = 512
-    seed: int = LLMSettings.seed
-    stop: tuple[str, ...] = ()
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "temperature": float(self.temperature),
-            "top_p": float(self.top_p),
-            "max_tokens": int(self.max_tokens),
-            "seed": int(self.seed),
-            "stop": list(self.stop),
-        }
+    temperature: float = reported(0.0, form=float)
+    top_p: float = reported(1.0, form=float)
+    max_tokens: int = reported(512, form=int)
+    seed: int = reported(LLMSettings.seed, form=int)
+    stop: tuple[str, ...] = reported((), form=list)
 
 
 @dataclass(frozen=True)
@@ -63,23 +56,15 @@ class Request:
 
 
 @dataclass
-class Generation:
-    """A backend's answer: the text plus token counts and wall time where known."""
+class Generation(ReportDict):
+    """A backend's answer: the text plus token counts and wall time where known
+    (:meth:`as_dict`: the seconds to a tenth of a millisecond)."""
 
-    text: str
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    seconds: float = 0.0
-    finish_reason: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "text": self.text,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "seconds": round(self.seconds, 4),
-            "finish_reason": self.finish_reason,
-        }
+    text: str = reported(MISSING)
+    prompt_tokens: int | None = reported(None)
+    completion_tokens: int | None = reported(None)
+    seconds: float = reported(0.0, form=rounded(4))
+    finish_reason: str | None = reported(None)
 
 
 class Backend:

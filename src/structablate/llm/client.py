@@ -47,34 +47,33 @@ from structablate.llm.cache import CacheMiss, GenerationCache, cache_key, open_c
 from structablate.settings import LLMSettings, parse
 from structablate.store.folder import StoreSettings
 from structablate.store.lock import LockSettings, StageLock
+from structablate.store.typed import ReportDict, reported, rounded
 
 log = logging.getLogger(__name__)
 
 MODES = ("cached", "replay")
 
 
+def _tokens_per_second(stats: ClientStats) -> float | None:
+    """Completion tokens per second of generation, to two decimals; None without either."""
+    if stats.generation_seconds <= 0 or not stats.completion_tokens:
+        return None
+    return round(stats.completion_tokens / stats.generation_seconds, 2)
+
+
 @dataclass
-class ClientStats:
-    """Counters of one client's life: cache hits, generated calls, tokens and seconds."""
+class ClientStats(ReportDict):
+    """Counters of one client's life: cache hits, generated calls, tokens and seconds
+    (:meth:`as_dict`: ``hits`` as ``cache_hits``, seconds to the millisecond, then
+    ``completion_tokens_per_s``; ``keys`` is not reported)."""
 
-    hits: int = 0
-    generated: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    generation_seconds: float = 0.0
+    hits: int = reported(key="cache_hits")
+    generated: int = reported()
+    prompt_tokens: int = reported()
+    completion_tokens: int = reported()
+    generation_seconds: float = reported(
+        0.0, form=rounded(3), then={"completion_tokens_per_s": _tokens_per_second})
     keys: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        tps = (self.completion_tokens / self.generation_seconds
-               if self.generation_seconds > 0 else None)
-        return {
-            "cache_hits": self.hits,
-            "generated": self.generated,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "generation_seconds": round(self.generation_seconds, 3),
-            "completion_tokens_per_s": round(tps, 2) if tps else None,
-        }
 
 
 class LLMClient:

@@ -66,14 +66,6 @@ class Coverage:
         return sum(e - s for s, e in self.intervals)
 
 
-def covered_fraction(chunks: list[Span], gold: Span) -> float:
-    """Fraction of ``gold`` covered by the union of ``chunks``."""
-    cov = Coverage(gold)
-    for c in chunks:
-        cov.add(c)
-    return cov.covered / (gold[1] - gold[0])
-
-
 def check_spans(gold: list[Span]) -> None:
     if not gold:
         raise ValueError("a query needs at least one gold span")

@@ -39,31 +39,6 @@ if TYPE_CHECKING:
 
 INF = math.inf
 
-Base = int | Callable[[Any], int]
-"""A request on the first attempt: a number, or a function of the job's wildcards."""
-
-
-def scaled(base: Base) -> Callable[[Any, int], int]:
-    """A Snakemake resource function: ``base`` (a number, or a function of the wildcards)
-    times ``attempt`` (1 on the first try)."""
-
-    def resource(wildcards: Any, attempt: int) -> int:
-        value = base(wildcards) if callable(base) else base
-        return value * attempt
-
-    return resource
-
-
-def sized(mem_mb: int, runtime: int, *, gpu: int | None = None) -> dict[str, Any]:
-    """The ``resources`` of a job as keyword arguments: ``mem_mb`` megabytes and ``runtime``
-    minutes on the first attempt, each :func:`scaled`; with ``gpu`` also that many GPUs (a
-    rule that may run on a GPU says ``gpu=0`` when it does not, so SLURM profiles see the
-    key either way)."""
-    out: dict[str, Any] = {} if gpu is None else {"gpu": int(gpu)}
-    out.update(mem_mb=scaled(mem_mb), runtime=scaled(runtime))
-    return out
-
-
 # ------------------------------------------------------------------ partitions
 
 

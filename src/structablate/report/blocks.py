@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 import polars as pl
 
 from structablate import study
-from structablate.paper import PAPER_BM25_GOLD_TOP1, PAPER_QASPER_FUNNEL
+from structablate.paper import PAPER_BM25_GOLD_TOP1, PAPER_CORPORA, PAPER_QASPER_FUNNEL
 from structablate.stats.decision import monte_carlo_flags, row_words
 from structablate.stats.sizes import size_gap
 
@@ -91,7 +91,7 @@ Cite = Callable[[object, str, str, Mapping[str, object]], str]
 """``(value, kind, column, key) -> text``: how a block prints the number in ``column`` of the
 source row that ``key`` (column -> value) selects. The report page only prints it
 (:func:`plain`); a results page also records where it came from, so ``--check`` can re-read
-it (:class:`structablate.report.results.Ledger`)."""
+it (:class:`structablate.report.ledger.Ledger`)."""
 
 
 def plain(value, kind: str, column: str, key: Mapping[str, object]) -> str:
@@ -197,7 +197,7 @@ def monte_carlo_sentence() -> str:
     """The flag sentence of a decision within Monte-Carlo error of α
     (:func:`structablate.stats.decision.monte_carlo_flags`). It states no number of its own
     (a results page records every number it prints; the replicates are stated beside the
-    table, :func:`structablate.report.results.monte_carlo_line`)."""
+    table, :func:`structablate.report.answers.monte_carlo_line`)."""
     return ("Within Monte-Carlo error of α: the adjusted p lies within two Monte-Carlo "
             "standard errors of the level for the run's bootstrap replicates (the binomial "
             "error of a share of replicates, taken where the decision flips, "
@@ -775,7 +775,7 @@ def bm25_sentence(bm25: Mapping | None, corpus_kind: str | None = None) -> str:
         text += f": {_pct(doc)} within the question's own document"
         if paper is not None:
             text += (f" (comparable to the paper's {_pct(paper)} on "
-                     f"{'QASPER' if corpus_kind == 'qasper' else 'Wikipedia-FA'})")
+                     f"{PAPER_CORPORA[corpus_kind].label})")
     if wide is not None:
         text += f"; {_pct(wide)} over the whole corpus"
     chunkset = bm25.get("chunkset")

@@ -6,7 +6,7 @@ CORPUS_FILES`, :func:`~structablate.results_paths.page_files`, through the ``Pla
 rules build their inputs from); reading them is this module's: the workflow's report page
 (``workflow_scripts/report_page.py``: settings → :func:`read_cell` / :func:`read_corpus` →
 :func:`~structablate.report.page.build_page`) and the results pages
-(:class:`structablate.report.results.Run`, which reads a table by its name through
+(:class:`structablate.report.run.Run`, which reads a table by its name through
 :func:`cell_file`, :func:`corpus_file`, :func:`read_table`, :func:`read_json` and
 :func:`read_scores`). The rule ``report_page`` declares :func:`~structablate.results_paths.
 page_files` as its inputs, so the files the reader opens and the files Snakemake dates are one

@@ -1,7 +1,7 @@
 """``--check`` re-derives: every statistics table a results page reads, computed again from the
 shipped per-question scores with the run's own settings, compared value for value.
 
-A results page's tables (:func:`structablate.report.results.table_files`) ship with the run's
+A results page's tables (:func:`structablate.report.run.table_files`) ship with the run's
 ``config.yaml``. :func:`rederive` reads it (:func:`run_settings`: the statistics block with
 its primary cell resolved as the plan resolves it, the global seed), recomputes each cell's
 tables from its per-question score tables with the functions the workflow's jobs call —
@@ -36,7 +36,7 @@ from structablate.stats.means import condition_mean_cis, condition_means
 from .folder import ResultsError, read_json, read_table
 
 CONFIG = "config.yaml"
-"""The run's configuration, shipped beside its tables (:func:`structablate.report.results.
+"""The run's configuration, shipped beside its tables (:func:`structablate.report.run.
 export_tables`)."""
 
 KEYS: dict[str, tuple[str, ...]] = {
@@ -196,7 +196,7 @@ def missing_tables(run, cell: tuple[str, str, str]) -> list[str]:
     """The tables of :data:`WRITTEN_FOR_EVERY_CELL` that ``run``'s folder lacks for ``cell``,
     each named with its file (a page can render without them, so without this a check
     would pass having compared nothing)."""
-    from .results import Run
+    from .run import Run
 
     other = Run(run.results, *cell)
     return [f"{other.file(name)} ({name}): missing, so it cannot be compared with what the "
@@ -207,10 +207,10 @@ def missing_tables(run, cell: tuple[str, str, str]) -> list[str]:
 
 def rederive(run, settings: RunSettings) -> tuple[list[str], list[str]]:
     """(problems, notes) of re-deriving every cell of ``run``'s folder
-    (:class:`structablate.report.results.Run`): each table of :data:`KEYS` the folder holds,
+    (:class:`structablate.report.run.Run`): each table of :data:`KEYS` the folder holds,
     recomputed from the cell's per-question scores and compared (:func:`compare`); notes say
     what was not re-derived and why."""
-    from .results import RUN_DESCRIPTION, Run
+    from .run import RUN_DESCRIPTION, Run
 
     if (run.results / RUN_DESCRIPTION).exists():  # shipped beside the tables: must be whole
         read_json(run.results / RUN_DESCRIPTION)

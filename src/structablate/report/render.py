@@ -275,3 +275,10 @@ def page_html(title: str, sections: Sequence[PageSection], intro: Sequence = ())
 def standalone_html(title: str, blocks: Sequence) -> str:
     """One or more blocks as their own HTML document (for ``snakemake --report``)."""
     return page_html(title, [], intro=list(blocks))
+
+
+def table_lines(columns: Sequence[str], rows: Sequence[Sequence[str]], align: str) -> list[str]:
+    """A table without title or note, as the lines of its Markdown (:func:`table_markdown`);
+    ``align`` one letter a column (``l`` or ``r``)."""
+    return table_markdown(TableBlock("", "", list(columns), [list(r) for r in rows],
+                                     align=list(align))).splitlines()

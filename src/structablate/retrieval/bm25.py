@@ -42,7 +42,7 @@ from rank_bm25 import BM25Okapi
 from scipy import sparse
 
 from structablate.metrics.relevance import relevant_to_any
-from structablate.paper import PAPER_BM25_GOLD_TOP1
+from structablate.paper import PAPER_BM25_GOLD_TOP1, PAPER_CORPORA
 from structablate.text.rouge import rouge_l, rouge_quantiles
 from structablate.text.words import tokenize as bm25_tokenize
 
@@ -269,8 +269,7 @@ def evidence_rouge(
     return summary, per_query
 
 
-PAPER_GOLD_TOP1 = {("wikipedia_fa" if kind == "wikipedia" else kind): value
-                   for kind, value in PAPER_BM25_GOLD_TOP1.items()}
+PAPER_GOLD_TOP1 = {PAPER_CORPORA[kind].key: value for kind, value in PAPER_BM25_GOLD_TOP1.items()}
 """The paper's BM25 gold-top-1 (Appendix I, Table 10;
 :data:`structablate.paper.PAPER_BM25_GOLD_TOP1`) under the keys of ``bm25.json``'s ``paper``
 block (Wikipedia as ``wikipedia_fa``)."""

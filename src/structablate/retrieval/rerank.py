@@ -62,10 +62,10 @@ from structablate.embedding import (
 )
 from structablate.settings import is_gpu
 from structablate.store.typed import (
+    ReportDict,
     ScoreStore,
     fill_found,
     per_second,
-    report_dict,
     reported,
     rounded,
 )
@@ -78,7 +78,7 @@ DEFAULT_LENGTH_BUCKET = 32
 
 
 @dataclass
-class RerankStats:
+class RerankStats(ReportDict):
     """Bookkeeping of one :func:`score_pairs` call: ``pairs`` asked for, ``unique_pairs``
     among them, ``cache_hits`` (unique pairs served from the cache), ``scored`` (unique pairs
     run through the model), ``padded_tokens`` (tokens of the batches run, padding included),
@@ -100,10 +100,6 @@ class RerankStats:
         0.0, form=rounded(3), then={"pairs_per_second": per_second("scored", "seconds_scoring")})
     extra: dict = field(default_factory=dict)
 
-    def as_dict(self) -> dict:
-        """The report (:func:`~structablate.store.typed.report_dict`): the fields above under
-        their report keys, ``pairs_per_second``, then ``extra``."""
-        return report_dict(self)
 
 
 @dataclass(frozen=True)

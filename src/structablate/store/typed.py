@@ -134,6 +134,16 @@ def report_dict(stats: Any) -> dict[str, Any]:
     return out
 
 
+class ReportDict:
+    """Mixin of a bookkeeping dataclass: :meth:`as_dict` is its report (:func:`report_dict`,
+    generated from its :func:`reported` fields), never written by hand."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report: each :func:`reported` field under its key, its ``then`` entries after
+        it, then ``extra`` (:func:`report_dict`)."""
+        return report_dict(self)
+
+
 def rounded(digits: int) -> Callable[[float], float]:
     """A ``form`` rounding to ``digits`` decimals (seconds to the millisecond: 3)."""
     return lambda x: round(x, digits)
