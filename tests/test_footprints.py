@@ -6,6 +6,9 @@ nodes like the test cluster's, where the groups were seen using more than they b
 
 import csv
 import re
+import threading
+import time
+from pathlib import Path
 
 import pytest
 from conftest import REPO
@@ -138,3 +141,96 @@ def test_concurrent_memory_is_the_largest_admissible_set():
     # memory admits only one 1,000 MB member at a time
     assert concurrent_mb(members, 2, 1999, 300) == 300 + 900
     assert concurrent_mb([], 2, 1000, 300) == 300
+
+
+# ------------------------------------------------------------------ under enforced memory
+
+
+class Watchdog(threading.Thread):
+    """Samples, every ``interval`` seconds, the resident memory of each job of a local
+    Snakemake run: the process running the rule's script (``.snakemake/scripts/tmp….GLUE.py``)
+    and its children, summed as Snakemake's benchmark does (which samples only every 30 s
+    after a job's first 30, and so misses the peaks of long jobs). ``peaks``: (pid, glue) ->
+    the largest sum in MB (2^20 bytes, as ``max_rss``)."""
+
+    def __init__(self, root: int, interval: float = 0.1) -> None:
+        super().__init__(daemon=True)
+        self.root, self.interval = root, interval
+        self.peaks: dict[tuple[int, str], float] = {}
+        self.done = threading.Event()
+
+    def sample(self) -> None:
+        import psutil
+
+        try:
+            procs = psutil.Process(self.root).children(recursive=True)
+        except psutil.NoSuchProcess:
+            return
+        for p in procs:
+            try:
+                script = next((a for a in p.cmdline() if ".snakemake/scripts/" in a), None)
+                if script is None:
+                    continue
+                glue = Path(script).name.split(".")[-2]
+                tree = [p, *p.children(recursive=True)]
+                rss = sum(q.memory_info().rss for q in tree) / 2**20
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+            key = (p.pid, glue)
+            self.peaks[key] = max(self.peaks.get(key, 0.0), rss)
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            self.sample()
+            time.sleep(self.interval)
+
+
+TARGET = "wikipedia/minilm/none/runs/G2.parquet"
+"""Part of the bundled default: the Wikipedia export built, its questions generated, its
+tokens, the G2 chunks, their vectors (the embedding seen at 1.6 GB), the question vectors and
+the first-stage retrieval."""
+
+
+@pytest.mark.slow
+def test_part_of_the_bundled_default_runs_within_its_bookings(default_plan, tmp_path):
+    """A real local run of part of the bundled default under a watchdog that samples each
+    job's process tree every 0.1 s: no job's script uses more than its rule's smallest
+    booking less the job's own Snakemake (DRIVER_MB), the limit a cgroup would enforce on
+    a SLURM node. (This machine's cgroups are not writable; RLIMIT_AS would kill OpenVINO,
+    which reserves gigabytes of address space.)"""
+    import shutil
+    import subprocess
+    import sys
+
+    from test_paper_config import offline_env
+
+    from structablate.plan.rules import RULES
+
+    limit: dict[str, int] = {}
+    for unit in default_plan["units"]:
+        for job in unit["jobs"] if unit["group"] else [unit]:
+            glue = RULES[job["rule"]].glue
+            mem = job["resources"]["mem_mb"]
+            limit[glue] = min(limit.get(glue, mem), mem)
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO, repo, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "results", ".snakemake", "__pycache__", ".pytest_cache", ".ruff_cache"))
+    results = tmp_path / "results"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "snakemake", "--cores", "2", "--config", f"results={results}",
+         str(results / TARGET)], cwd=repo, env=offline_env(), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    dog = Watchdog(proc.pid)
+    dog.start()
+    try:
+        out, _ = proc.communicate(timeout=1200)
+    finally:
+        dog.done.set()
+        dog.join()
+    assert proc.returncode == 0, out[-4000:]
+    glues = {g for _, g in dog.peaks}
+    assert {"embed", "chunk", "tokenize_corpus"} <= glues, (glues, out[-2000:])
+    over = [(glue, round(rss), limit[glue] - DRIVER_MB)
+            for (_, glue), rss in sorted(dog.peaks.items())
+            if rss * 2**20 / 1e6 > limit[glue] - DRIVER_MB]
+    assert not over, f"jobs over their booking (glue, measured MiB, MB allowed): {over}"

@@ -267,7 +267,9 @@ def estimate(rule: str, corpus_size_mb: float, model_size_mb: float = 0.0, *,
     :class:`structablate.plan.rules.Rate`) times the margins, at least
     :data:`MIN_MEM_MB` and :data:`MIN_RUNTIME`. Memory: the estimated peak RSS times
     :data:`MEM_MARGIN` (at least :data:`MEM_SLACK_MB` over it) plus :data:`DRIVER_MB` (the
-    job's Snakemake); the model's weights count in the peak twice (loaded and converted). The
+    job's Snakemake); the model's weights count in the peak twice (loaded and converted), and
+    per corpus MB it grows by the rate's ``mb_per_mb`` whatever the model (vectors and texts,
+    not weights, grow with the corpus). The
     per-MB CPU seconds are spread over the threads, or over :data:`GPU_SPEEDUP` on a GPU
     (``gpu``)."""
     r = table_entry(rule).rate
@@ -275,7 +277,7 @@ def estimate(rule: str, corpus_size_mb: float, model_size_mb: float = 0.0, *,
         raise KeyError(f"rule {rule!r} runs on the submit host: its entry of "
                        "structablate.plan.rules.RULES has no rate to size it by")
     scale = corpus_size_mb * (model_size_mb / 100.0 if r.per_model else 1.0)
-    peak = r.base_mb + 2 * model_size_mb + r.mb_per_mb * scale
+    peak = r.base_mb + 2 * model_size_mb + r.mb_per_mb * corpus_size_mb
     mem = max(peak * MEM_MARGIN, peak + MEM_SLACK_MB) + DRIVER_MB
     secs = r.base_s + r.s_per_mb * scale / (GPU_SPEEDUP if gpu else max(1, threads))
     return Need(threads=threads, mem_mb=_round_up(max(mem, MIN_MEM_MB), 100),

@@ -78,8 +78,9 @@ Builder = Callable[["Plan", Settings, dict[str, str]], Job]
 class Rate:
     """A rule's footprint: peak RSS ``base_mb`` plus ``mb_per_mb`` per corpus MB, wall seconds
     ``base_s`` (start-up: imports, reading) plus ``s_per_mb`` CPU seconds per corpus MB
-    spread over the job's threads; where ``per_model``, per corpus MB and per 100 MB of the
-    model's weights (a larger model is slower and holds more)."""
+    spread over the job's threads; where ``per_model``, the CPU seconds are per corpus MB and
+    per 100 MB of the model's weights (a larger model is slower), and the peak holds the
+    weights twice besides (:func:`structablate.plan.resources.estimate`)."""
 
     base_mb: float
     mb_per_mb: float
@@ -222,13 +223,14 @@ def _stage_rate(stage: str) -> Rate:
 # corpora's sizes reaches its measured peak (tests/test_footprints.py), and the booking adds
 # the margins of structablate.plan.resources.estimate. Every small CPU rule peaks at 80-400
 # MB there; embed_chunks at 0.8-1.0 GB (1.6 GB once, a forked child counted twice in max_rss),
-# hence its base of 1,450 MB plus twice MiniLM's 91 MB. Slopes: from the full QASPER run of
-# ~60 corpus MB where it was measured (embed_chunks 2.6 GB, embed_queries 2.1 GB, TextTiling
-# induction 3.0 GB, tokenize_corpus 0.5-0.7 GB, score 0.6-1.2 GB), else taken as 20 MB per
-# corpus MB. Seconds: embedding 99 CPU s for MiniLM over the QASPER sample's 0.57 MB, 48 over
-# Wikipedia's 0.35 MB; TextTiling induction 71 and 41 CPU s; else 5 CPU s per corpus MB. The
-# LLM stages' rates on CPUs (TextTiling induction measured as above; replaying or calling a
-# server taken as 30 CPU s per corpus MB) are declared with each stage.
+# hence its base of 1,450 MB plus twice MiniLM's 91 MB. Slopes (MB per corpus MB, any model):
+# from the full QASPER run of ~60 corpus MB where it was measured (embed_chunks 2.6 GB,
+# embed_queries 2.1 GB, TextTiling induction 3.0 GB, tokenize_corpus 0.5-0.7 GB, score
+# 0.6-1.2 GB), else taken as 20 MB per corpus MB. Seconds: embedding 99 CPU s for MiniLM over
+# the QASPER sample's 0.57 MB, 48 over Wikipedia's 0.35 MB; TextTiling induction 71 and 41
+# CPU s; else 5 CPU s per corpus MB. The LLM stages' rates on CPUs (TextTiling induction
+# measured as above; replaying or calling a server taken as 30 CPU s per corpus MB) are
+# declared with each stage.
 _SMALL = Rate(450, 20, 20, 5)
 
 _TABLE: tuple[Rule, ...] = (
@@ -255,9 +257,9 @@ _TABLE: tuple[Rule, ...] = (
     Rule("contextualize", ContextualizeJob, lambda p, s, w: ContextualizeJob(
         contexts=replace(s.contexts, llm=None), llm=p.stage_llm("contexts"),
         tokenizer=p.tokenizer), _stage_rate("contexts")),
-    Rule("embed_chunks", EmbedJob, _embed, Rate(1450, 18, 30, 200, per_model=True),
+    Rule("embed_chunks", EmbedJob, _embed, Rate(1450, 16, 30, 200, per_model=True),
          script="embed", group=CELL, model="embedder", gpu_group="embed"),
-    Rule("embed_queries", EmbedJob, _embed, Rate(800, 21, 30, 50, per_model=True),
+    Rule("embed_queries", EmbedJob, _embed, Rate(800, 19, 30, 50, per_model=True),
          script="embed", group=CELL, model="embedder", gpu_group="embed",
          reads_questions=True),
     Rule("retrieve", RetrieveJob, _retrieve, _SMALL, group=CELL),
