@@ -264,3 +264,19 @@ def test_part_of_the_bundled_default_runs_within_its_bookings(default_plan, tmp_
     print("peaks (rule, PSS MiB, RSS MiB, MB allowed):", sorted(
         (r, round(p), round(q), limit[r] - DRIVER_MB) for (_, r), (p, q) in dog.peaks.items()))
     assert not over, f"jobs over their booking (rule, PSS MiB, RSS MiB, MB allowed): {over}"
+
+
+def test_the_docs_table_is_the_committed_footprints():
+    """docs/cluster.md's footprint table and resources/footprints.tsv come from the same
+    benchmark files: each rule's largest peak agrees (the table rounds, the TSV rounds up)."""
+    text = (REPO / "docs" / "cluster.md").read_text(encoding="utf-8")
+    table = text[text.index("**Measured footprints.**"):]
+    table = table[:table.index("\n\n", table.index("| rule | jobs | peak RSS MB"))]
+    shown = {m[1]: float(m[2].split("–")[-1])
+             for m in re.finditer(r"^\| `(\w+)` \| \d+ \| ([\d.–]+) \|", table, re.M)}
+    committed: dict[str, int] = {}
+    for (rule, _), peak in peaks().items():
+        committed[rule] = max(committed.get(rule, 0), peak)
+    assert shown.keys() == committed.keys()
+    for rule, peak in committed.items():
+        assert 0 <= peak - shown[rule] <= 1, (rule, peak, shown[rule])
