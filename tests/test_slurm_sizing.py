@@ -223,8 +223,8 @@ def test_vllm_stages_book_host_memory_from_the_model_not_a_fixed_128_gb():
     from structablate.plan import Plan
     from structablate.plan.resources import (
         GPU_HOST_MB,
-        MEM_MARGIN,
         VLLM_BASE_MB,
+        VLLM_MARGIN,
         VLLM_SWAP_MB,
         job_need,
         llm_weights_mb,
@@ -240,7 +240,7 @@ def test_vllm_stages_book_host_memory_from_the_model_not_a_fixed_128_gb():
         need = job_need(plan, rule, SimpleNamespace(corpus="wikipedia_fa", chunkset="A1"))
         assert need.gpu == 1 and need.threads == 8
         assert need.mem_mb < 128000, (rule, need)
-        assert need.mem_mb >= (GPU_HOST_MB + VLLM_BASE_MB + 52000 + VLLM_SWAP_MB) * MEM_MARGIN
+        assert need.mem_mb >= (GPU_HOST_MB + VLLM_BASE_MB + 52000 + VLLM_SWAP_MB) * VLLM_MARGIN
         assert Sizer((node,), environ={}).fit(rule, need).mem_mb == need.mem_mb
     assert vllm_host_mb(104000, 32768, 64) > vllm_host_mb(52000, 32768, 64) + 70000
     assert vllm_host_mb(52000, 131072, 64) > vllm_host_mb(52000, 32768, 64)

@@ -622,24 +622,29 @@ def llm_weights_mb(model: str) -> float:
     return UNKNOWN_LLM_MB
 
 
+VLLM_MARGIN = 1.5
+"""The margin on the vLLM stages' host memory: larger than :data:`MEM_MARGIN`, which covers
+measured peaks, because these terms are estimates that no run here has measured."""
+
+
 def vllm_host_mb(weights_mb: float, context_tokens: int | None, batch_size: int) -> int:
     """Host memory (MB) of one LLM stage's job under vLLM on one GPU:
 
     ``(GPU_HOST_MB + VLLM_BASE_MB + weights_mb + VLLM_SWAP_MB
-    + batch_size * context_tokens * HOST_BYTES_PER_TOKEN / 1e6) * MEM_MARGIN``,
+    + batch_size * context_tokens * HOST_BYTES_PER_TOKEN / 1e6) * VLLM_MARGIN``,
 
     rounded up to 100 MB: the CUDA context (3,000 MB), vLLM's processes (4,000 MB), the
     weights once (``weights_mb``: read from disk through the page cache, which the job's
     cgroup is charged for, before they move to the GPU), the KV swap space (4 GiB), and the
     requests of one batch at the full context (``context_tokens``; 32,768 when the config
-    leaves it to the model) — times the margin of every booking (1.5). The KV cache itself
+    leaves it to the model) — times :data:`VLLM_MARGIN` (1.5). The KV cache itself
     lives on the GPU. Not measured (no GPU was lent): each term is stated so a measurement
     can replace it. Gemma-4-26B-A4B (52,000 MB in bf16) at 32,768 tokens and batches of 64
     books 95,200 MB, so a node of 128 GB holds it."""
     tokens = context_tokens if context_tokens is not None else 32768
     mb = (GPU_HOST_MB + VLLM_BASE_MB + weights_mb + VLLM_SWAP_MB
           + batch_size * tokens * HOST_BYTES_PER_TOKEN / 1e6)
-    return _round_up(mb * MEM_MARGIN, 100)
+    return _round_up(mb * VLLM_MARGIN, 100)
 
 
 def job_need(plan: Plan, rule: str, w: Any,
