@@ -13,9 +13,10 @@ and interleaved round by round:
 
 Index and query seconds are printed apart; ratios are bm25s-seconds / ours-seconds (> 1: ours
 faster). Scores are checked, not assumed: ours against ``BM25Okapi.get_scores`` on a sample
-of queries (maximum absolute difference over all chunks), and the top chunk of ours and of
-bm25s compared (their idf differs: BM25Okapi floors a negative idf at epsilon times the mean,
-bm25s's robertson does not, so a difference there is a definition, not an error).
+of queries (bit-equality over all chunks, and the maximum absolute difference), and the top
+chunk of ours and of bm25s compared (their idf differs: BM25Okapi floors a negative idf at
+epsilon times the mean, bm25s's robertson does not, so a difference there is a definition,
+not an error).
 
     python bench/bench_bm25.py --data "$STRUCTABLATE_DATA/qasper"   # needs the bench extra
     python bench/bench_bm25.py --data DIR --files qasper-test-v0.3.json --rounds 3
@@ -118,6 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     dense = index.scores([queries[i] for i in sample])
     ref = np.stack([index.okapi.get_scores(queries[i]) for i in sample])
     print(f"ours vs BM25Okapi.get_scores on {len(sample)} queries x {len(chunks)} chunks: "
+          f"bit-equal {'yes' if np.array_equal(dense, ref) else 'NO'}, "
           f"max |diff| {np.abs(dense - ref).max():.3g}")
     print(f"ours, own-paper scope: {statistics.median(doc_scope):.2f} s (median)")
     print("| contender | index s | queries s | query ratio to ours (min / median / max) | "
