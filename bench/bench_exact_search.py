@@ -13,6 +13,14 @@ float32 summation makes non-zero).
 
     python bench/bench_exact_search.py                       # needs the bench extra (faiss-cpu)
     python bench/bench_exact_search.py --queries 1024 --dims 384 --rounds 3
+
+Measured 2026-12-07 on 2 shared cores at load average 8-10 (noisy: rounds of one contender
+vary by 1.5x), 4,301 queries x 36,217 chunks, k 100, faiss-cpu 1.15.1, faiss/ours min /
+median / max over 3 rounds: 384 d 0.83 / 0.92 / 1.08, 768 d 0.59 / 0.92 / 1.48, 1024 d
+0.85 / 0.88 / 1.21; ours equal to the float64 brute force (100 queries checked per
+dimension); faiss's lists differ from ours on 1.3 / 2.2 / 1.8 % of queries. In the same
+runs the float32 matrix product alone took about 70-85 % of ours at 1024 d, the float64
+re-scoring of the ~105 candidates per query most of the rest.
 """
 
 from __future__ import annotations

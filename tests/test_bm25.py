@@ -102,11 +102,21 @@ def test_vectorized_scores_equal_rank_bm25():
     queries = [["w0", "w1", "w1", "w5"], ["unknown"], ["w29", "w7", "w7", "w7"], []]
     idx = BM25Index(corpus)
     ref = BM25Okapi(corpus)
+    # long queries in an order unlike the vocabulary's, with repeats: the summation order
+    # decides the last bits, and it is get_scores's (query order)
+    queries += [list(rng.choice(vocab + ["unknown"], size=12)) for _ in range(60)]
     got = idx.scores(queries)
     for q, row in zip(queries, got, strict=True):
-        np.testing.assert_allclose(row, ref.get_scores(q), rtol=1e-12, atol=1e-12)
+        assert np.array_equal(row, ref.get_scores(q)), q
     top, best = idx.top1(queries)
     assert top.tolist() == [int(np.argmax(ref.get_scores(q))) for q in queries]
+    assert best.tolist() == [float(np.max(ref.get_scores(q))) for q in queries]
+    # a corpus where every term is dense (in every chunk) and one where none is
+    for corp in ([["a", "b", "a"], ["b", "a"], ["a", "b", "b", "b"]],
+                 [[f"u{i}", f"v{i}"] for i in range(12)]):
+        ix, rf = BM25Index(corp), BM25Okapi(corp)
+        for q in (["a", "b", "a"], ["b"], ["u3", "v3", "u4"], ["v11", "u0"]):
+            assert np.array_equal(ix.scores([q])[0], rf.get_scores(q))
 
 
 def test_tokenize_for_bm25():
@@ -144,7 +154,7 @@ def test_report_headlines_the_within_document_figure(tiny):
 def test_top1_is_the_dense_argmax_in_both_scopes(n_chunks, floor):
     """Ties (repeated chunks), queries with no known term, and tiny corpora where every idf is
     floored at or below 0 (the mean idf is negative), so matched chunks can score < 0 and an
-    unmatched chunk (score 0) wins; the scores equal scipy's sparse product to the bit."""
+    unmatched chunk (score 0) wins; the scores equal ``BM25Okapi.get_scores`` to the bit."""
     rng = np.random.default_rng(n_chunks)
     vocab = [f"w{i}" for i in range(6 if floor else 40)]
     corpus = [list(rng.choice(vocab, size=int(rng.integers(1, 8)))) for _ in range(n_chunks)]
@@ -155,7 +165,7 @@ def test_top1_is_the_dense_argmax_in_both_scopes(n_chunks, floor):
     queries += [list(rng.choice(vocab, size=3)) for _ in range(20)]
     index = BM25Index(corpus)
     dense = index.scores(queries)
-    assert np.array_equal(dense, (index.query_matrix(queries) @ index.weights.T).toarray())
+    assert np.array_equal(dense, np.stack([index.okapi.get_scores(q) for q in queries]))
     top, best = index.top1(queries)
     assert top.tolist() == dense.argmax(axis=1).tolist()
     assert best.tolist() == dense.max(axis=1).tolist()

@@ -125,6 +125,40 @@ def test_kth_lower_bound_is_reached_by_k_entries_and_never_above_the_kth(n, k, g
     assert bound[0] == 0.5 and bound[1] == 7.0
 
 
+@pytest.mark.parametrize("n,k,group", [(1000, 10, 32), (1003, 10, 7), (50, 5, 3), (40, 40, 1)])
+def test_group_candidates_are_exactly_the_entries_at_or_above_the_threshold(n, k, group):
+    """The candidates found through the group maxima (the leftover group included) are the
+    entries a full-matrix comparison finds, row by row."""
+    from structablate.retrieval.flat import group_candidates, group_maxima, kth_of_maxima
+
+    rng = np.random.default_rng(n * k)
+    s = rng.standard_normal((9, n)).astype(np.float32)
+    s[0, :] = 0.5
+    s[1, : 3 * k] = 7.0
+    s[2, -1] = 9.0  # the best entry in the leftover group
+    maxima = group_maxima(s, group)
+    thr = (kth_of_maxima(maxima, k) - np.float32(0.3)).astype(np.float32)
+    qi, cj = group_candidates(s, maxima, thr, group)
+    want_q, want_c = np.nonzero(s >= thr[:, None])
+    assert np.all(np.diff(qi) >= 0)
+    got = sorted(zip(qi.tolist(), cj.tolist(), strict=True))
+    assert got == sorted(zip(want_q.tolist(), want_c.tolist(), strict=True))
+
+
+def test_exact_search_scores_a_block_that_overflows_float32_in_float64():
+    """Norms near float32's largest value: the float32 pass overflows, the block takes the
+    float64 route, and the result still equals it."""
+    from structablate.retrieval.flat import _exact_float64
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((300, 16)).astype(np.float32) * np.float32(1e19)
+    q = rng.standard_normal((5, 16)).astype(np.float32) * np.float32(1e19)
+    assert not np.isfinite(q @ x.T).all()
+    idx, sc = exact_search(q, x, 7)
+    ref = _exact_float64(q, x.astype(np.float64), 7, 64)
+    assert np.array_equal(idx, ref[0]) and np.array_equal(sc, ref[1], equal_nan=True)
+
+
 def test_exact_matches_brute_force_when_the_top_share_groups():
     # the best chunks sit in few of the lower bound's strided groups (columns j, j + m, ...),
     # so the bound is far below the k-th score: more candidates, the same result

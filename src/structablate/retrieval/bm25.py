@@ -16,10 +16,10 @@ Stated choices:
   (:func:`structablate.text.words.tokenize`);
 * **BM25** — ``rank_bm25.BM25Okapi`` with its defaults (``k1`` 1.5, ``b`` 0.75, ``epsilon``
   0.25: a negative idf is floored at ``epsilon`` times the mean idf). ``BM25Okapi`` fits the
-  index (term frequencies, document lengths, idf); the scores are computed with the same
-  formula as ``BM25Okapi.get_scores`` but from posting lists, one ``bincount`` per query
-  (``get_scores`` loops over every chunk in Python, hours on 36k chunks × 4k
-  queries); a test checks equality with ``get_scores``;
+  index (term frequencies, document lengths, idf); the scores are ``BM25Okapi.get_scores``'s
+  to the bit, computed from weights precomputed per (term, chunk) and posting lists
+  (:class:`BM25Index`; ``get_scores`` recomputes every weight for every query, hours on 36k
+  chunks × 4k queries); a test checks bit-equality with ``get_scores``;
 * **scope** — ``corpus`` (default): the top chunk over the whole chunkset; ``document``: the
   top chunk among the chunks of the query's own document (same index, so idf and average
   length still come from the whole chunkset). The paper does not state its scope; on full
@@ -51,7 +51,17 @@ __all__ = ["BM25Index", "BM25_REPORT_KEYS", "PAPER_GOLD_TOP1", "bm25_gold_top1",
 
 
 class BM25Index:
-    """A ``BM25Okapi`` index over token lists with vectorized scoring."""
+    """A ``BM25Okapi`` index over token lists with vectorized scoring.
+
+    A query's scores are those of ``BM25Okapi.get_scores`` to the bit: every chunk's score is
+    summed in the query's token order (a repeated token counts again, an unknown one adds
+    nothing), one ``idf · weight`` per token, with the same arithmetic. Only the work differs:
+    each (term, chunk) contribution ``idf · tf·(k1 + 1) / (tf + k1·(1 − b + b·len/avgdl))`` is
+    computed once at index time (as ``get_scores`` computes it), and a query adds up only its
+    tokens' posting lists (a chunk without the term would add an exact zero). A
+    query is scored with one ``bincount`` over its tokens' postings laid out token by token:
+    ``bincount`` sums each chunk's entries in array order, which is the token order.
+    """
 
     def __init__(self, corpus: Sequence[Sequence[str]], *, k1: float = 1.5, b: float = 0.75,
                  epsilon: float = 0.25):
@@ -72,9 +82,13 @@ class BM25Index:
         self.weights = sparse.csr_matrix(
             (np.asarray(vals, dtype=np.float64), (rows, cols)),
             shape=(len(ok.doc_freqs), len(self.vocab)))
-        # the right operand of every query product, converted once (scipy converts the
-        # transposed view to this same CSR matrix on each product)
-        self._weights_t = self.weights.T.tocsr()
+        # posting lists: term j's chunks are _post_chunk[_ptr[j]:_ptr[j + 1]] (int64, which
+        # bincount takes without a copy)
+        wt = self.weights.T.tocsr()
+        self._ptr = wt.indptr.tolist()
+        self._post_chunk = wt.indices.astype(np.int64)
+        # and its contributions idf_j · weight, as get_scores multiplies them
+        self._post_contrib = np.repeat(self.idf, np.diff(wt.indptr)) * wt.data
 
     def query_matrix(self, queries: Sequence[Sequence[str]]) -> sparse.csr_matrix:
         """``idf``-weighted term counts of the queries (a repeated query term counts again,
@@ -91,28 +105,20 @@ class BM25Index:
                                  shape=(len(queries), len(self.vocab)))
 
     def scores(self, queries: Sequence[Sequence[str]]) -> np.ndarray:
-        """Dense ``(n_queries, n_chunks)`` scores."""
-        q = self.query_matrix(queries)
+        """Dense ``(n_queries, n_chunks)`` scores (``get_scores`` of each query, to the bit)."""
         n = self.weights.shape[0]
-        return np.stack([self._row(q, i) for i in range(len(queries))]) if len(queries) \
-            else np.zeros((0, n))
+        return np.stack([self._row(q) for q in queries]) if len(queries) else np.zeros((0, n))
 
-    def _row(self, q: sparse.csr_matrix, i: int) -> np.ndarray:
-        """Query ``i``'s scores over every chunk, from the posting lists (the rows of the
-        transposed weights) with one ``bincount``: the query's postings laid out term by term
-        in ascending vocabulary order, so every chunk's score sums ``v · weight`` in the order,
-        and with the arithmetic, of scipy's sparse product ``q @ weights.T`` (the same values
-        to the bit), at the cost of the postings alone."""
-        wt = self._weights_t
-        lo, hi = q.indptr[i], q.indptr[i + 1]
-        if lo == hi:
-            return np.zeros(wt.shape[1])
-        ptr, ind, data = wt.indptr, wt.indices, wt.data
-        terms, coef = q.indices[lo:hi].tolist(), q.data[lo:hi].tolist()
-        cells = np.concatenate([ind[ptr[j]:ptr[j + 1]] for j in terms])
-        weights = np.concatenate([v * data[ptr[j]:ptr[j + 1]]
-                                  for j, v in zip(terms, coef, strict=True)])
-        return np.bincount(cells, weights=weights, minlength=wt.shape[1])
+    def _row(self, tokens: Sequence[str]) -> np.ndarray:
+        """One query's scores over every chunk with one ``bincount`` (class docstring)."""
+        n = self.weights.shape[0]
+        terms = [j for j in map(self.vocab.get, tokens) if j is not None]
+        if not terms:
+            return np.zeros(n)
+        ptr, chunk, contrib = self._ptr, self._post_chunk, self._post_contrib
+        cells = np.concatenate([chunk[ptr[j]:ptr[j + 1]] for j in terms])
+        weights = np.concatenate([contrib[ptr[j]:ptr[j + 1]] for j in terms])
+        return np.bincount(cells, weights=weights, minlength=n)
 
     def top1(
         self,
@@ -121,11 +127,10 @@ class BM25Index:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Index and score of each query's best chunk (first maximum), over all chunks or over
         ``candidates[q]`` (chunk indices in ascending order) for query ``q``."""
-        q = self.query_matrix(queries)
         idx = np.empty(len(queries), dtype=np.int64)
         best = np.empty(len(queries), dtype=np.float64)
-        for k in range(len(queries)):
-            row = self._row(q, k)
+        for k, toks in enumerate(queries):
+            row = self._row(toks)
             if candidates is None:
                 i = int(row.argmax())
             else:

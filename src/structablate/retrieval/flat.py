@@ -89,11 +89,20 @@ def pair_scores(query_vecs: np.ndarray, chunk_vecs: np.ndarray, qrow: np.ndarray
     qs = qrow if order is None else qrow[order]
     cs = crow if order is None else crow[order]
     bounds = np.flatnonzero(np.diff(qs)) + 1
+    starts = np.concatenate([[0], bounds])
+    ends = np.append(bounds, len(qs))
+    # one gather buffer and one float64 buffer for every query (a fresh array per query is a
+    # fresh mapping of up to a few MB: page faults cost more than the dot products)
+    width = int((ends - starts).max())
+    buf32 = np.empty((width, x.shape[1]), dtype=x.dtype)
+    buf64 = np.empty((width, x.shape[1]), dtype=np.float64)
     res = np.empty(len(qs), dtype=np.float32)
-    for a, b in zip(np.concatenate([[0], bounds]).tolist(),
-                    np.append(bounds, len(qs)).tolist(), strict=True):
+    for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
         qv = q[qs[a]].astype(np.float64)
-        res[a:b] = np.einsum("ij,j->i", x[cs[a:b]].astype(np.float64, copy=False), qv)
+        rows = np.take(x, cs[a:b], axis=0, out=buf32[: b - a])
+        wide = buf64[: b - a]
+        wide[...] = rows
+        res[a:b] = np.einsum("ij,j->i", wide, qv)
     if order is None:
         return res
     out[order] = res
@@ -139,29 +148,54 @@ def _group_size(n: int, k: int) -> int:
     return int(max(1, min(32, n // (8 * max(k, 1)))))
 
 
-def kth_lower_bound(scores: np.ndarray, k: int, group: int) -> np.ndarray:
-    """Per row, a value ``L`` with at least ``k`` entries ``>= L``, at most the row's ``k``-th
-    largest: the ``k``-th largest of the maxima of ``m = n // group`` disjoint column groups
-    (group ``j`` holds columns ``j, j + m, …, j + (group − 1)·m``; the ``n − m·group`` left
-    over form one more group). The ``k`` largest maxima come from ``k`` distinct columns, so
-    ``L`` never exceeds the ``k``-th largest entry; it equals it when the top ``k`` fall in
-    distinct groups. Strided groups reduce with elementwise maxima of contiguous slabs, and
-    partitioning ``m`` maxima instead of ``n`` entries is what makes it cheap. Needs at least
-    ``k`` groups."""
+def group_maxima(scores: np.ndarray, group: int) -> np.ndarray:
+    """Per row, the maxima of ``m = n // group`` disjoint column groups (group ``j`` holds
+    columns ``j, j + m, …, j + (group − 1)·m``; the ``n − m·group`` columns left over form one
+    more group, the last). Strided groups reduce with elementwise maxima of contiguous slabs."""
     b, n = scores.shape
     m = n // group
     maxima = scores[:, : m * group].reshape(b, group, m).max(axis=1)
     if m * group < n:
         maxima = np.concatenate([maxima, scores[:, m * group:].max(axis=1, keepdims=True)],
                                 axis=1)
+    return maxima
+
+
+def kth_of_maxima(maxima: np.ndarray, k: int) -> np.ndarray:
+    """The ``k``-th largest of each row of :func:`group_maxima` (see :func:`kth_lower_bound`)."""
     if maxima.shape[1] < k:
-        raise ValueError(f"{maxima.shape[1]} groups of {group} columns cannot bound the top {k}")
-    maxima.partition(maxima.shape[1] - k, axis=1)
-    return maxima[:, maxima.shape[1] - k].copy()
+        raise ValueError(f"{maxima.shape[1]} groups cannot bound the top {k}")
+    return np.partition(maxima, maxima.shape[1] - k, axis=1)[:, maxima.shape[1] - k].copy()
+
+
+def kth_lower_bound(scores: np.ndarray, k: int, group: int) -> np.ndarray:
+    """Per row, a value ``L`` with at least ``k`` entries ``>= L``, at most the row's ``k``-th
+    largest: the ``k``-th largest of the :func:`group_maxima`. The ``k`` largest maxima come
+    from ``k`` distinct columns, so ``L`` never exceeds the ``k``-th largest entry; it equals it
+    when the top ``k`` fall in distinct groups. Partitioning ``m`` maxima instead of ``n``
+    entries is what makes it cheap. Needs at least ``k`` groups."""
+    return kth_of_maxima(group_maxima(scores, group), k)
+
+
+def group_candidates(scores: np.ndarray, maxima: np.ndarray, thr: np.ndarray, group: int
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """``(row, column)`` of every entry ``scores[i, j] >= thr[i]``, rows ascending, found
+    through the :func:`group_maxima` (only a group whose maximum reaches ``thr`` can hold one):
+    the full matrix is never compared or scanned again."""
+    b, n = scores.shape
+    m = n // group
+    qi, gj = np.divmod(np.flatnonzero(maxima >= thr[:, None]), maxima.shape[1])
+    step = np.arange(group)
+    cols = np.where((gj < m)[:, None], gj[:, None] + m * step, m * group + step)
+    valid = cols < n
+    cols = np.minimum(cols, n - 1)
+    rows = np.broadcast_to(qi[:, None], cols.shape)
+    hit = valid & (scores[rows, cols] >= thr[qi][:, None])
+    return rows[hit], cols[hit]
 
 
 def exact_search(
-    queries: np.ndarray, chunks: np.ndarray, k: int, block: int = 256
+    queries: np.ndarray, chunks: np.ndarray, k: int, block: int = 512
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact inner-product top-``k`` (see module docstring for the scores and the tie rule).
 
@@ -178,30 +212,34 @@ def exact_search(
     gamma = float32_error_bound(x.shape[1])
     x_norm_max = float(np.sqrt(np.einsum("ij,ij->i", x, x, dtype=np.float64)).max())
     q_norm = np.sqrt(np.einsum("ij,ij->i", queries, queries, dtype=np.float64))
+    # every partial sum of a float32 dot product is at most (1 + γ)·‖q‖·‖x‖ in magnitude:
+    # below float32's largest value no product can overflow, and the scan for inf/NaN is moot
+    may_overflow = (1 + gamma) * float(q_norm.max(initial=0.0)) * x_norm_max \
+        >= 0.5 * float(np.finfo(np.float32).max)
     idx_out = np.zeros((nq, k), dtype=np.int64)
     sc_out = np.zeros((nq, k), dtype=np.float32)
     tiny = x.shape[1] * 2.0**-120  # products and sums that underflow or flush to zero
-    # buffers reused across blocks (fresh 10-100 MB arrays per block cost page faults)
+    # one score buffer reused across blocks (a fresh 10-100 MB array per block costs page
+    # faults)
     bsz = min(block, nq)
     s32_buf = np.empty((bsz, n), dtype=np.float32)
-    mask_buf = np.empty((bsz, n), dtype=bool)
     group = _group_size(n, k)
     for s in range(0, nq, block):
         qb = queries[s : s + block]
         b = qb.shape[0]
         s32 = np.matmul(qb, x.T, out=s32_buf[:b])
-        if not np.isfinite(s32).all():  # float32 overflow: score this block in float64
+        if may_overflow and not np.isfinite(s32).all():  # score this block in float64
             i, sc = _exact_float64(qb, x.astype(np.float64), k, block)
             idx_out[s : s + b], sc_out[s : s + b] = i, sc
             continue
-        kth = kth_lower_bound(s32, k, group).astype(np.float64)
+        maxima = group_maxima(s32, group)
+        kth = kth_of_maxima(maxima, k).astype(np.float64)
         margin = gamma * q_norm[s : s + b] * x_norm_max + tiny
         thr = kth - 2 * margin
         thr32 = thr.astype(np.float32)
         low = thr32.astype(np.float64) > thr  # round the threshold down, never up
         thr32[low] = np.nextafter(thr32[low], np.float32(-np.inf))
-        mask = np.greater_equal(s32, thr32[:, None], out=mask_buf[:b])
-        qi, cj = np.divmod(np.flatnonzero(mask), n)  # row-major: by query, then row
+        qi, cj = group_candidates(s32, maxima, thr32, group)  # by query
         ref = pair_scores(qb, x, qi, cj)  # rows widened per candidate: no float64 corpus copy
         order = np.lexsort((cj, -ref, qi))  # per query: score desc, then row asc
         first = np.searchsorted(qi, np.arange(b))
