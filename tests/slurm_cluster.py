@@ -530,6 +530,33 @@ def _wait_for_slurmdbd(cluster: Cluster, timeout: float = 60) -> None:
     cluster.account = ACCOUNT
 
 
+def running(tmp_path_factory, accounting: bool = False):
+    """The body of a module-scoped pytest fixture: the executor plugin (else a skip), a
+    cluster from :func:`start_or_skip` in a fresh temporary folder, stopped when the module's
+    tests end. ``accounting``: with slurmdbd and its database."""
+    import pytest
+
+    pytest.importorskip("snakemake_executor_plugin_slurm",
+                        reason="the slurm extra (snakemake-executor-plugin-slurm) is missing")
+    c = start_or_skip(tmp_path_factory.mktemp("slurmdbd" if accounting else "slurm"),
+                      accounting=accounting)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def site_profile(dest: Path, cluster: Cluster) -> Path:
+    """profiles/slurm copied to ``dest`` with one edit, the documented one (docs/cluster.md,
+    section 2): partitions.yaml names the cluster's partition and its limits."""
+    import yaml
+
+    shutil.copytree(Path(__file__).resolve().parents[1] / "profiles" / "slurm", dest)
+    (dest / "partitions.yaml").write_text(yaml.safe_dump({"partitions": {cluster.partition: {
+        "max_runtime": 1440, "max_mem_mb": cluster.mem_mb, "max_threads": cluster.cpus}}}))
+    return dest
+
+
 def start_or_skip(root: Path, **kwargs: object) -> Cluster:
     """:func:`start` for a test: skips (saying why) where :func:`unavailable` names a reason or
     the cluster does not start; but where the environment variable ``CI`` is set and SLURM is

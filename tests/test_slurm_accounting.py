@@ -9,7 +9,6 @@ the same without accounting (``squeue``)."""
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -17,7 +16,6 @@ import time
 
 import pytest
 import slurm_cluster
-import yaml
 from conftest import REPO
 from hermetic import pythonpath
 from workflow_util import write_project
@@ -31,13 +29,7 @@ BOUND_S = 420  # the whole run, requeue and retry included
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    pytest.importorskip("snakemake_executor_plugin_slurm",
-                        reason="the slurm extra (snakemake-executor-plugin-slurm) is missing")
-    c = slurm_cluster.start_or_skip(tmp_path_factory.mktemp("slurmdbd"), accounting=True)
-    try:
-        yield c
-    finally:
-        c.stop()
+    yield from slurm_cluster.running(tmp_path_factory, accounting=True)
 
 
 def test_sacct_answers_and_accounting_listens_on_loopback_only(cluster):
@@ -87,14 +79,12 @@ def test_with_accounting_a_requeued_job_reruns_and_a_cancelled_one_is_retried(cl
     root = tmp_path / "p"
     write_project(root, ["A0"], n_papers=2)
     profile = tmp_path / "profile"
-    shutil.copytree(REPO / "profiles" / "slurm", profile)
-    # the two site-specific edits of docs/cluster.md, section 2: the account and partitions
+    slurm_cluster.site_profile(profile, cluster)
+    # the other site-specific edit of docs/cluster.md, section 2: the account
     conf = profile / "config.yaml"
     conf.write_text(conf.read_text().replace('slurm_account: "my-account"',
                                              f'slurm_account: "{cluster.account}"'))
     assert cluster.account in conf.read_text()
-    (profile / "partitions.yaml").write_text(yaml.safe_dump({"partitions": {cluster.partition: {
-        "max_runtime": 1440, "max_mem_mb": cluster.mem_mb, "max_threads": cluster.cpus}}}))
     env = {**cluster.env, "PYTHONPATH": pythonpath(REPO / "src")}
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
            "--directory", str(root), "--configfile", str(root / "config.yaml"),

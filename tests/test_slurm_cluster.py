@@ -12,7 +12,6 @@ that does not start is a failure (slurm_cluster.start_or_skip)."""
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -21,7 +20,6 @@ from pathlib import Path
 
 import pytest
 import slurm_cluster
-import yaml
 from conftest import REPO
 from hermetic import pythonpath
 from workflow_util import job_counts, snakemake, write_project
@@ -70,22 +68,7 @@ def test_the_cluster_listens_on_loopback_only_and_is_stopped_afterwards(tmp_path
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    pytest.importorskip("snakemake_executor_plugin_slurm",
-                        reason="the slurm extra (snakemake-executor-plugin-slurm) is missing")
-    c = slurm_cluster.start_or_skip(tmp_path_factory.mktemp("slurm"))
-    try:
-        yield c
-    finally:
-        c.stop()
-
-
-def site_profile(dest: Path, cluster: slurm_cluster.Cluster) -> Path:
-    """profiles/slurm copied with one edit, the documented one: partitions.yaml names the
-    cluster's partition and its limits (`scontrol show partition`, `slurmd -C`)."""
-    shutil.copytree(REPO / "profiles" / "slurm", dest)
-    (dest / "partitions.yaml").write_text(yaml.safe_dump({"partitions": {cluster.partition: {
-        "max_runtime": 1440, "max_mem_mb": cluster.mem_mb, "max_threads": cluster.cpus}}}))
-    return dest
+    yield from slurm_cluster.running(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +130,7 @@ def slurm_run(tmp_path_factory, cluster):
     base = tmp_path_factory.mktemp("slurmrun")
     root = base / "p"
     write_project(root, CONDITIONS, n_papers=N_PAPERS)
-    profile = site_profile(base / "profile", cluster)
+    profile = slurm_cluster.site_profile(base / "profile", cluster)
     env = {**cluster.env, "PYTHONPATH": pythonpath(REPO / "src")}
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
            "--directory", str(root), "--configfile", str(root / "config.yaml"),

@@ -9,7 +9,6 @@ same mtime), the retry runs only the other members, and a later run has nothing 
 
 import base64
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -18,7 +17,6 @@ from pathlib import Path
 
 import pytest
 import slurm_cluster
-import yaml
 from conftest import REPO
 from hermetic import pythonpath
 from workflow_util import write_project
@@ -32,13 +30,7 @@ TARGET = "results/report/qasper/minilm/none/condition_cis.parquet"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    pytest.importorskip("snakemake_executor_plugin_slurm",
-                        reason="the slurm extra (snakemake-executor-plugin-slurm) is missing")
-    c = slurm_cluster.start_or_skip(tmp_path_factory.mktemp("slurm"))
-    try:
-        yield c
-    finally:
-        c.stop()
+    yield from slurm_cluster.running(tmp_path_factory)
 
 
 def marker(root: Path, output: str) -> Path:
@@ -92,10 +84,7 @@ def cancelled_run(tmp_path_factory, cluster):
     base = tmp_path_factory.mktemp("groupkeep")
     root = base / "p"
     write_project(root, ["A0", "G2"], n_papers=2)
-    profile = base / "profile"
-    shutil.copytree(REPO / "profiles" / "slurm", profile)
-    (profile / "partitions.yaml").write_text(yaml.safe_dump({"partitions": {cluster.partition: {
-        "max_runtime": 1440, "max_mem_mb": cluster.mem_mb, "max_threads": cluster.cpus}}}))
+    profile = slurm_cluster.site_profile(base / "profile", cluster)
     env = {**cluster.env, "PYTHONPATH": pythonpath(REPO / "src")}
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
            "--directory", str(root), "--configfile", str(root / "config.yaml"),
