@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import struct
 import time
 from pathlib import Path
 
@@ -140,10 +141,14 @@ def test_outputs_dated_in_the_future_do_not_hide_an_edit(project):
             os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
-def _flip_last_weight(data: bytes) -> bytes:
-    out = bytearray(data)
-    out[-3] ^= 0x01
-    return bytes(out)
+def _double_a_layer_norm_weight(data: bytes) -> bytes:
+    """``model.safetensors`` with the first weight of the embeddings' layer norm doubled (the
+    same size: a weight every vector depends on, replaced in place)."""
+    header = int.from_bytes(data[:8], "little")
+    begin, _ = json.loads(data[8:8 + header])["embeddings.LayerNorm.weight"]["data_offsets"]
+    at = 8 + header + begin
+    (value,) = struct.unpack("<f", data[at:at + 4])
+    return data[:at] + struct.pack("<f", 2 * value) + data[at + 4:]
 
 
 def test_model_weights_replaced_in_place_rerun_the_embedding_and_miss_the_cache(project):
@@ -152,7 +157,7 @@ def test_model_weights_replaced_in_place_rerun_the_embedding_and_miss_the_cache(
     vectors = project / QUESTION_VECTORS
     stats = vectors.with_suffix(".json")
     old = np.load(vectors)
-    with InPlace(project / "model" / "model.safetensors", _flip_last_weight):
+    with InPlace(project / "model" / "model.safetensors", _double_a_layer_norm_weight):
         counts, out = _dry(project)
         assert counts.get("embed_queries") == 1, out[-3000:]
         assert "tokenize_corpus" not in counts and "chunk" not in counts  # the tokenizer's
