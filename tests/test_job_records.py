@@ -124,3 +124,16 @@ def test_the_record_path_is_snakemakes(tmp_path, monkeypatch):
     for output in ("results/qasper/documents.parquet", "results/" + "x" * 600 + ".npy"):
         expected = FilePersistence._record_path(Probe(), ".snakemake/metadata", output)
         assert str(snakemake_record(output)) == expected
+
+
+def test_a_changed_input_file_is_named_as_such(tmp_path, here):
+    smk, run = _job(tmp_path, {"inputs": {"papers.json": "aaa"}, "code": "abc"},
+                    rule="build_qasper")
+    results = f"{tmp_path}/results"
+    record_job(smk, results)
+    os.makedirs(os.path.dirname(run), exist_ok=True)
+    open(run, "w").close()
+    [stale] = stale_outputs(results, {run}, lambda r, w: {"inputs": {"papers.json": "bbb"},
+                                                          "code": "abc"}, here)
+    assert stale["key"] == "inputs.papers.json (the sha256 of the file's content)"
+    assert (stale["was"], stale["now"]) == ("aaa", "bbb")

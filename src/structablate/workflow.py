@@ -371,6 +371,10 @@ def stale_outputs(results: str, targets: set[str], current: Any, workdir: str,
             key, was, is_ = diff
             if key == "code":
                 key = "code (the package code the job runs)"
+            elif key.startswith("inputs."):
+                key += " (the sha256 of the file's content)"
+            elif key.startswith("models."):
+                key += " (the digest of the model's files)"
             out.append({"file": present[0], "rule": rule, "key": key, "was": was, "now": is_})
     return out
 
