@@ -108,7 +108,7 @@ class _ConcurrentJob:
     def encode_tokens(self, tok, **kw):
         self.encoded.extend(tuple(ids) for ids in tok.ids)
         if len(self.encoded) == 1:
-            key = EmbeddingCache.key(embedder_signature(self._e.cfg), TEXTS[3])
+            key = EmbeddingCache.key(self._e.signature, TEXTS[3])
             self._other.put_many([(key, self._e.encode([TEXTS[3]])[0])])
         return self._e.encode_tokens(tok, **kw)
 

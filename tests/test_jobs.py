@@ -159,6 +159,9 @@ def test_params_are_the_jobs_dump_in_field_order(plan):
             params = trig(w)
             assert list(params)[-1] == "code"
             params.pop("code")
+            # then the digests of the files it reads and the models it computes with
+            params.pop("inputs", None)
+            params.pop("models", None)
             assert params == job.dump(outputs_only=True), (rule, name)
             assert list(params) == list(job.given()), (rule, name)
 
@@ -168,7 +171,7 @@ def test_an_unset_optional_key_is_absent_not_none(plan):
     placebo = trig({"corpus": "qasper", "chunkset": "P"})
     assert placebo["seed"] == plan.settings.seed
     gold = trig({"corpus": "qasper", "chunkset": "G2"})
-    assert "seed" not in gold and list(gold) == ["chunking", "tokenizer", "code"]
+    assert "seed" not in gold and list(gold) == ["chunking", "tokenizer", "models", "code"]
     assert "seed" not in plan.rule_settings("chunk", {"chunkset": "G2"}).dump()
     # a plain optional field keeps its key: TextTiling with tf-idf titles calls no LLM
     induce = plan.trigger("induce_structure", GLUE / "induce_structure.py")({"corpus": "qasper"})

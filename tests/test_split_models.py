@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import shutil
 import sys
 import threading
@@ -215,6 +216,12 @@ def test_an_unpacked_folder_without_weights_says_to_delete_it(split):
     the command that deletes it, and after deleting it the model is unpacked again."""
     path = Path(resolve_model_path(f"pkg:{NAME}"))
     (path / "weights.bin").unlink()
+    # with the record of the unpacked files, a file gone is damage: unpacked again
+    assert resolve_model_path(f"pkg:{NAME}") == str(path)
+    assert (path / "weights.bin").read_bytes() == bytes(range(256)) * 40
+    # a folder unpacked before records were kept has none to go by: refused, naming it
+    (path.parent / ".structablate-files.json").unlink()
+    (path / "weights.bin").unlink()
     with pytest.raises(ModelNotFoundError) as err:
         resolve_model_path(f"pkg:{NAME}")
     msg = str(err.value)
@@ -223,3 +230,53 @@ def test_an_unpacked_folder_without_weights_says_to_delete_it(split):
     shutil.rmtree(path.parent)
     assert Path(resolve_model_path(f"pkg:{NAME}")) == path
     assert (path / "weights.bin").read_bytes() == bytes(range(256)) * 40
+
+
+def _flip(path: Path, at: int = 10) -> None:
+    """One byte of ``path`` changed in place, its times set back."""
+    st = path.stat()
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0xFF
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def test_flipped_bytes_in_an_unpacked_model_are_unpacked_again(split, monkeypatch):
+    """Before: the completion marker was never re-checked: a model whose weights had bytes
+    flipped loaded and embedded without a warning."""
+    path = Path(resolve_model_path(f"pkg:{NAME}"))
+    weights = path / "weights.bin"
+    good = weights.read_bytes()
+    record = json.loads((path.parent / ".structablate-files.json").read_text())
+    assert record["weights.bin"][4] == hashlib.sha256(good).hexdigest()
+    # a whole folder is checked by its files' sizes, times and inodes: nothing is read
+    reads = []
+    real = model_paths.sha256_file
+    monkeypatch.setattr(model_paths, "sha256_file", lambda p: reads.append(p) or real(p))
+    assert resolve_model_path(f"pkg:{NAME}") == str(path) and reads == []
+    _flip(weights)
+    assert resolve_model_path(f"pkg:{NAME}") == str(path)
+    assert weights.read_bytes() == good
+    assert [p.name for p in split["models"].iterdir()] == [path.parent.name]
+
+
+def test_a_damaged_model_whose_packages_are_gone_is_refused_naming_the_folder(split):
+    path = Path(resolve_model_path(f"pkg:{NAME}"))
+    _flip(path / "weights.bin")
+    for _, mod, _ in split["entry"].parts:
+        shutil.rmtree(split["site"] / mod / "input")
+    with pytest.raises(model_paths.DamagedModelError) as err:
+        resolve_model_path(f"pkg:{NAME}")
+    msg = str(err.value)
+    assert f"the unpacked folder {path.parent} is damaged: weights.bin: its bytes differ" in msg
+    assert f"Delete the folder {path.parent}" in msg and "structablate[tiny]" in msg
+
+
+def test_a_folder_unpacked_before_records_were_kept_gets_one(split):
+    path = Path(resolve_model_path(f"pkg:{NAME}"))
+    (path.parent / ".structablate-files.json").unlink()
+    assert resolve_model_path(f"pkg:{NAME}") == str(path)  # recorded as it is now
+    assert (path.parent / ".structablate-files.json").is_file()
+    _flip(path / "config.json", at=1)
+    resolve_model_path(f"pkg:{NAME}")
+    assert (path / "config.json").read_bytes() == split["config"]

@@ -1,7 +1,7 @@
 """Glue: chunk or question texts -> vectors (.npy) and embedding statistics (.json)."""
 
 from structablate.chunking.build import chunk_texts
-from structablate.embedding import Embedder, EmbeddingCache, embed_texts, embedder_signature
+from structablate.embedding import Embedder, EmbeddingCache, embed_texts
 from structablate.io import read_parquet, write_json, write_npy
 from structablate.plan.jobs import EmbedJob
 from structablate.workflow import setup
@@ -24,7 +24,7 @@ def main(smk):
     log.info("embedded %s", stats.as_dict())
     write_npy(vectors, smk.output.vectors)
     write_json({"model": cfg.model, "dtype": embedder.dtype, "backend": cfg.backend,
-                "signature": embedder_signature(cfg), **stats.as_dict()}, smk.output.stats)
+                "signature": embedder.signature, **stats.as_dict()}, smk.output.stats)
 
 
 main(snakemake)  # noqa: F821

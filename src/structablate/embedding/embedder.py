@@ -15,7 +15,7 @@ import numpy as np
 from tqdm import tqdm
 
 from structablate.errors import EmbedderConfigError
-from structablate.model_paths import resolve_model_path
+from structablate.model_paths import model_digest, resolve_model_path
 from structablate.settings import EmbedderSettings, backend_device_problem, is_gpu
 
 from .backends import FACTORIES
@@ -31,13 +31,17 @@ def check_embedder(cfg: EmbedderSettings, where: str = "embedder") -> None:
         raise EmbedderConfigError(f"{where}.backend: {why}")
 
 
-def embedder_signature(cfg: EmbedderSettings) -> str:
+def embedder_signature(cfg: EmbedderSettings, weights: str | None = None) -> str:
     """What a cached vector depends on besides the text (``dtype: auto`` resolved on this
-    machine): model, truncation length, batch shape, precision and runtime."""
+    machine): model, truncation length, batch shape, precision and runtime, and ``weights``,
+    the digest of the model's files (:func:`structablate.model_paths.model_digest`; ``None``:
+    a hub model, known by its name), so a model folder whose files were replaced in place
+    misses the vectors of the old ones."""
     return (
         f"{cfg.model}|len={cfg.max_seq_length}|bucket={cfg.length_bucket}|"
         f"batch={cfg.batch_size}|norm=1|"
         f"dtype={resolve_dtype(cfg.dtype, cfg.device)}|backend={cfg.backend}"
+        + (f"|weights={weights}" if weights else "")
     )
 
 
@@ -53,7 +57,13 @@ class Embedder:
         self._torch = torch
         check_embedder(cfg)
         self.dtype = resolve_dtype(cfg.dtype, cfg.device)
-        self.model = SentenceTransformer(resolve_model_path(cfg.model), device=cfg.device)
+        path = resolve_model_path(cfg.model)  # a split model's folder is verified here
+        self.weights = model_digest(cfg.model)
+        """The digest of the model's files (:func:`~structablate.model_paths.model_digest`),
+        taken before they load."""
+        self.signature = embedder_signature(cfg, self.weights)
+        """What a cached vector depends on besides the text (:func:`embedder_signature`)."""
+        self.model = SentenceTransformer(path, device=cfg.device)
         if cfg.max_seq_length is not None:
             self.model.max_seq_length = cfg.max_seq_length
         self.model.eval()

@@ -4,9 +4,11 @@ each rule with its class and the builder of its instance), :func:`rule_settings`
 rule name and a job's wildcards to the rule's instance, holding the typed values that job uses
 and nothing else (a key a job does not use is reset to its default by :func:`only`, so
 changing it reruns nothing), and :func:`trigger` turning the same instance, without its
-``runtime`` keys and with the fingerprint of the code the job runs, into the rule's
-``params``, so Snakemake reruns a job exactly when something that can change its outputs
-changes. The glue reads the instance by attribute (``settings.chunking``;
+``runtime`` keys and with the sha256 of the files the job reads that no job writes
+(:data:`READS`), the digest of the model folders it computes with (:func:`job_models`) and the
+fingerprint of the code the job runs, into the rule's ``params``, so Snakemake reruns a job
+exactly when something that can change its outputs changes, whatever the files' modification
+times say. The glue reads the instance by attribute (``settings.chunking``;
 :func:`structablate.workflow.setup`)."""
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from structablate import study
+from structablate import mechanisms, study
 from structablate.settings import (
     ChunkingSettings,
     ContextsSettings,
@@ -38,11 +40,13 @@ from structablate.settings import (
     WikipediaXmlSource,
     dump,
 )
+from structablate.user_files import ByoInputError, document_files
 
 if TYPE_CHECKING:
     from structablate.plan import Cell, Plan
 
-__all__ = ["CORPUS_RULES", "Job", "only", "rule_settings", "trigger", "wildcards_dict"]
+__all__ = ["CORPUS_RULES", "READS", "Job", "job_models", "only", "rule_settings", "trigger",
+           "wildcards_dict"]
 
 
 def only(obj: Any, keep: Iterable[str]) -> Any:
@@ -388,9 +392,75 @@ def rule_settings(plan: Plan, rule: str, wildcards: Mapping[str, str] | Any = No
     return plan.rule_settings(rule, wildcards)
 
 
+def _qasper_reads(plan: Plan, w: dict[str, str]) -> list[str]:
+    return [s.path for s in plan.qasper_sources(w["corpus"]) if s.format == "v0.3"]
+
+
+def _wikipedia_reads(plan: Plan, w: dict[str, str]) -> list[str]:
+    source = plan.settings.corpora[w["corpus"]].source
+    return [source.path] if source.mode == "xml" else []
+
+
+def _document_reads(plan: Plan, w: dict[str, str]) -> list[str]:
+    try:
+        return document_files(plan.settings.corpora[w["corpus"]])
+    except ByoInputError:  # no files: the build names why
+        return []
+
+
+def _questions_reads(plan: Plan, w: dict[str, str]) -> list[str]:
+    path = plan.user_queries(w["corpus"])
+    return [path] if path else []
+
+
+def _stage_reads(stage: str) -> Callable[[Plan, dict[str, str]], list[str]]:
+    """The recorded generations LLM ``stage``'s job replays (the rule's ``recorded`` input;
+    induction's only where the inducer calls its LLM)."""
+    def reads(plan: Plan, w: dict[str, str]) -> list[str]:
+        if stage == "induction" and not plan.induction_uses_llm:
+            return []
+        per_corpus = mechanisms.LLM_STAGE_JOBS[stage].per_corpus
+        return plan.recorded_generations(stage, w.get("corpus") if per_corpus else None)
+    return reads
+
+
+READS: dict[str, Callable[[Plan, dict[str, str]], list[str]]] = {
+    "build_qasper": _qasper_reads,
+    "build_wikipedia": _wikipedia_reads,
+    "build_user_documents": _document_reads,
+    "map_user_questions": _questions_reads,
+    **{job.rule: _stage_reads(stage) for stage, job in mechanisms.LLM_STAGE_JOBS.items()},
+}
+"""Rule -> the files its job reads that no job writes (a user's corpus files, questions file,
+Wikipedia export, recorded generations: the rule's declared inputs outside ``results:``), for
+a job's wildcards. Their sha256 goes into the rule's trigger (:func:`trigger`), so an edit
+reruns the job whatever the files' modification times say."""
+
+
+def job_models(job: Job) -> dict[str, bool]:
+    """The models a job computes with, each mapped to whether the job only tokenizes with it:
+    an embedder's or reranker's ``model`` among its fields (``False``; a reranker without
+    one, ``none``, left out) and the ``tokenizer`` that counts its tokens (``True``)."""
+    out: dict[str, bool] = {}
+    for name, value in job.given().items():
+        if isinstance(value, (EmbedderSettings, RerankerSettings)) and value.model:
+            out[value.model] = False
+        elif name == "tokenizer" and isinstance(value, str) and value:
+            out.setdefault(value, True)
+    return out
+
+
 def trigger(plan: Plan, rule: str, script: str | Path) -> Callable[[Any], dict[str, Any]]:
     """A ``params`` function: the rule's settings without ``runtime`` keys
-    (:meth:`Job.dump`), plus the fingerprint of the package code its job runs (``code``)."""
+    (:meth:`Job.dump`); ``inputs``, the sha256 of each file the job reads that no job writes
+    (:data:`READS`; absent where there are none); ``models``, the digest of each model it
+    computes with that is known by its files (:func:`job_models`,
+    :func:`structablate.model_paths.model_digest`; absent where none is); and the fingerprint
+    of the package code its job runs (``code``). Digests are cached by each file's size,
+    times and inode (:class:`structablate.digests.DigestCache`): a file is read again only
+    when one of those moved."""
+    from structablate.digests import DigestCache
+    from structablate.model_paths import model_digest
     from structablate.plan.code import fingerprint
 
     def params(wildcards: Any = None) -> dict[str, Any]:
@@ -402,7 +472,15 @@ def trigger(plan: Plan, rule: str, script: str | Path) -> Callable[[Any], dict[s
             serves = [study.condition(c) for c in plan.conditions]
         else:  # one condition's (or chunkset's) job
             serves = [study.condition(name)] if study.is_condition(name) else []
-        out = rule_settings(plan, rule, w).dump(outputs_only=True)
+        job = rule_settings(plan, rule, w)
+        out = job.dump(outputs_only=True)
+        reads = READS[rule](plan, w) if rule in READS else []
+        if reads:
+            out["inputs"] = DigestCache.default().files(reads)
+        models = {m: d for m, tok in job_models(job).items()
+                  if (d := model_digest(m, tokenizer=tok)) is not None}
+        if models:
+            out["models"] = models
         out["code"] = fingerprint(script, serves)
         return out
 

@@ -60,6 +60,7 @@ from structablate.embedding import (
     tokenize_once,
     use_sdpa,
 )
+from structablate.model_paths import model_digest
 from structablate.settings import is_gpu
 from structablate.store.typed import (
     ReportDict,
@@ -150,7 +151,7 @@ class PairScorer:
     def __init__(self, model, name: str, *, dtype: str = "float32",
                  batch_size: int = DEFAULT_BATCH_SIZE,
                  length_bucket: int = DEFAULT_LENGTH_BUCKET,
-                 max_seq_length: int | None = None):
+                 max_seq_length: int | None = None, weights: str | None = None):
         import torch
 
         if batch_size < 1 or length_bucket < 1:
@@ -159,6 +160,9 @@ class PairScorer:
         self.model = model
         self.model.eval()
         self.name = name
+        self.weights = weights
+        """The digest of the model's files (:func:`structablate.model_paths.model_digest`;
+        ``None``: known by its name), part of :attr:`signature`."""
         self.device = str(model.device)
         self.dtype = resolve_dtype(dtype, self.device)
         self.batch_size = int(batch_size)
@@ -179,7 +183,8 @@ class PairScorer:
     def signature(self) -> str:
         """What a score depends on besides the pair and the precision (part of the cache key)."""
         return (f"{self.name}|len={self.max_seq_length}|bucket={self.length_bucket}|"
-                f"batch={self.batch_size}|logit")
+                f"batch={self.batch_size}|logit"
+                + (f"|weights={self.weights}" if self.weights else ""))
 
     def token_lengths(self, pairs: Sequence[tuple[str, str]]) -> list[int]:
         """Token counts of the pairs with special tokens, before truncation."""
@@ -329,6 +334,7 @@ def rerank(
     length_bucket: int = DEFAULT_LENGTH_BUCKET,
     cache: ScoreStore | None = None,
     progress: bool = False,
+    weights: str | None = None,
 ) -> RerankResult:
     """Rerank the top ``top_n`` of each row of ``run_idx`` with a cross-encoder.
 
@@ -337,13 +343,16 @@ def rerank(
     embedded, prefix included, so the condition's treatment reaches the reranker).
     ``model_name_or_path`` is a name, a local path, or an already loaded ``CrossEncoder``.
     The pairs of all queries are scored together in fixed-shape batches (module docstring),
-    those in ``cache`` are not scored again.
+    those in ``cache`` are not scored again. ``weights``: the digest of a loaded model's files
+    (:func:`structablate.model_paths.model_digest`), taken from the folder when a name or path
+    is given; part of the cache key, so replaced weights never get the old scores.
     """
     run = np.asarray(run_idx, dtype=np.int64)
     if run.ndim != 2 or run.shape[0] != len(query_texts):
         raise ValueError("run_idx must be [n_queries, K], row-aligned with query_texts")
     if isinstance(model_name_or_path, str | os.PathLike):
         name = os.fspath(model_name_or_path)
+        weights = model_digest(name)  # a folder's files, hashed before they load
         model = load_cross_encoder(name, device=device, max_length=max_length)
     else:
         model = model_name_or_path
@@ -353,7 +362,7 @@ def rerank(
     if not is_trained:
         log.warning("reranker %s has no trained relevance head: scores are not relevance", name)
     scorer = PairScorer(model, name, dtype=dtype, batch_size=batch_size,
-                        length_bucket=length_bucket, max_seq_length=max_length)
+                        length_bucket=length_bucket, max_seq_length=max_length, weights=weights)
 
     nq, width = run.shape
     head = min(top_n, width)

@@ -129,7 +129,7 @@ def rerank_run(
     """
     import torch
 
-    from structablate.model_paths import resolve_model_path
+    from structablate.model_paths import model_digest, resolve_model_path
     from structablate.retrieval.rerank import load_cross_encoder, rerank
 
     if not reranker.model:
@@ -146,12 +146,13 @@ def rerank_run(
         idx[i, counters[i]] = row_of[c]
         counters[i] += 1
     torch.manual_seed(seed)
-    ce = load_cross_encoder(resolve_model_path(reranker.model), device=reranker.device,
-                            max_length=reranker.max_seq_length)
+    path = resolve_model_path(reranker.model)  # a split model's folder is verified here
+    weights = model_digest(reranker.model)
+    ce = load_cross_encoder(path, device=reranker.device, max_length=reranker.max_seq_length)
     res = rerank(idx, queries["text"].to_list(), chunk_texts, ce, top_n=reranker.top_n,
                  trained=reranker.trained, batch_size=reranker.batch_size,
                  length_bucket=reranker.length_bucket, max_length=reranker.max_seq_length,
-                 dtype=reranker.dtype, cache=cache, progress=progress)
+                 dtype=reranker.dtype, cache=cache, progress=progress, weights=weights)
     first = {(q, c): (r, s, st) for q, c, r, s, st in ordered.select(
         "qid", "chunk_id", "rank", "stage", "section_recall").iter_rows()}
     extra = ordered.group_by("qid").agg(pl.col("n_backfill").first())
