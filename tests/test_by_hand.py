@@ -33,7 +33,9 @@ def test_by_hand_writes_what_the_job_writes(tmp_path):
     assert smk.rule == "build_qasper" and dict(smk.wildcards.items()) == {"corpus": "qasper"}
     assert smk.output.funnel == str(hand / "out" / "qasper" / "funnel.json")
     assert list(smk.input.sources) == [str(hand / "resources/qasper/qasper-sample-v0.3.json")]
-    assert set(smk.params.settings) == {"corpus", "code"}
+    # the job's settings, the sha256 of the file it reads and its code fingerprint
+    assert set(smk.params.settings) == {"corpus", "inputs", "code"}
+    assert list(smk.params.settings["inputs"]) == ["resources/qasper/qasper-sample-v0.3.json"]
     run_glue(job)
     assert (hand / "out/.records/build_qasper/corpus=qasper.json").is_file()  # in its folder
     proc = snakemake(real, "out/qasper/funnel.json", "--config", "results=out")
