@@ -286,7 +286,7 @@ def test_rerank_glue_writes_the_run_and_refuses_another_precision(tmp_path, monk
     from workflow_util import glue_config, run_glue
 
     from structablate.io import write_parquet
-    from structablate.plan import jobs
+    from structablate.plan import rules
 
     monkeypatch.setattr(sys, "stderr", sys.stderr)  # the glue replaces it
     docs = pl.DataFrame({"doc_id": ["d"], "text": ["".join(CHUNKS)]})
@@ -309,7 +309,7 @@ def test_rerank_glue_writes_the_run_and_refuses_another_precision(tmp_path, monk
     assert pl.read_parquet(out["run"]).height == first.height
     assert json.loads((tmp_path / "rerank.json").read_text())["dtype"] == "float32"
 
-    monkeypatch.setattr(jobs, "planned_dtype", lambda dtype, device: "bfloat16")
+    monkeypatch.setattr(rules, "planned_dtype", lambda dtype, device: "bfloat16")
     out = {"run": str(tmp_path / "other.parquet"), "report": str(tmp_path / "other.json")}
     with pytest.raises(RuntimeError, match="ran in 'float32', the plan said 'bfloat16'"):
         run_glue("rerank", tmp_path, config=config, wildcards=wildcards, input=paths,
