@@ -15,6 +15,7 @@ from structablate.user_files import check_questions_file, document_files
 from structablate.errors import ConfigError
 from structablate.group_keep import install as keep_finished_members
 from structablate.plan import Plan
+from structablate.plan import jobs as source_files
 from structablate.plan.checks import container_warning
 from structablate.plan.groups import slurm_group
 from structablate.plan.resources import Sizer
@@ -294,13 +295,12 @@ def windows_chunks(w):
 
 def qasper_files(w):
     """The v0.3 files a QASPER corpus reads (hub splits are no files)."""
-    return [s.path for s in PLAN.qasper_sources(w.corpus) if s.format == "v0.3"]
+    return source_files.qasper_files(PLAN, w.corpus)
 
 
 def wikipedia_export(w):
     """The XML export a Wikipedia corpus parses (none when it reads the MediaWiki API)."""
-    source = PLAN.settings.corpora[w.corpus].source
-    return [source.path] if source.mode == "xml" else []
+    return source_files.wikipedia_export(PLAN, w.corpus)
 
 
 def recorded_questions(w):

@@ -393,12 +393,12 @@ class Plan:
 
 
 def _qasper_files(plan: Plan, name: str) -> dict[str, list[str]]:
-    return {"sources": [s.path for s in plan.qasper_sources(name) if s.format == "v0.3"]}
+    return {"sources": jobs.qasper_files(plan, name)}
 
 
 def _wikipedia_files(plan: Plan, name: str) -> dict[str, list[str]]:
-    source = plan.settings.corpora[name].source
-    return {"source.path": [source.path]} if source.mode == "xml" else {}
+    export = jobs.wikipedia_export(plan, name)
+    return {"source.path": export} if export else {}
 
 
 def _user_files(plan: Plan, name: str) -> dict[str, list[str]]:

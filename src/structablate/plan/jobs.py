@@ -45,8 +45,8 @@ from structablate.user_files import ByoInputError, document_files
 if TYPE_CHECKING:
     from structablate.plan import Cell, Plan
 
-__all__ = ["CORPUS_RULES", "READS", "Job", "job_models", "only", "rule_settings", "trigger",
-           "wildcards_dict"]
+__all__ = ["CORPUS_RULES", "READS", "Job", "job_models", "only", "qasper_files", "rule_settings",
+           "trigger", "wikipedia_export", "wildcards_dict"]
 
 
 def only(obj: Any, keep: Iterable[str]) -> Any:
@@ -392,13 +392,25 @@ def rule_settings(plan: Plan, rule: str, wildcards: Mapping[str, str] | Any = No
     return plan.rule_settings(rule, wildcards)
 
 
+def qasper_files(plan: Plan, corpus: str) -> list[str]:
+    """The v0.3 files QASPER corpus ``corpus`` reads (``data_dir`` resolved; hub splits are no
+    files): its build's input, what its trigger hashes and what the plan dates."""
+    return [s.path for s in plan.qasper_sources(corpus) if s.format == "v0.3"]
+
+
+def wikipedia_export(plan: Plan, corpus: str) -> list[str]:
+    """The XML export Wikipedia corpus ``corpus`` parses (none when it reads the MediaWiki
+    API): its build's input, what its trigger hashes and what the plan dates."""
+    source = plan.settings.corpora[corpus].source
+    return [source.path] if source.mode == "xml" else []
+
+
 def _qasper_reads(plan: Plan, w: dict[str, str]) -> list[str]:
-    return [s.path for s in plan.qasper_sources(w["corpus"]) if s.format == "v0.3"]
+    return qasper_files(plan, w["corpus"])
 
 
 def _wikipedia_reads(plan: Plan, w: dict[str, str]) -> list[str]:
-    source = plan.settings.corpora[w["corpus"]].source
-    return [source.path] if source.mode == "xml" else []
+    return wikipedia_export(plan, w["corpus"])
 
 
 def _document_reads(plan: Plan, w: dict[str, str]) -> list[str]:
