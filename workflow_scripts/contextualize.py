@@ -16,7 +16,7 @@ from structablate.io import read_parquet, write_json, write_parquet
 from structablate.llm.client import client_from_config
 from structablate.llm.contextualize import contextualize_chunks
 from structablate.plan.jobs import ContextualizeJob
-from structablate.settings import with_context_tokens
+from structablate.settings import one_process_per_core, with_context_tokens
 from structablate.study import derived_from
 from structablate.tables import check_table
 from structablate.workflow import setup
@@ -31,7 +31,9 @@ def main(smk):
     base = derived_from(name)
     chunks = chunks.with_columns(
         pl.col("chunk_id").str.replace(f"^{re.escape(base)}:", f"{name}:"))
-    client = client_from_config(settings.llm, base_dir=Path.cwd(),
+    # llama.cpp on CPUs: one worker process per core of the job, each owning whole documents
+    client = client_from_config(one_process_per_core(settings.llm, smk.threads),
+                                base_dir=Path.cwd(),
                                 stage=f"contexts/{smk.wildcards.corpus}")
     counter = TokenCounter.from_model(settings.tokenizer)
     # the document budget derives from the model's context (contexts.context_tokens, else the

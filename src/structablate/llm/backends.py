@@ -8,6 +8,7 @@ package imports — and replays recorded generations — without them.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -529,6 +530,39 @@ class VLLMBackend(Backend):
                 finish_reason=c.finish_reason,
             ))
         return gens
+
+
+def vllm_serve_command(llm: LLMSettings, *, host: str = "127.0.0.1",
+                       port: int = 8000) -> list[str]:
+    """The ``vllm serve`` command line for an OpenAI-compatible server with ``llm``'s vLLM
+    settings (``llm.vllm``), for ``llm.backend: openai`` against it.
+
+    Automatic prefix caching follows ``enable_prefix_caching`` (default on:
+    ``--enable-prefix-caching``; off: ``--no-enable-prefix-caching``), so A1's calls of one
+    document reuse the KV blocks of its document prefix on the server as they do in process.
+    The server loads ``llm.vllm.model_path`` (default ``llm.model``) and serves it under the
+    name ``llm.model``, the id the cache keys carry. ``engine_args`` become
+    ``--key-with-dashes value`` (``true``: the bare flag; ``false``: ``--no-key``).
+    """
+    v = llm.vllm
+    cmd = ["vllm", "serve", v.model_path or str(llm.model),
+           "--served-model-name", str(llm.model),
+           "--host", host, "--port", str(int(port)), "--seed", str(llm.seed),
+           "--gpu-memory-utilization", str(v.gpu_memory_utilization),
+           "--tensor-parallel-size", str(v.tensor_parallel_size),
+           "--enable-prefix-caching" if v.enable_prefix_caching
+           else "--no-enable-prefix-caching"]
+    if v.max_model_len:
+        cmd += ["--max-model-len", str(int(v.max_model_len))]
+    for key, value in v.engine_args.items():
+        flag = "--" + str(key).replace("_", "-")
+        if value is True:
+            cmd.append(flag)
+        elif value is False:
+            cmd.append("--no-" + flag[2:])
+        else:
+            cmd += [flag, json.dumps(value) if isinstance(value, (dict, list)) else str(value)]
+    return cmd
 
 
 # ------------------------------------------------------------------------------- registry

@@ -27,6 +27,7 @@ what it committed stays in the cache.
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -92,6 +93,7 @@ class LLMClient:
         backend_name: str | None = None,
         stage: str | None = None,
         lock_settings: LockSettings | None = None,
+        processes: int = 1,
     ):
         if mode not in MODES:
             raise ValueError(f"llm.mode must be one of {MODES}, got {mode!r}")
@@ -114,6 +116,9 @@ class LLMClient:
         """The stage this client generates for (names its lock); None: no lock."""
         self.lock_settings = lock_settings or LockSettings()
         self.stage_lock: StageLock | None = None
+        self.processes = max(1, int(processes))
+        """Worker processes of :meth:`generate_documents` (1: the backend runs in process)."""
+        self._pool: Any = None
 
     # -- requests and keys ------------------------------------------------------------------
 
@@ -184,8 +189,13 @@ class LLMClient:
             self.stage_lock.ensure_held()
 
     def close(self) -> None:
-        """Close the backend, commit and close the cache, release the stage lock."""
+        """Close the worker processes and the backend, commit and close the cache, release
+        the stage lock."""
         try:
+            if self._pool is not None:
+                self._pool.close()
+                self._pool.join()
+                self._pool = None
             if self._backend is not None:
                 self._backend.close()
             if self.cache is not None:
@@ -216,7 +226,9 @@ class LLMClient:
         seconds, a commit milliseconds), so a killed job loses no completed call."""
         if self.cache is not None:
             resp = gen.as_dict()
-            resp["backend"] = self.backend.name
+            # the backend's name, without loading one in this process when workers generate
+            resp["backend"] = (self._backend.name if self._backend is not None
+                               else self.backend_name)
             resp["created"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             self.cache.put(key, record, resp)
             if commit:
@@ -317,6 +329,90 @@ class LLMClient:
         return [texts[k] for k in keys]
 
 
+    def _worker_pool(self) -> Any:
+        """The client's pool of :attr:`processes` worker processes, started on first use (by
+        fork: the workflow's glue scripts cannot be re-imported by a spawned child), each
+        building its own backend once from the client's factory."""
+        if self._pool is None:
+            if self._backend_factory is None:
+                raise RuntimeError(f"LLM client for {self.model!r} has no backend factory for "
+                                   f"its {self.processes} worker processes")
+            ctx = multiprocessing.get_context("fork")
+            self._pool = ctx.Pool(self.processes, initializer=_worker_init,
+                                  initargs=(self._backend_factory,))
+        return self._pool
+
+    def generate_documents(self, groups: Sequence[Sequence[Request]]) -> list[list[str]]:
+        """Texts for each group's requests, group by group, in order.
+
+        A group is one document's requests in the order that lets consecutive prompts share
+        their prefix (A1: the document, then the chunk). With ``processes == 1`` this is
+        :meth:`generate_many` over the groups one after another. With more, the misses go to
+        a pool of worker processes (:meth:`_worker_pool`): a worker takes a whole group at a
+        time and runs its misses in order on its own backend, so a document's calls follow
+        each other on one model and reuse its KV cache (llama.cpp keeps the longest common
+        prefix with the previous prompt); this process records each generation (committed at
+        once) as its group returns. Cache keys, the stage lock and duplicates (generated once)
+        are as in :meth:`generate_many`: the order of generation changes no key.
+        """
+        if self.processes <= 1:
+            flat = self.generate_many([r for g in groups for r in g])
+            out, k = [], 0
+            for g in groups:
+                out.append(flat[k : k + len(g)])
+                k += len(g)
+            return out
+        records = [[self.request_record(r) for r in g] for g in groups]
+        keys = [[cache_key(rec) for rec in g] for g in records]
+        texts: dict[str, str] = {}
+        todo: dict[str, tuple[int, int]] = {}
+        for gi, g in enumerate(keys):
+            for j, k in enumerate(g):
+                if k in texts or k in todo:
+                    continue
+                t = self._lookup(k, records[gi][j])
+                if t is None:
+                    todo[k] = (gi, j)
+                else:
+                    texts[k] = t
+        if todo and self._ensure_stage_lock():
+            for k, (gi, j) in list(todo.items()):  # committed while this one waited
+                t = self._lookup(k, records[gi][j])
+                if t is not None:
+                    texts[k] = t
+                    del todo[k]
+        if todo:
+            work: dict[int, list[int]] = {}
+            for gi, j in todo.values():
+                work.setdefault(gi, []).append(j)
+            tasks = [(gi, [groups[gi][j] for j in js]) for gi, js in work.items()]
+            pool = self._worker_pool()
+            for gi, gens in pool.imap_unordered(_worker_generate, tasks):
+                self._still_held()
+                for j, gen in zip(work[gi], gens, strict=True):
+                    self._record(keys[gi][j], records[gi][j], gen)
+                    texts[keys[gi][j]] = gen.text
+            if self.cache is not None:
+                self.cache.flush()
+        return [[texts[k] for k in g] for g in keys]
+
+
+_WORKER_BACKEND: Backend | None = None
+"""The backend of a worker process of :meth:`LLMClient.generate_documents`."""
+
+
+def _worker_init(factory: Callable[[], Backend]) -> None:
+    global _WORKER_BACKEND
+    _WORKER_BACKEND = factory()
+
+
+def _worker_generate(task: tuple[int, list[Request]]) -> tuple[int, list[Generation]]:
+    """One group's generations, in order, on this worker's backend."""
+    gi, requests = task
+    assert _WORKER_BACKEND is not None
+    return gi, [_WORKER_BACKEND.generate(r) for r in requests]
+
+
 def _backend_factory(llm: LLMSettings, model: str) -> Callable[[], Backend]:
     """A function building ``llm``'s backend (:data:`~structablate.llm.backends.FACTORIES`)
     on first use (never called in replay mode)."""
@@ -366,6 +462,8 @@ def client_from_config(
     elif mode == "replay":
         raise ValueError("llm.mode replay needs llm.cache")
     factory = None if mode == "replay" else _backend_factory(llm, model)
+    # worker processes: the backend block's ``processes`` where it has one (llamacpp)
+    processes = getattr(getattr(llm, llm.backend, None), "processes", None) or 1
     return LLMClient(model, cache, mode=mode, backend_factory=factory, sampling=sampling,
                      batch_size=llm.batch_size, backend_name=llm.backend, stage=stage,
-                     lock_settings=lock_settings)
+                     lock_settings=lock_settings, processes=processes)

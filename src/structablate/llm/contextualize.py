@@ -8,9 +8,15 @@ possible; the chunk's prefix becomes ``context + " "``.
 
 The prompt puts the document first and the chunk last, so the prompts of one document share
 their longest possible prefix: llama.cpp re-evaluates only the tokens after the common prefix
-of consecutive prompts (requests are issued in document order), and vLLM's
-``enable_prefix_caching`` (on by default in :class:`~structablate.llm.backends.VLLMBackend`)
-reuses the document's KV blocks across the batch.
+of consecutive prompts (requests are issued in document order, a document's calls back to
+back on one model: with worker processes, one per core, each takes whole documents), and
+vLLM's ``enable_prefix_caching`` (on by default in
+:class:`~structablate.llm.backends.VLLMBackend`) reuses the document's KV blocks across the
+batch. The prompt is the recipe's single user message, without a system message of its own:
+the chat template adds its default system prompt, the same in every call (SmolLM2's and
+Qwen2.5's do), so the rendered prompts of one document are identical token for token up to and
+including ``<chunk>\n`` (tests/test_contextualize_prefix.py checks this with the GGUF's
+template where the model is installed). Adding a system message would change every cache key.
 
 Long documents: the recipe shows the whole document, and so does this module whenever the
 prompt fits the model's context. :func:`document_char_budget` derives from the
@@ -274,7 +280,10 @@ def contextualize_chunks(
 
     The client receives the requests in full batches of its ``batch_size`` across documents
     (the last one partial), in document order; the contexts equal those of
-    :func:`contextualize` called one document at a time.
+    :func:`contextualize` called one document at a time. A client with worker processes
+    (``client.processes > 1``: llama.cpp with one process per core) receives whole documents
+    instead (:meth:`~structablate.llm.client.LLMClient.generate_documents`), in rounds of at
+    least ``batch_size`` requests per worker; the requests, and so the cache keys, are the same.
     """
     import polars as pl
 
@@ -299,6 +308,21 @@ def contextualize_chunks(
     # after every paper); a document's requests stay consecutive, so those sharing its prompt
     # prefix still follow each other, and each batch is committed to the cache as it returns
     batch = max(1, int(getattr(client, "batch_size", 1) or 1))
+    # a client with worker processes (llama.cpp, one per core) gets whole documents, in rounds
+    # of at least batch_size requests per worker: each worker runs one document's calls back
+    # to back on its own model, so they share the document's KV cache
+    workers = int(getattr(client, "processes", 1) or 1)
+    documents_round: list[tuple[list[int], list[int], list]] = []  # (rows, order, requests)
+
+    def run_round() -> None:
+        groups = client.generate_documents([r for _, _, r in documents_round])
+        for (idx, order, _), texts_ in zip(documents_round, groups, strict=True):
+            ctxs = contexts_from_texts(texts_, order, tokenizer=tokenizer,
+                                       context_max_tokens=context_max_tokens)
+            for i, c in zip(idx, ctxs, strict=True):
+                prefixes[i] = c + " " if c else ""
+        documents_round.clear()
+
     pending: deque[tuple[list[int], list[int]]] = deque()  # (rows, order) of each document
     requests: list = []  # the requests of the pending documents, in order
     done: list[str] = []  # the texts generated for requests[:len(done)]
@@ -328,10 +352,17 @@ def contextualize_chunks(
         doc_requests, order = context_requests(
             text, [text[a:b] for a, b in spans], client, max_tokens=max_tokens,
             max_doc_chars=budget, chunk_spans=spans)
+        if workers > 1:
+            documents_round.append((idx, order, doc_requests))
+            if sum(len(r) for _, _, r in documents_round) >= batch * workers:
+                run_round()
+            continue
         pending.append((idx, order))
         requests.extend(doc_requests)
         if len(requests) - len(done) >= batch:
             advance(final=False)
+    if documents_round:
+        run_round()
     advance(final=True)
     if report is not None:
         report.update(documents=len(rows), windowed_documents=windowed,

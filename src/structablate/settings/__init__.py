@@ -73,6 +73,7 @@ from structablate.settings.llm import (
     backend_facts,
     context_tokens,
     generates_on_gpu,
+    one_process_per_core,
     served_model,
     with_context_tokens,
 )
@@ -167,6 +168,7 @@ __all__ = [
     "generates_on_gpu",
     "is_gpu",
     "load_settings",
+    "one_process_per_core",
     "parse",
     "planned_dtype",
     "questions_file",
