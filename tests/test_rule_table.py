@@ -153,3 +153,41 @@ def test_a_job_that_would_wait_on_its_own_group_joins_none(monkeypatch):
         cfg.setdefault("contexts", {})["llm"] = {"model": "ctx-model"}
 
     assert group_id(_plan(a1), "structure_quality", w) is None
+
+
+def test_the_plan_modules_key_nothing_by_a_rule_name():
+    """What a job reads and whether it is corpus-level are fields of its rule's entry
+    (``reads``, ``corpus_level``), not tables of ``plan/jobs.py`` keyed by rule names."""
+    path = REPO / "src" / "structablate" / "plan" / "jobs.py"
+    assert _string_constants(path) & set(RULES) == set()
+
+
+def test_a_new_rule_is_one_table_entry(monkeypatch, tmp_path):
+    """A rule added to the table alone gets its trigger: its job's settings, the sha256 of
+    the files its ``reads`` names, and the code fingerprint of a corpus-level job (no
+    condition's modules) or of a job over the grid (every planned condition's)."""
+    from structablate import study
+    from structablate.digests import DigestCache
+    from structablate.plan import rules
+    from structablate.plan.code import fingerprint
+    from structablate.plan.jobs import InputsOnlyJob
+
+    monkeypatch.chdir(REPO)
+    plan = _plan()
+    source = tmp_path / "extra.txt"
+    source.write_text("one\n", encoding="utf-8")
+    script = REPO / "workflow_scripts" / "embed.py"
+    for name, corpus_level in (("my_corpus_rule", True), ("my_grid_rule", False)):
+        monkeypatch.setitem(rules.RULES, name, rules.Rule(
+            name, InputsOnlyJob, lambda p, s, w: InputsOnlyJob(), None,
+            reads=lambda p, w: [str(source)], corpus_level=corpus_level))
+    corpus = plan.trigger("my_corpus_rule", script)({"corpus": "qasper"})
+    grid = plan.trigger("my_grid_rule", script)({"corpus": "qasper"})
+    assert corpus["inputs"] == grid["inputs"] == DigestCache.default().files([str(source)])
+    assert corpus["code"] == fingerprint(script, [])
+    assert grid["code"] == fingerprint(script, [study.condition(c) for c in plan.conditions])
+    assert corpus["code"] != grid["code"]  # embed.py reaches condition-specific modules
+    # an LLM stage's rule reads its recorded generations unless its entry says otherwise
+    assert rule("contextualize").reads is None and rule("contextualize").stage == "contexts"
+    assert rule("build_qasper").source_files(plan, {"corpus": "qasper"}) == [
+        "resources/qasper/qasper-sample-v0.3.json"]
