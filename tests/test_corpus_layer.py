@@ -88,16 +88,28 @@ def _shape(fn) -> list[object]:
 
 
 def test_every_registered_reader_satisfies_the_protocols():
-    """Every format's reader has the :class:`UnitReader` signature and every snippet reader
-    the :class:`SnippetReader` one (types included), and the names of the formats are the
+    """Every format's reader has the :class:`UnitReader` signature, every file parser the
+    :class:`DocumentParser` one and every snippet reader the :class:`SnippetReader` one
+    (types included), and the names of the formats are the
     settings' ``type`` values and the suffix table's keys: one list of formats."""
     for name, fmt in FORMATS.items():
         assert isinstance(fmt, byo.DocumentFormat) and fmt.name == name
         assert _shape(fmt.read) == _shape(byo.UnitReader.__call__), name
         assert fmt.suffixes == USER_EXTENSIONS[name]
+        assert fmt.per_file is bool(fmt.parsers), name  # a JSONL unit is a line, no file
+        for parse in fmt.parsers:
+            shape = _shape(parse)
+            # a parser may take more keyword arguments, with defaults (``roots``)
+            extra = [p for p in inspect.signature(parse).parameters.values()
+                     if p.kind is p.KEYWORD_ONLY and p.default is not p.empty
+                     and p.name not in inspect.signature(byo.DocumentParser.__call__).parameters]
+            shape = [x for x in shape if not (isinstance(x, tuple)
+                                              and x[1] in {p.name for p in extra})]
+            assert shape == _shape(byo.DocumentParser.__call__), (name, parse.__name__)
         for dialect, reader in fmt.snippets.items():
             assert _shape(reader) == _shape(byo.SnippetReader.__call__), (name, dialect)
     assert FORMATS["rst"].snippets and FORMATS["markdown"].snippets  # the check checked some
+    assert sum(len(f.parsers) for f in FORMATS.values()) == 4
     assert set(FORMATS) == set(USER_EXTENSIONS)
     assert set(FORMATS) == set(typing.get_args(typing.get_type_hints(UserCorpus)["type"]))
 

@@ -72,6 +72,20 @@ class UnitReader(Protocol):
     def __call__(self, corpus: UserCorpus, name: str, /) -> Iterator[InputUnit]: ...
 
 
+class DocumentParser(Protocol):
+    """What every file-per-document format's parser is (``parse_markdown``, ``parse_myst``,
+    ``parse_rst``, ``parse_html``): one file's text, its ``doc_id``, the title it gets when
+    it names none (``default_title``: the file's stem), the file (``where``, for messages)
+    and the corpus entry's heading and code settings -> a
+    :class:`~structablate.corpus.flatten.FlatDocument`
+    (:func:`structablate.corpus.files.file_units` calls it). A parser may take more
+    keyword arguments with defaults (MyST's and reStructuredText's ``roots``)."""
+
+    def __call__(self, text: str, /, *, doc_id: str, default_title: str, where: str,
+                 lead_heading: str, heading_separator: str | None,
+                 code_blocks: str) -> FlatDocument: ...
+
+
 class SnippetReader(Protocol):
     """An evidence snippet copied from the source, as its rendered page shows it (inline
     markup gone); ``where`` is the file it came from and ``roots`` the corpus folders (a page
@@ -94,14 +108,16 @@ def _no_dialect(corpus: UserCorpus) -> str | None:
 class DocumentFormat:
     """A bring-your-own document format: the corpus ``type`` that names it (``name``), the
     file ``suffixes`` a folder is searched for, the :class:`UnitReader` giving its input
-    units, whether a unit is a whole file (``per_file``: the progress bar counts files; a
-    JSONL unit is a line), the ``dialect`` a corpus of it is read in (``None``: one only;
+    units, the :class:`DocumentParser` s it reads a file with (``parsers``; none where a unit
+    is a JSONL line), whether a unit is a whole file (``per_file``: the progress bar counts
+    files), the ``dialect`` a corpus of it is read in (``None``: one only;
     recorded in the build report) and the :class:`SnippetReader` by that dialect (none: an
     evidence snippet is matched as copied)."""
 
     name: str
     suffixes: tuple[str, ...]
     read: UnitReader
+    parsers: tuple[DocumentParser, ...]
     per_file: bool = True
     dialect: Callable[[UserCorpus], str | None] = _no_dialect
     snippets: Mapping[str | None, SnippetReader] = field(default_factory=dict)
@@ -110,14 +126,14 @@ class DocumentFormat:
 FORMATS: Mapping[str, DocumentFormat] = MappingProxyType({f.name: f for f in (
     # a Markdown corpus is read as MyST or as CommonMark with the site dialects (myst decides)
     DocumentFormat("markdown", markdown.EXTENSIONS, myst.iter_units,
-                   dialect=myst.corpus_dialect,
+                   (markdown.parse_markdown, myst.parse_myst), dialect=myst.corpus_dialect,
                    snippets=MappingProxyType({"myst": myst.render_snippet,
                                               "commonmark": _commonmark_snippet,
                                               None: _commonmark_snippet})),
-    DocumentFormat("rst", rst.EXTENSIONS, rst.iter_units,
+    DocumentFormat("rst", rst.EXTENSIONS, rst.iter_units, (rst.parse_rst,),
                    snippets=MappingProxyType({None: rst.render_snippet})),
-    DocumentFormat("html", html.EXTENSIONS, html.iter_units),
-    DocumentFormat("jsonl", jsonl.EXTENSIONS, jsonl.iter_units, per_file=False),
+    DocumentFormat("html", html.EXTENSIONS, html.iter_units, (html.parse_html,)),
+    DocumentFormat("jsonl", jsonl.EXTENSIONS, jsonl.iter_units, (), per_file=False),
 )})
 """The registered document formats by corpus ``type`` (``markdown``, ``rst``, ``html``,
 ``jsonl``): the only place a format's name is looked at."""
@@ -328,6 +344,7 @@ __all__ = [
     "FORMATS",
     "ByoInputError",
     "DocumentFormat",
+    "DocumentParser",
     "HeadingStack",
     "SourceFile",
     "build_documents",
