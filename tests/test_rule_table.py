@@ -21,7 +21,7 @@ from structablate.plan.rules import RULES, rule
 
 SMK = sorted((REPO / "rules").glob("*.smk"))
 BASE = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
-NAMED = ("trigger", "threads_of", "resources_of", "group_of")
+NAMED = ("trigger", "threads_of", "resources_of", "group_of", "localrule_of")
 """The named functions of rules/common.smk through which a rule reads its table entry."""
 
 
@@ -57,7 +57,11 @@ def test_each_rule_reads_its_entry_by_its_own_name(name):
     assert ("group_of" in used) is has_group, (
         f"rule {name}: its entry {'names' if has_group else 'names no'} a SLURM group; "
         f"{'add' if has_group else 'remove'} `group: group_of({name!r})`")
-    assert re.search(r"^\s+localrule: True", body, re.M) is None or entry.rate is None, name
+    # on the submit host exactly where its entry can say so (no rate, or a submit_host)
+    assert re.search(r"^\s+localrule:", body, re.M) is None or "localrule_of" in used, name
+    assert ("localrule_of" in used) is (entry.rate is None or entry.submit_host is not None), (
+        f"rule {name}: `localrule: localrule_of({name!r})` exactly where its entry has no "
+        "rate or a submit_host")
     assert (REPO / "workflow_scripts" / f"{entry.glue}.py").is_file(), name
 
 

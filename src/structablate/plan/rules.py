@@ -135,7 +135,9 @@ class Rule:
     condition shapes them (the corpus, its questions and their vectors, the induced
     structure, the token table), so the code of condition-specific modules
     (:data:`structablate.plan.code.CONDITION_MODULES`) never counts in its fingerprint, even
-    where its glue imports it (``embed_queries`` shares ``embed.py`` with ``embed_chunks``)."""
+    where its glue imports it (``embed_queries`` shares ``embed.py`` with ``embed_chunks``);
+    ``submit_host``: where it holds of the plan, the rule's jobs run on the submit host
+    (:meth:`on_submit_host`; a rule without a rate always does)."""
 
     name: str
     job: type[Job]
@@ -148,6 +150,19 @@ class Rule:
     reads_questions: bool = False
     reads: Reads | None = None
     corpus_level: bool = False
+    submit_host: Callable[[Plan], bool] | None = None
+
+    def on_submit_host(self, plan: Plan) -> bool:
+        """Whether its jobs run on the submit host (Snakemake's ``localrule``): always for a
+        rule without a rate (it books nothing), else where its ``submit_host`` holds of the
+        plan (a Wikipedia build from the API: network-bound and light)."""
+        return self.rate is None or (self.submit_host is not None and self.submit_host(plan))
+
+    @property
+    def may_use_gpu(self) -> bool:
+        """Whether a job of it can take a GPU: it loads an embedder or reranker (``model``),
+        or runs an LLM stage whose model may be served on one."""
+        return self.model is not None or self.stage is not None
 
     def source_files(self, plan: Plan, wildcards: dict[str, str]) -> list[str]:
         """The files a job of this rule reads that no job writes (a user's corpus files,
@@ -218,6 +233,14 @@ def _build_qasper(plan: Plan, s: Settings, w: dict[str, str]) -> BuildQasperJob:
     return BuildQasperJob(
         corpus=replace(c, sources=tuple(plan.qasper_sources(w["corpus"])), data_dir=None),
         seed=s.seed if sampled else None)
+
+
+def _wikipedia_from_api(plan: Plan) -> bool:
+    """Whether a planned corpus reads Wikipedia from the MediaWiki API: its build is then
+    network-bound (about one request per second) and light (17 ms CPU per page, 90 MB), and
+    compute nodes are usually offline, so it runs on the submit host."""
+    return any(getattr(plan.settings.corpora[c], "source", None) is not None
+               and plan.settings.corpora[c].source.mode == "api" for c in plan.corpora)
 
 
 def _user_documents(plan: Plan, s: Settings, w: dict[str, str]) -> BuildUserDocumentsJob:
@@ -314,7 +337,7 @@ _TABLE: tuple[Rule, ...] = (
          corpus_level=True),
     Rule("build_wikipedia", BuildWikipediaJob, lambda p, s, w: BuildWikipediaJob(
         source=s.corpora[w["corpus"]].source, selection=s.corpora[w["corpus"]].selection),
-        _SMALL, reads=_wikipedia_reads, corpus_level=True),
+        _SMALL, reads=_wikipedia_reads, corpus_level=True, submit_host=_wikipedia_from_api),
     Rule("build_user_documents", BuildUserDocumentsJob, _user_documents, _SMALL,
          reads=_document_reads, corpus_level=True),
     Rule("map_user_questions", MapUserQuestionsJob, _user_questions, _SMALL, group=CORPUS,
