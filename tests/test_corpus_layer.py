@@ -169,3 +169,24 @@ def test_one_build_shape_for_the_three_builders():
     _check_tables(bare, "bare")
     with pytest.raises(ValueError, match="together"):
         CorpusBuild((), (), {}, None)
+
+
+def test_markdown_and_myst_number_list_items_with_one_helper():
+    """Both Markdown readers follow lists through markdown.ListItems: an ordered item's
+    number goes before its first paragraph only, a bullet item gets none, and both readers
+    render one list alike."""
+    from structablate.corpus.files import DocumentFile
+
+    tokens = markdown._parser().parse("3. first\n\n   second\n4. next\n\n- bullet\n")
+    lists, shown = markdown.ListItems(), []
+    for t in tokens:
+        if not lists.step(t) and t.type == "inline":
+            shown.append(lists.take(t.content))
+    assert shown == ["3. first", "second", "4. next", "bullet"]
+    assert lists.ordered == [] and lists.prefix is None
+    text = "# T\n\n## S\n\n1. one\n2. two\n\n- three\n"
+    md = markdown.parse_markdown(text, DocumentFile("d", "d", "d.md"))
+    my = myst.parse_myst(text, DocumentFile("d", "d", "d.md"))
+    assert md.paragraphs == my.paragraphs
+    assert [md.paragraph_text(i) for i in range(len(md.paragraphs))] == [
+        "1. one", "2. two", "three"]

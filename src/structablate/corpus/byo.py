@@ -39,6 +39,7 @@ from tqdm import tqdm
 from structablate.corpus import html, jsonl, markdown, myst, residue, rst
 from structablate.corpus.files import (
     ByoInputError,
+    DocumentFile,
     HeadingStack,
     InputUnit,
     SourceFile,
@@ -74,16 +75,14 @@ class UnitReader(Protocol):
 
 class DocumentParser(Protocol):
     """What every file-per-document format's parser is (``parse_markdown``, ``parse_myst``,
-    ``parse_rst``, ``parse_html``): one file's text, its ``doc_id``, the title it gets when
-    it names none (``default_title``: the file's stem), the file (``where``, for messages)
-    and the corpus entry's heading and code settings -> a
+    ``parse_rst``, ``parse_html``): one file's text and its
+    :class:`~structablate.corpus.files.DocumentFile` (doc_id, default title, where, the
+    corpus entry's heading and code settings) -> a
     :class:`~structablate.corpus.flatten.FlatDocument`
     (:func:`structablate.corpus.files.file_units` calls it). A parser may take more
     keyword arguments with defaults (MyST's and reStructuredText's ``roots``)."""
 
-    def __call__(self, text: str, /, *, doc_id: str, default_title: str, where: str,
-                 lead_heading: str, heading_separator: str | None,
-                 code_blocks: str) -> FlatDocument: ...
+    def __call__(self, text: str, file: DocumentFile, /) -> FlatDocument: ...
 
 
 class SnippetReader(Protocol):
