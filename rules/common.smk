@@ -182,6 +182,12 @@ def resources_of(name):
     return SIZE.resources_of(PLAN, table_entry(name).name)
 
 
+def localrule_of(name):
+    """Whether the rule's jobs run on the submit host (its table entry: no rate, or its
+    submit_host holds of the plan)."""
+    return table_entry(name).on_submit_host(PLAN)
+
+
 def group_of(name):
     """The rule's group: each job's SLURM group job (structablate.plan.groups)."""
     table_entry(name)

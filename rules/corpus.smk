@@ -39,11 +39,9 @@ rule build_wikipedia:
         cache_dir=P.wikipedia_pages(W["corpus"]),
     wildcard_constraints:
         corpus=built_by("build_wikipedia"),
-    localrule: "api" in [getattr(PLAN.settings.corpora[c], "source", None) and PLAN.settings.corpora[c].source.mode for c in PLAN.corpora]
-    # From the MediaWiki API the build is network-bound (about one request per second) and
-    # light (measured: 17 ms CPU per page, 90 MB), and compute nodes are usually offline: it
-    # runs on the submit host (localrule). An XML export (possibly a full dump) is parsed on a
-    # node.
+    # from the MediaWiki API on the submit host (network-bound and light); an XML export
+    # (possibly a full dump) is parsed on a node
+    localrule: localrule_of("build_wikipedia")
     threads: threads_of("build_wikipedia")
     resources:
         **resources_of("build_wikipedia"),

@@ -32,7 +32,7 @@ rule summarize_cell:
         summary=P.cell_table(*CELL, "summary"),  # in --report: report_cell's HTML table
     params:
         settings=trigger("summarize_cell"),
-    localrule: True
+    localrule: localrule_of("summarize_cell")
     conda:
         "../envs/cpu.yaml"
     log:
@@ -53,7 +53,7 @@ rule summary_markdown:
         markdown=P.summary_markdown(),
     params:
         settings=trigger("summary_markdown"),
-    localrule: True
+    localrule: localrule_of("summary_markdown")
     conda:
         "../envs/cpu.yaml"
     log:

@@ -120,7 +120,7 @@ rule report_page:
                          caption=f"{CAPTIONS}/report_verdict.rst") for c in PLAN.corpora],
     params:
         settings=trigger("report_page"),
-    localrule: True
+    localrule: localrule_of("report_page")
     conda:
         "../envs/cpu.yaml"
     log:

@@ -9,6 +9,7 @@ from conftest import REPO
 from markdown_it import MarkdownIt
 
 from structablate.corpus import render
+from structablate.corpus.files import DocumentFile
 from structablate.corpus.myst import parse_myst
 from structablate.corpus.rst import parse_rst
 
@@ -72,16 +73,14 @@ def _check(doc, treatment: str, shows: list[str]) -> None:
 @pytest.mark.parametrize("construct,treatment,source,shows",
                          _construct_rows("MyST (under type: markdown)"))
 def test_myst_table(construct, treatment, source, shows):
-    doc = parse_myst(source + "\n\n## End\n", doc_id="d", default_title="stem",
-                     where="/nowhere/d.md")
+    doc = parse_myst(source + "\n\n## End\n", DocumentFile("d", "stem", "/nowhere/d.md"))
     _check(doc, treatment, shows)
 
 
 @pytest.mark.parametrize("construct,treatment,source,shows",
                          _construct_rows("reStructuredText (type: rst, docutils)"))
 def test_rst_table(construct, treatment, source, shows):
-    doc = parse_rst(source + "\n\nEnd\n@@@\n", doc_id="d", default_title="stem",
-                    where="/nowhere/d.rst")
+    doc = parse_rst(source + "\n\nEnd\n@@@\n", DocumentFile("d", "stem", "/nowhere/d.rst"))
     _check(doc, treatment, shows)
 
 

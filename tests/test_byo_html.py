@@ -11,6 +11,7 @@ from conftest import build_byo
 from workflow_util import glue_config, run_user_build
 
 from structablate.corpus.byo import ByoInputError
+from structablate.corpus.files import DocumentFile
 from structablate.corpus.html import parse_html
 from structablate.corpus.verify import verify_document
 from structablate.tables import check_table
@@ -44,7 +45,7 @@ def page(text: str, **kw):
     kw.setdefault("doc_id", "p")
     kw.setdefault("default_title", "stem")
     kw.setdefault("where", "p.html")
-    doc = parse_html(text, **kw)
+    doc = parse_html(text, DocumentFile(**kw))
     assert verify_document(doc) == []
     return doc
 

@@ -8,6 +8,7 @@ import pytest
 from conftest import build_byo, user_corpus
 
 from structablate.corpus.byo import ByoInputError
+from structablate.corpus.files import DocumentFile
 from structablate.corpus.markdown import parse_markdown
 from structablate.corpus.verify import verify_document
 from structablate.errors import ConfigError
@@ -17,7 +18,7 @@ def md(text: str, **kw):
     kw.setdefault("doc_id", "d")
     kw.setdefault("default_title", "stem")
     kw.setdefault("where", "f.md")
-    doc = parse_markdown(text, **kw)
+    doc = parse_markdown(text, DocumentFile(**kw))
     assert verify_document(doc) == []
     return doc
 

@@ -11,6 +11,7 @@ import pytest
 from conftest import user_corpus
 
 from structablate.corpus.byo import build_documents, build_user_corpus
+from structablate.corpus.files import DocumentFile
 from structablate.corpus.markdown import parse_markdown
 from structablate.corpus.verify import verify_document
 
@@ -23,7 +24,7 @@ def md(text: str, **kw):
     kw.setdefault("doc_id", "d")
     kw.setdefault("default_title", "stem")
     kw.setdefault("where", "f.md")
-    doc = parse_markdown(text, **kw)
+    doc = parse_markdown(text, DocumentFile(**kw))
     assert verify_document(doc) == []
     return doc
 

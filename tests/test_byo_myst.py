@@ -7,6 +7,7 @@ import pytest
 from conftest import build_byo
 
 from structablate.corpus.byo import ByoInputError
+from structablate.corpus.files import DocumentFile
 from structablate.corpus.markdown import parse_markdown
 from structablate.corpus.myst import looks_like_myst, parse_myst
 from structablate.corpus.verify import verify_document
@@ -16,7 +17,8 @@ def myst(text: str, **kw):
     kw.setdefault("doc_id", "d")
     kw.setdefault("default_title", "stem")
     kw.setdefault("where", "/nowhere/f.md")
-    doc = parse_myst(text, **kw)
+    roots = kw.pop("roots", ())
+    doc = parse_myst(text, DocumentFile(**kw), roots=roots)
     assert verify_document(doc) == []
     return doc
 
@@ -163,7 +165,7 @@ def test_include_inside_the_corpus_only(tmp_path):
     page = root / "page.md"
     page.write_text("# Page\n\n## Before\n\nb\n\n```{include} parts/snippet.md\n```\n\n"
                     "```{include} ../secret.md\n```\n\n```{include} missing.md\n```\n")
-    doc = parse_myst(page.read_text(), doc_id="page", default_title="page", where=str(page),
+    doc = parse_myst(page.read_text(), DocumentFile("page", "page", str(page)),
                      roots=(str(root),))
     assert tree(doc) == [(("Before",), ["b"]), (("Included part",), ["Included text."])]
     assert "Secret" not in doc.text
@@ -196,6 +198,5 @@ def test_detection_and_dialect_key(tmp_path):
     assert report["dialect"] == "commonmark"
     assert "% comment" in docs[0].text
     # a plain Markdown corpus is read as before (the MyST reader is not involved)
-    doc = parse_markdown("# T\n\n:::{note}\nx\n:::\n", doc_id="d", default_title="s",
-                         where="f.md")
+    doc = parse_markdown("# T\n\n:::{note}\nx\n:::\n", DocumentFile("d", "s", "f.md"))
     assert ":::{note} x :::" in doc.text

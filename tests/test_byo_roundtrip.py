@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from structablate.corpus.files import DocumentFile
 from structablate.corpus.myst import parse_myst
 from structablate.corpus.rst import parse_rst
 from structablate.corpus.verify import verify_document
@@ -154,11 +155,11 @@ def test_random_documents_round_trip(fmt):
         title, sections, blocks = random_document(seed)
         rng = random.Random(1000 + seed)
         if fmt == "myst":
-            doc = parse_myst(write_myst(title, blocks, rng), doc_id="d", default_title="stem",
-                             where="/nowhere/d.md")
+            doc = parse_myst(write_myst(title, blocks, rng),
+                             DocumentFile("d", "stem", "/nowhere/d.md"))
         else:
             src = write_rst(title, blocks, rng)
-            doc = parse_rst(src, doc_id="d", default_title="stem", where="/nowhere/d.rst")
+            doc = parse_rst(src, DocumentFile("d", "stem", "/nowhere/d.rst"))
         assert verify_document(doc) == []
         got = [(s.path, [doc.paragraph_text(i) for i in range(s.para_start, s.para_end)])
                for s in doc.sections]

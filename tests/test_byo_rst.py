@@ -8,6 +8,7 @@ import pytest
 from conftest import build_byo
 
 from structablate.corpus.byo import ByoInputError
+from structablate.corpus.files import DocumentFile
 from structablate.corpus.rst import parse_rst
 from structablate.corpus.verify import verify_document
 
@@ -16,7 +17,8 @@ def rst(text: str, **kw):
     kw.setdefault("doc_id", "d")
     kw.setdefault("default_title", "stem")
     kw.setdefault("where", "/nowhere/f.rst")
-    doc = parse_rst(text, **kw)
+    roots = kw.pop("roots", ())
+    doc = parse_rst(text, DocumentFile(**kw), roots=roots)
     assert verify_document(doc) == []
     return doc
 
@@ -170,7 +172,7 @@ def test_include_inside_the_corpus_only(tmp_path):
     page.write_text("Page\n====\n\nBefore\n------\n\nb\n\n.. include:: part.rst\n\n"
                     ".. include:: ../secret.rst\n\n.. literalinclude:: code.py\n\n"
                     ".. csv-table::\n   :file: ../secret.rst\n")
-    doc = parse_rst(page.read_text(), doc_id="page", default_title="page", where=str(page),
+    doc = parse_rst(page.read_text(), DocumentFile("page", "page", str(page)),
                     roots=(str(root),))
     assert tree(doc) == [(("Before",), ["b"]), (("Included",), ["Included text.",
                                                                 "print('hi')"])]

@@ -16,6 +16,7 @@ from conftest import build_byo
 
 from structablate.corpus.byo import ByoInputError
 from structablate.corpus.evidence import EvidenceMapper
+from structablate.corpus.files import DocumentFile
 from structablate.corpus.flatten import DocumentBuilder
 from structablate.corpus.myst import parse_myst
 from structablate.corpus.residue import refusal, scan_document
@@ -24,13 +25,13 @@ from structablate.corpus.verify import verify_document
 
 
 def _rst(text: str, where: str = "/nowhere/f.rst", **kw):
-    doc = parse_rst(text, doc_id="d", default_title="stem", where=where, **kw)
+    doc = parse_rst(text, DocumentFile("d", "stem", where), **kw)
     assert verify_document(doc) == []
     return doc
 
 
 def _myst(text: str, where: str = "/nowhere/f.md", **kw):
-    doc = parse_myst(text, doc_id="d", default_title="stem", where=where, **kw)
+    doc = parse_myst(text, DocumentFile("d", "stem", where), **kw)
     assert verify_document(doc) == []
     return doc
 
@@ -207,7 +208,7 @@ def test_markup_outside_literals_is_still_residue():
 
     src = ("# Page\n\n## A\n\n.. note:: Keep backups.\n\n.. warning:: Old settings go.\n\n"
            "Write `.. note::` to open a note, `|name|` for a substitution.\n\nPlain.\n")
-    doc = parse_markdown(src, doc_id="p", default_title="p", where="/x/p.md")
+    doc = parse_markdown(src, DocumentFile("p", "p", "/x/p.md"))
     r = scan_document(doc, doc.meta.get("code_paragraphs", ()))
     assert r["with_markup"] == 2 and [w["para_idx"] for w in r["worst"]] == [0, 1]
     assert refusal(doc, 0.10) is not None

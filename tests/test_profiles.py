@@ -27,13 +27,21 @@ from test_paper_config import (
     stand_in_hub_cache,
 )
 
+from structablate.plan import Plan
+from structablate.plan.rules import RULES
+
 PROFILE = REPO / "profiles" / "slurm" / "config.yaml"
 PARTITIONS = REPO / "profiles" / "slurm" / "partitions.yaml"
 DEFAULT_PROFILE = REPO / "profiles" / "default" / "config.yaml"
-GPU_RULES = {"embed_chunks", "embed_queries", "rerank", "induce_structure", "contextualize",
-             "generate_queries"}
-# light (measured, docs/cluster.md) or network-bound (Wikipedia from the API), and `all`
-LOCAL_RULES = {"build_wikipedia", "summarize_cell", "summary_markdown", "report_page", "all"}
+GPU_RULES = {name for name, entry in RULES.items() if entry.may_use_gpu}
+"""The rules whose model (an embedder, a reranker, an LLM stage's) may sit on a GPU."""
+
+
+def local_rules(config: Path) -> set[str]:
+    """The rules the rule table runs on the submit host under ``config`` (light, measured in
+    docs/cluster.md, or network-bound: Wikipedia from the API), and ``all``."""
+    plan = Plan.from_config(yaml.safe_load(config.read_text()), check_models=False)
+    return {name for name, entry in RULES.items() if entry.on_submit_host(plan)} | {"all"}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -210,7 +218,7 @@ def test_a_job_that_fits_no_partition_is_refused_while_planning(tmp_path):
 
 def test_only_light_or_networked_rules_run_on_the_submit_host(paper_plan):
     local = {u["rule"] for u in paper_plan["units"] if u["local"]}
-    assert local == LOCAL_RULES
+    assert local == local_rules(PAPER)
 
 
 def test_short_gpu_jobs_share_allocations(paper_plan):

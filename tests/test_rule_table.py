@@ -21,7 +21,7 @@ from structablate.plan.rules import RULES, rule
 
 SMK = sorted((REPO / "rules").glob("*.smk"))
 BASE = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
-NAMED = ("trigger", "threads_of", "resources_of", "group_of")
+NAMED = ("trigger", "threads_of", "resources_of", "group_of", "localrule_of")
 """The named functions of rules/common.smk through which a rule reads its table entry."""
 
 
@@ -57,7 +57,11 @@ def test_each_rule_reads_its_entry_by_its_own_name(name):
     assert ("group_of" in used) is has_group, (
         f"rule {name}: its entry {'names' if has_group else 'names no'} a SLURM group; "
         f"{'add' if has_group else 'remove'} `group: group_of({name!r})`")
-    assert re.search(r"^\s+localrule: True", body, re.M) is None or entry.rate is None, name
+    # on the submit host exactly where its entry can say so (no rate, or a submit_host)
+    assert re.search(r"^\s+localrule:", body, re.M) is None or "localrule_of" in used, name
+    assert ("localrule_of" in used) is (entry.rate is None or entry.submit_host is not None), (
+        f"rule {name}: `localrule: localrule_of({name!r})` exactly where its entry has no "
+        "rate or a submit_host")
     assert (REPO / "workflow_scripts" / f"{entry.glue}.py").is_file(), name
 
 
@@ -153,3 +157,41 @@ def test_a_job_that_would_wait_on_its_own_group_joins_none(monkeypatch):
         cfg.setdefault("contexts", {})["llm"] = {"model": "ctx-model"}
 
     assert group_id(_plan(a1), "structure_quality", w) is None
+
+
+def test_the_plan_modules_key_nothing_by_a_rule_name():
+    """What a job reads and whether it is corpus-level are fields of its rule's entry
+    (``reads``, ``corpus_level``), not tables of ``plan/jobs.py`` keyed by rule names."""
+    path = REPO / "src" / "structablate" / "plan" / "jobs.py"
+    assert _string_constants(path) & set(RULES) == set()
+
+
+def test_a_new_rule_is_one_table_entry(monkeypatch, tmp_path):
+    """A rule added to the table alone gets its trigger: its job's settings, the sha256 of
+    the files its ``reads`` names, and the code fingerprint of a corpus-level job (no
+    condition's modules) or of a job over the grid (every planned condition's)."""
+    from structablate import study
+    from structablate.digests import DigestCache
+    from structablate.plan import rules
+    from structablate.plan.code import fingerprint
+    from structablate.plan.jobs import InputsOnlyJob
+
+    monkeypatch.chdir(REPO)
+    plan = _plan()
+    source = tmp_path / "extra.txt"
+    source.write_text("one\n", encoding="utf-8")
+    script = REPO / "workflow_scripts" / "embed.py"
+    for name, corpus_level in (("my_corpus_rule", True), ("my_grid_rule", False)):
+        monkeypatch.setitem(rules.RULES, name, rules.Rule(
+            name, InputsOnlyJob, lambda p, s, w: InputsOnlyJob(), None,
+            reads=lambda p, w: [str(source)], corpus_level=corpus_level))
+    corpus = plan.trigger("my_corpus_rule", script)({"corpus": "qasper"})
+    grid = plan.trigger("my_grid_rule", script)({"corpus": "qasper"})
+    assert corpus["inputs"] == grid["inputs"] == DigestCache.default().files([str(source)])
+    assert corpus["code"] == fingerprint(script, [])
+    assert grid["code"] == fingerprint(script, [study.condition(c) for c in plan.conditions])
+    assert corpus["code"] != grid["code"]  # embed.py reaches condition-specific modules
+    # an LLM stage's rule reads its recorded generations unless its entry says otherwise
+    assert rule("contextualize").reads is None and rule("contextualize").stage == "contexts"
+    assert rule("build_qasper").source_files(plan, {"corpus": "qasper"}) == [
+        "resources/qasper/qasper-sample-v0.3.json"]

@@ -7,7 +7,8 @@ entry of the config names its ``type``
 (``markdown``, ``rst``, ``html`` or ``jsonl``) and where the files are; every file format has
 its own adapter (:mod:`~structablate.corpus.markdown` and :mod:`~structablate.corpus.myst`,
 :mod:`~structablate.corpus.rst`, :mod:`~structablate.corpus.html`,
-:mod:`~structablate.corpus.jsonl`), registered by name in :data:`ADAPTERS`, that turns one
+:mod:`~structablate.corpus.jsonl`), registered by name in :data:`FORMATS` (a
+:class:`DocumentFormat`: its :class:`UnitReader` and :class:`SnippetReader`), that turns one
 input unit (a file, or a JSONL line) into a :class:`~structablate.corpus.flatten.FlatDocument`
 through :class:`~structablate.corpus.flatten.DocumentBuilder`; every document is then verified
 with :func:`~structablate.corpus.verify.verify_document`, exactly as QASPER and Wikipedia are.
@@ -29,14 +30,16 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Protocol
 
 from tqdm import tqdm
 
 from structablate.corpus import html, jsonl, markdown, myst, residue, rst
 from structablate.corpus.files import (
     ByoInputError,
+    DocumentFile,
     HeadingStack,
     InputUnit,
     SourceFile,
@@ -61,38 +64,94 @@ from structablate.user_files import (
 
 log = logging.getLogger(__name__)
 
+class UnitReader(Protocol):
+    """What every document format's reader is: ``(corpus entry, corpus name) -> input units``
+    (one per file, or one per JSONL line), each a ``(where, doc_id guess, build)`` triple whose
+    ``build()`` gives the :class:`~structablate.corpus.flatten.FlatDocument` or raises
+    :class:`ByoInputError`."""
+
+    def __call__(self, corpus: UserCorpus, name: str, /) -> Iterator[InputUnit]: ...
+
+
+class DocumentParser(Protocol):
+    """What every file-per-document format's parser is (``parse_markdown``, ``parse_myst``,
+    ``parse_rst``, ``parse_html``): one file's text and its
+    :class:`~structablate.corpus.files.DocumentFile` (doc_id, default title, where, the
+    corpus entry's heading and code settings) -> a
+    :class:`~structablate.corpus.flatten.FlatDocument`
+    (:func:`structablate.corpus.files.file_units` calls it). A parser may take more
+    keyword arguments with defaults (MyST's and reStructuredText's ``roots``)."""
+
+    def __call__(self, text: str, file: DocumentFile, /) -> FlatDocument: ...
+
+
+class SnippetReader(Protocol):
+    """An evidence snippet copied from the source, as its rendered page shows it (inline
+    markup gone); ``where`` is the file it came from and ``roots`` the corpus folders (a page
+    title of a ``doc`` role is found from them)."""
+
+    def __call__(self, text: str, *, where: str, roots: Sequence[str]) -> str: ...
+
+
+def _commonmark_snippet(text: str, *, where: str, roots: Sequence[str]) -> str:
+    """:func:`structablate.corpus.markdown.render_snippet` as a :class:`SnippetReader`
+    (CommonMark needs neither the file nor the folders)."""
+    return markdown.render_snippet(text)
+
+
+def _no_dialect(corpus: UserCorpus) -> str | None:
+    return None
+
+
 @dataclass(frozen=True)
-class Adapter:
-    """A bring-your-own document format: the corpus ``type`` that names it, the file
-    extensions a folder is searched for, and the function giving its input units."""
+class DocumentFormat:
+    """A bring-your-own document format: the corpus ``type`` that names it (``name``), the
+    file ``suffixes`` a folder is searched for, the :class:`UnitReader` giving its input
+    units, the :class:`DocumentParser` s it reads a file with (``parsers``; none where a unit
+    is a JSONL line), whether a unit is a whole file (``per_file``: the progress bar counts
+    files), the ``dialect`` a corpus of it is read in (``None``: one only;
+    recorded in the build report) and the :class:`SnippetReader` by that dialect (none: an
+    evidence snippet is matched as copied)."""
 
-    kind: str
-    extensions: tuple[str, ...]
-    iter_units: Callable[[UserCorpus, str], Iterator[InputUnit]]
+    name: str
+    suffixes: tuple[str, ...]
+    read: UnitReader
+    parsers: tuple[DocumentParser, ...]
+    per_file: bool = True
+    dialect: Callable[[UserCorpus], str | None] = _no_dialect
+    snippets: Mapping[str | None, SnippetReader] = field(default_factory=dict)
 
 
-ADAPTERS: Mapping[str, Adapter] = MappingProxyType({
-    "markdown": Adapter("markdown", markdown.EXTENSIONS, myst.iter_units),
-    "rst": Adapter("rst", rst.EXTENSIONS, rst.iter_units),
-    "html": Adapter("html", html.EXTENSIONS, html.iter_units),
-    "jsonl": Adapter("jsonl", jsonl.EXTENSIONS, jsonl.iter_units),
-})
-"""The registered adapters by corpus ``type`` (``markdown``, ``rst``, ``html``, ``jsonl``)."""
+FORMATS: Mapping[str, DocumentFormat] = MappingProxyType({f.name: f for f in (
+    # a Markdown corpus is read as MyST or as CommonMark with the site dialects (myst decides)
+    DocumentFormat("markdown", markdown.EXTENSIONS, myst.iter_units,
+                   (markdown.parse_markdown, myst.parse_myst), dialect=myst.corpus_dialect,
+                   snippets=MappingProxyType({"myst": myst.render_snippet,
+                                              "commonmark": _commonmark_snippet,
+                                              None: _commonmark_snippet})),
+    DocumentFormat("rst", rst.EXTENSIONS, rst.iter_units, (rst.parse_rst,),
+                   snippets=MappingProxyType({None: rst.render_snippet})),
+    DocumentFormat("html", html.EXTENSIONS, html.iter_units, (html.parse_html,)),
+    DocumentFormat("jsonl", jsonl.EXTENSIONS, jsonl.iter_units, (), per_file=False),
+)})
+"""The registered document formats by corpus ``type`` (``markdown``, ``rst``, ``html``,
+``jsonl``): the only place a format's name is looked at."""
 
 
-def adapter(kind: object, source_name: str) -> Adapter:
-    """The adapter of corpus ``type`` ``kind``; an unknown type raises :class:`ByoInputError`."""
-    found = ADAPTERS.get(kind) if isinstance(kind, str) else None
+def document_format(kind: object, source_name: str) -> DocumentFormat:
+    """The format of corpus ``type`` ``kind``; an unknown one raises :class:`ByoInputError`
+    naming the field ``corpora.<source_name>.type`` and the known formats."""
+    found = FORMATS.get(kind) if isinstance(kind, str) else None
     if found is None:
         raise ByoInputError(
-            f"corpus {source_name}",
-            f"type {kind!r} is not a bring-your-own type ({', '.join(ADAPTERS)})")
+            f"corpora.{source_name}.type",
+            f"{kind!r} is not a bring-your-own type; set it to one of {', '.join(FORMATS)}")
     return found
 
 
 def iter_units(corpus: UserCorpus, source_name: str) -> Iterator[InputUnit]:
-    """The input units of a corpus entry, from the adapter its ``type`` names."""
-    return adapter(corpus.type, source_name).iter_units(corpus, source_name)
+    """The input units of a corpus entry, from the reader of the format its ``type`` names."""
+    return document_format(corpus.type, source_name).read(corpus, source_name)
 
 
 _SKIP_ADVICE = re.compile(r"[,;]?\s*(?:or )?set skip_bad_files: true[^;)]*")
@@ -117,7 +176,8 @@ def build_documents(
     skipped: list[dict] = [{"where": b.where, "doc_id": b.doc_id, "reason": b.reason}
                            for b in bad]
     # a progress bar where stderr is a terminal or a workflow job's log (structablate.workflow)
-    files = None if corpus.type == "jsonl" else len(document_files(corpus))
+    per_file = document_format(corpus.type, source_name).per_file
+    files = len(document_files(corpus)) if per_file else None
     units = tqdm(iter_units(corpus, source_name), total=files, unit="document",
                  desc=f"build {source_name}", disable=None)
     for where, guess, make in units:
@@ -204,15 +264,10 @@ def snippet_renderer(corpus: UserCorpus, dialect: str | None
         found = find_document("/" + doc_id, "", roots) if doc_id else None
         return str(found) if found is not None else "<snippet>"
 
-    if corpus.type == "rst":
-        return lambda text, doc_id=None: rst.render_snippet(
-            text, where=source(doc_id), roots=roots)
-    if corpus.type == "markdown":
-        if dialect == "myst":
-            return lambda text, doc_id=None: myst.render_snippet(
-                text, where=source(doc_id), roots=roots)
-        return lambda text, doc_id=None: markdown.render_snippet(text)
-    return None
+    reader = document_format(corpus.type, "(questions)").snippets.get(dialect)
+    if reader is None:
+        return None
+    return lambda text, doc_id=None: reader(text, where=source(doc_id), roots=roots)
 
 
 def build_user_documents(corpus: UserCorpus, source_name: str) -> CorpusBuild:
@@ -239,8 +294,9 @@ def build_user_documents(corpus: UserCorpus, source_name: str) -> CorpusBuild:
         "markup_residue": residue.scan_documents(docs),
         "queries": None,
     }
-    if corpus.type == "markdown":
-        report["dialect"] = myst.corpus_dialect(corpus)
+    dialect = document_format(corpus.type, source_name).dialect(corpus)
+    if dialect is not None:
+        report["dialect"] = dialect
     log.info("%s: %d documents, %d skipped", source_name, len(docs), len(skipped))
     return CorpusBuild(documents=tuple(docs), questions=None, report=report)
 
@@ -284,19 +340,22 @@ def build_user_corpus(corpus: UserCorpus, source_name: str) -> CorpusBuild:
 
 
 __all__ = [
-    "ADAPTERS",
-    "Adapter",
+    "FORMATS",
     "ByoInputError",
+    "DocumentFormat",
+    "DocumentParser",
     "HeadingStack",
     "SourceFile",
-    "adapter",
     "build_documents",
     "build_user_corpus",
     "build_user_documents",
     "document_files",
+    "document_format",
     "input_files",
     "iter_units",
     "list_files",
     "map_user_questions",
     "read_text",
+    "SnippetReader",
+    "UnitReader",
 ]

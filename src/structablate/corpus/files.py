@@ -15,10 +15,11 @@ import logging
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from structablate.corpus.flatten import FlatDocument
-from structablate.settings import UserCorpus
+from structablate.settings import LEAD_HEADING, UserCorpus
 from structablate.user_files import (
     ByoInputError,
     SourceFile,
@@ -183,12 +184,27 @@ class HeadingStack:
         return self._stack[-1][1] if self._stack else None
 
 
+@dataclass(frozen=True)
+class DocumentFile:
+    """One document file as a file parser is given it (besides its text): its ``doc_id``, the
+    title it gets when it names none (``default_title``: the file's stem), the file
+    (``where``, for messages) and its corpus entry's ``lead_heading``, ``heading_separator``
+    and ``code_blocks``."""
+
+    doc_id: str
+    default_title: str
+    where: str
+    lead_heading: str = LEAD_HEADING
+    heading_separator: str | None = None
+    code_blocks: str = "keep"
+
+
 def file_units(
-    corpus: UserCorpus, extensions: Sequence[str], parse: Callable[..., FlatDocument],
+    corpus: UserCorpus, extensions: Sequence[str],
+    parse: Callable[[str, DocumentFile], FlatDocument],
 ) -> Iterator[InputUnit]:
     """One unit per file of ``corpus.path`` for the file-per-document adapters (Markdown,
-    HTML), deferring parsing to ``parse(text, doc_id=..., default_title=..., where=...,
-    lead_heading=..., heading_separator=..., code_blocks=...)``; ``extensions`` are the
+    HTML), deferring parsing to ``parse(text, DocumentFile(...))``; ``extensions`` are the
     adapter's own, used unless the corpus names others."""
     lead, sep, code = corpus.lead_heading, corpus.heading_separator, corpus.code_blocks
     for sf in list_files(corpus.path, tuple(corpus.extensions or extensions)):
@@ -197,7 +213,7 @@ def file_units(
 
 def _file_reader(parse, path: Path, doc_id: str, lead: str, sep: str | None, code: str):
     def read() -> FlatDocument:
-        return parse(read_text(path), doc_id=doc_id, default_title=path.stem, where=str(path),
-                     lead_heading=lead, heading_separator=sep, code_blocks=code)
+        return parse(read_text(path), DocumentFile(doc_id, path.stem, str(path), lead, sep,
+                                                   code))
 
     return read

@@ -35,12 +35,13 @@ from lxml import etree
 
 from structablate.corpus.files import (
     ByoInputError,
+    DocumentFile,
     HeadingStack,
     InputUnit,
     file_units,
 )
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
-from structablate.settings import LEAD_HEADING, UserCorpus
+from structablate.settings import UserCorpus
 from structablate.user_files import USER_EXTENSIONS
 
 EXTENSIONS = USER_EXTENSIONS["html"]
@@ -114,17 +115,9 @@ def _live_headings(root) -> list:
     return out
 
 
-def parse_html(
-    text: str,
-    *,
-    doc_id: str,
-    default_title: str,
-    where: str,
-    lead_heading: str = LEAD_HEADING,
-    heading_separator: str | None = None,
-    code_blocks: str = "keep",
-) -> FlatDocument:
+def parse_html(text: str, file: DocumentFile) -> FlatDocument:
     """Flatten one HTML page (see the module docstring for the rules)."""
+    doc_id, where = file.doc_id, file.where
     text = re.sub(r"^\s*<\?xml[^>]*\?>", "", text)  # lxml refuses str input with a declaration
     if not text.strip():
         raise ByoInputError(where, "empty file")
@@ -144,10 +137,10 @@ def parse_html(
     else:
         t = tree.find(".//title")
         title = " ".join((t.text_content() if t is not None else "").split())
-    title = title or default_title
+    title = title or file.default_title
 
     builder = DocumentBuilder(doc_id, title)
-    stack = HeadingStack(heading_separator)
+    stack = HeadingStack(file.heading_separator)
     buf: list[str] = []
     n_headings = 0
     n_paragraphs = 0
@@ -158,7 +151,7 @@ def parse_html(
             n_paragraphs += 1
 
     def path() -> tuple[str, ...]:
-        return stack.path or (lead_heading,)
+        return stack.path or (file.lead_heading,)
 
     def flush() -> None:
         if buf:
@@ -184,7 +177,7 @@ def parse_html(
                 add(" | ".join(cells))
         elif tag == "pre":
             flush()
-            if code_blocks == "keep":
+            if file.code_blocks == "keep":
                 add(_plain(el))
         elif tag == "br":
             buf.append(" ")

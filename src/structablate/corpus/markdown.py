@@ -61,13 +61,14 @@ from mdit_py_plugins.footnote import footnote_plugin
 
 from structablate.corpus.files import (
     ByoInputError,
+    DocumentFile,
     HeadingStack,
     InputUnit,
     file_units,
 )
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
 from structablate.corpus.render import snippet_source
-from structablate.settings import LEAD_HEADING, UserCorpus
+from structablate.settings import UserCorpus
 from structablate.user_files import USER_EXTENSIONS
 
 EXTENSIONS = USER_EXTENSIONS["markdown"]
@@ -270,18 +271,44 @@ def block_text(children: list[Token] | None, literals: list[str] | None = None) 
     return text
 
 
-def parse_markdown(
-    text: str,
-    *,
-    doc_id: str,
-    default_title: str,
-    where: str,
-    lead_heading: str = LEAD_HEADING,
-    heading_separator: str | None = None,
-    code_blocks: str = "keep",
-) -> FlatDocument:
+class ListItems:
+    """The lists open at a point of a markdown-it token stream (whether each is ordered) and
+    the number (``3.``) of an ordered item whose first paragraph is still to come: that
+    paragraph starts with it (:meth:`take`), as the rendered list shows it."""
+
+    def __init__(self) -> None:
+        self.ordered: list[bool] = []
+        self.prefix: str | None = None
+
+    def step(self, t: Token) -> bool:
+        """Follow ``t`` where it opens or closes a list or an item; ``False`` for any other
+        token."""
+        typ = t.type
+        if typ in ("bullet_list_open", "ordered_list_open"):
+            self.ordered.append(typ == "ordered_list_open")
+        elif typ in ("bullet_list_close", "ordered_list_close"):
+            self.ordered.pop()
+        elif typ == "list_item_open":
+            self.prefix = f"{t.info}{t.markup}" if self.ordered and self.ordered[-1] else None
+        elif typ == "list_item_close":
+            self.prefix = None
+        else:
+            return False
+        return True
+
+    def take(self, text: str) -> str:
+        """``text`` stripped and after the pending item number, which is used up; ``text``
+        unchanged where none is pending or it is blank."""
+        if self.prefix is None or not text.strip():
+            return text
+        text, self.prefix = f"{self.prefix} {text.strip()}", None
+        return text
+
+
+def parse_markdown(text: str, file: DocumentFile) -> FlatDocument:
     """Flatten one Markdown document (see the module docstring for the rules; MyST is read
     by :func:`structablate.corpus.myst.parse_myst`)."""
+    doc_id, where = file.doc_id, file.where
     meta, text = split_front_matter(text, where)
     for key in ("title", "id", "topic"):
         if key in meta and not isinstance(meta[key], str | int | float):
@@ -292,11 +319,11 @@ def parse_markdown(
     title_token = None
     if blocks and blocks[0].type == "heading_open" and blocks[0].tag == "h1" and len(h1) == 1:
         title_token = blocks[0]
-    title = default_title
+    title = file.default_title
     shift = 0
     if title_token is not None:
         idx = next(k for k, tok in enumerate(tokens) if tok is title_token)
-        title = " ".join(inline_text(tokens[idx + 1].children).split()) or default_title
+        title = " ".join(inline_text(tokens[idx + 1].children).split()) or file.default_title
         shift = 1
     if meta.get("title") is not None:
         title = " ".join(str(meta["title"]).split())
@@ -306,10 +333,9 @@ def parse_markdown(
             raise ByoInputError(where, "front matter field 'id' is empty")
 
     builder = DocumentBuilder(doc_id, title)
-    stack = HeadingStack(heading_separator)
+    stack = HeadingStack(file.heading_separator)
     n_headings = 0
-    list_kinds: list[str] = []  # "ordered" / "bullet" for each open list
-    item_prefix: str | None = None  # an ordered item's number, put before its first paragraph
+    lists = ListItems()
     row: list[str] | None = None
     code: list[int] = []  # para_idx of code blocks (left out of the markup-residue scan)
     literals: list[str] = []  # code spans of the paragraph being read
@@ -322,7 +348,7 @@ def parse_markdown(
         literals.clear()
 
     def path() -> tuple[str, ...]:
-        return stack.path or (lead_heading,)
+        return stack.path or (file.lead_heading,)
 
     i = 0
     while i < len(tokens):
@@ -335,15 +361,8 @@ def parse_markdown(
                 n_headings += 1
             i += 3  # heading_open, inline, heading_close
             continue
-        if typ in ("bullet_list_open", "ordered_list_open"):
-            list_kinds.append("ordered" if typ == "ordered_list_open" else "bullet")
-        elif typ in ("bullet_list_close", "ordered_list_close"):
-            list_kinds.pop()
-        elif typ == "list_item_open":
-            item_prefix = f"{t.info}{t.markup}" if list_kinds and list_kinds[-1] == "ordered" \
-                else None
-        elif typ == "list_item_close":
-            item_prefix = None
+        if lists.step(t):
+            pass
         elif typ == "tr_open":
             row = []
         elif typ == "tr_close":
@@ -356,17 +375,10 @@ def parse_markdown(
             if row is not None:
                 row.append(body)
             else:
-                if item_prefix is not None and body.strip():
-                    body = f"{item_prefix} {body.strip()}"
-                    item_prefix = None
-                add(body)
+                add(lists.take(body))
         elif typ in ("fence", "code_block"):
-            if code_blocks == "keep":
-                if item_prefix is not None and t.content.strip():
-                    idx = builder.add_paragraph(f"{item_prefix} {t.content.strip()}", path())
-                    item_prefix = None
-                else:
-                    idx = builder.add_paragraph(t.content, path())
+            if file.code_blocks == "keep":
+                idx = builder.add_paragraph(lists.take(t.content), path())
                 if idx is not None:
                     code.append(idx)
         # html_block, hr, paragraph/blockquote/table open-close: no text of their own

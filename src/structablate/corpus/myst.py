@@ -35,6 +35,7 @@ MyST itself uses: markdown-it-py with mdit-py-plugins' ``colon_fence``, ``myst_r
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import io
 import re
@@ -58,6 +59,7 @@ from mdit_py_plugins.substitution import substitution_plugin
 from structablate.corpus import markdown
 from structablate.corpus.files import (
     ByoInputError,
+    DocumentFile,
     InputUnit,
     corpus_roots,
     file_units,
@@ -85,7 +87,7 @@ from structablate.corpus.render import (
     version_text,
 )
 from structablate.corpus.rst import rst_blocks
-from structablate.settings import LEAD_HEADING, UserCorpus
+from structablate.settings import UserCorpus
 
 _DIRECTIVE_FENCE = re.compile(r"^ {0,3}(?:`{3,}|~{3,}|:{3,})[ \t]*\{[A-Za-z][\w:.+-]*\}",
                               re.M)
@@ -223,8 +225,7 @@ class MystReader:
         the lines of the file before ``text`` (for the line numbers of errors)."""
         tokens = _MD.parse(text)
         out: list[Block] = []
-        list_kinds: list[str] = []
-        item_prefix: str | None = None
+        lists = markdown.ListItems()
         row: list[str] | None = None
         field_name: str | None = None
         seen_block = not top
@@ -254,15 +255,8 @@ class MystReader:
                     out.append(Block(title, level=int(t.tag[1])))
                 i += 3
                 continue
-            if typ in ("bullet_list_open", "ordered_list_open"):
-                list_kinds.append("ordered" if typ == "ordered_list_open" else "bullet")
-            elif typ in ("bullet_list_close", "ordered_list_close"):
-                list_kinds.pop()
-            elif typ == "list_item_open":
-                item_prefix = (f"{t.info}{t.markup}"
-                               if list_kinds and list_kinds[-1] == "ordered" else None)
-            elif typ == "list_item_close":
-                item_prefix = None
+            if lists.step(t):
+                pass
             elif typ == "fieldlist_name_open":
                 field_name = self.inline(tokens[i + 1])
                 i += 3
@@ -280,9 +274,7 @@ class MystReader:
                 if row is not None:
                     row.append(body)
                 else:
-                    if item_prefix is not None and body.strip():
-                        body = f"{item_prefix} {body.strip()}"
-                        item_prefix = None
+                    body = lists.take(body)
                     if field_name is not None:
                         body = f"{field_name}: {body.strip()}"
                         field_name = None
@@ -495,19 +487,10 @@ def _inventory_links(children: list[Token] | None) -> list[Token] | None:
     return out
 
 
-def parse_myst(
-    text: str,
-    *,
-    doc_id: str,
-    default_title: str,
-    where: str,
-    lead_heading: str = LEAD_HEADING,
-    heading_separator: str | None = None,
-    code_blocks: str = "keep",
-    roots: Sequence[str] = (),
-) -> FlatDocument:
+def parse_myst(text: str, file: DocumentFile, *, roots: Sequence[str] = ()) -> FlatDocument:
     """Flatten one MyST document (see the module docstring). ``roots`` are the corpus folders
     an ``include`` may read from (none: the file's own folder)."""
+    where = file.where
     meta, text = split_front_matter(text, where)
     for key in ("title", "id", "topic"):
         if key in meta and not isinstance(meta[key], str | int | float):
@@ -529,13 +512,11 @@ def parse_myst(
             "section headings to have a gold structure; add headings, or set "
             "skip_bad_files: true to leave the file out")
     if meta.get("id") is not None:
-        doc_id = str(meta["id"]).strip()
-        if not doc_id:
+        file = dataclasses.replace(file, doc_id=str(meta["id"]).strip())
+        if not file.doc_id:
             raise ByoInputError(where, "front matter field 'id' is empty")
     topic = str(meta["topic"]) if meta.get("topic") is not None else None
-    return assemble(blocks, doc_id=doc_id, title=title, default_title=default_title,
-                    where=where, lead_heading=lead_heading, heading_separator=heading_separator,
-                    code_blocks=code_blocks, report=report, topic=topic, kind="MyST")
+    return assemble(blocks, file, title=title, report=report, topic=topic, kind="MyST")
 
 
 def render_snippet(text: str, *, where: str = "<snippet>", roots: Sequence[str] = ()) -> str:

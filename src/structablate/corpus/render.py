@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from structablate.corpus.files import ByoInputError, HeadingStack, read_text
+from structablate.corpus.files import ByoInputError, DocumentFile, HeadingStack, read_text
 from structablate.corpus.flatten import DocumentBuilder, FlatDocument
 
 # ------------------------------------------------------------------------------ directives
@@ -272,13 +272,14 @@ def find_document(name: str, current: str, roots: Sequence[str]) -> Path | None:
     return None
 
 
-TITLE_READERS: dict[str, Callable[..., FlatDocument]] = {}
+TITLE_READERS: dict[str, Callable[[str, DocumentFile], FlatDocument]] = {}
 """Source suffix -> the parser of its pages (``parse_rst``, ``parse_myst``), each reader
 registering its own when imported (:func:`register_title_reader`): what :func:`page_title`
 reads a page named by a ``doc`` role with, without this module importing the readers."""
 
 
-def register_title_reader(suffixes: Sequence[str], parse: Callable[..., FlatDocument]) -> None:
+def register_title_reader(suffixes: Sequence[str],
+                          parse: Callable[[str, DocumentFile], FlatDocument]) -> None:
     """Read pages with these suffixes by ``parse`` (a reader's document parser) for their
     title."""
     for suffix in suffixes:
@@ -309,8 +310,7 @@ def page_title(path: Path) -> str | None:
     token = _READING_TITLE.set(True)
     try:
         try:
-            title: str | None = parse(text, doc_id="title", default_title="",
-                                      where=str(path)).title or None
+            title: str | None = parse(text, DocumentFile("title", "", str(path))).title or None
         except ByoInputError:
             title = None
     finally:
@@ -525,14 +525,9 @@ class Block:
 
 def assemble(
     blocks: Sequence[Block],
+    file: DocumentFile,
     *,
-    doc_id: str,
     title: str | None,
-    default_title: str,
-    where: str,
-    lead_heading: str,
-    heading_separator: str | None,
-    code_blocks: str,
     report: MarkupReport,
     topic: str | None = None,
     kind: str = "MyST",
@@ -550,32 +545,32 @@ def assemble(
     headings = [b for b in blocks if b.level]
     shift = 0
     skip: int | None = None  # the index of the title heading when it is no section
-    decided = default_title
+    decided = file.default_title
     tops = [k for k, b in enumerate(blocks) if b.level == 1]
     if decide_title and tops:
-        decided = " ".join(blocks[tops[0]].text.split()) or default_title
+        decided = " ".join(blocks[tops[0]].text.split()) or file.default_title
         if len(tops) == 1:
             shift, skip = 1, tops[0]
     if not headings and title is None:
         raise ByoInputError(
-            where, f"no heading: a {kind} document needs a title or section headings to have "
+            file.where, f"no heading: a {kind} document needs a title or section headings to have "
             "a gold structure; add headings, or set skip_bad_files: true to leave the file out")
-    builder = DocumentBuilder(doc_id, title if title is not None else decided)
-    stack = HeadingStack(heading_separator)
+    builder = DocumentBuilder(file.doc_id, title if title is not None else decided)
+    stack = HeadingStack(file.heading_separator)
     for k, b in enumerate(blocks):
         if b.level:
             if k == skip:
                 continue
             stack.push(max(b.level - shift, 1), b.text)
             continue
-        if b.code and code_blocks != "keep":
+        if b.code and file.code_blocks != "keep":
             continue
         text = b.text if b.code else " ".join(b.text.split())
-        idx = builder.add_paragraph(text, stack.path or (lead_heading,))
+        idx = builder.add_paragraph(text, stack.path or (file.lead_heading,))
         if idx is not None and b.code:
             report.code_paragraphs.append(idx)
         elif idx is not None and b.literals:
             report.inline_literals[idx] = report.inline_literals.get(idx, ()) + b.literals
-    return builder.build(topic=topic, source=where, markup=report.as_dict(),
+    return builder.build(topic=topic, source=file.where, markup=report.as_dict(),
                          code_paragraphs=tuple(report.code_paragraphs),
                          inline_literals=dict(report.inline_literals))

@@ -53,7 +53,13 @@ from docutils.parsers.rst.directives.tables import CSVTable
 from docutils.readers.standalone import Reader as StandaloneReader
 from docutils.statemachine import StringList
 
-from structablate.corpus.files import InputUnit, corpus_roots, file_units, read_text
+from structablate.corpus.files import (
+    DocumentFile,
+    InputUnit,
+    corpus_roots,
+    file_units,
+    read_text,
+)
 from structablate.corpus.flatten import FlatDocument
 from structablate.corpus.render import (
     KNOWN_ROLES,
@@ -74,7 +80,7 @@ from structablate.corpus.render import (
     snippet_source,
     version_text,
 )
-from structablate.settings import LEAD_HEADING, UserCorpus
+from structablate.settings import UserCorpus
 from structablate.user_files import USER_EXTENSIONS
 
 EXTENSIONS = USER_EXTENSIONS["rst"]
@@ -518,25 +524,13 @@ def render_snippet(text: str, *, where: str = "<snippet>", roots: Sequence[str] 
     return " ".join(" ".join(b.text for b in blocks).split())
 
 
-def parse_rst(
-    text: str,
-    *,
-    doc_id: str,
-    default_title: str,
-    where: str,
-    lead_heading: str = LEAD_HEADING,
-    heading_separator: str | None = None,
-    code_blocks: str = "keep",
-    roots: Sequence[str] = (),
-) -> FlatDocument:
+def parse_rst(text: str, file: DocumentFile, *, roots: Sequence[str] = ()) -> FlatDocument:
     """Flatten one reStructuredText document (see the module docstring)."""
     report = MarkupReport()
-    blocks = rst_blocks(text, where=where, roots=roots or (str(Path(where).parent),),
+    blocks = rst_blocks(text, where=file.where, roots=roots or (str(Path(file.where).parent),),
                         report=report, nested=False)
-    refuse_errors(report, where, "reStructuredText")
-    return assemble(blocks, doc_id=doc_id, title=None, default_title=default_title,
-                    where=where, lead_heading=lead_heading, heading_separator=heading_separator,
-                    code_blocks=code_blocks, report=report, kind="reStructuredText")
+    refuse_errors(report, file.where, "reStructuredText")
+    return assemble(blocks, file, title=None, report=report, kind="reStructuredText")
 
 
 def iter_units(corpus: UserCorpus, name: str) -> Iterator[InputUnit]:

@@ -27,7 +27,8 @@ from typing import Any
 from structablate import study
 from structablate.mechanisms import LLM_STAGE_JOBS, mechanism_stages, written_by
 from structablate.plan import checks, jobs, rules
-from structablate.plan.jobs import CORPUS_RULES, only
+from structablate.plan.jobs import only
+from structablate.plan.rules import CORPUS_RULES
 from structablate.results_paths import Paths
 from structablate.settings import (
     CORPUS_SOURCES,
@@ -377,8 +378,8 @@ class Plan:
 
     def trigger(self, rule: str, script: str | Path) -> Callable[[Any], dict[str, Any]]:
         """A ``params`` function: the rule's settings without ``runtime`` keys, plus the
-        fingerprint of the package code its job runs (:func:`structablate.plan.jobs.trigger`)."""
-        return jobs.trigger(self, rule, script)
+        fingerprint of the package code its job runs (:func:`structablate.plan.rules.trigger`)."""
+        return rules.trigger(self, rule, script)
 
     # ------------------------------------------------------------------ checks
     def model_problems(self) -> list[str]:

@@ -15,9 +15,9 @@ when) that code changes; the profiles switch Snakemake's own mtime-based code tr
 * Some modules serve only some conditions (fixed windows, the placebo, two-stage routing):
   :data:`CONDITION_MODULES` says which. A job counts such a module only when a condition it
   serves uses it: a job of one condition (its ``condition`` or ``chunkset`` wildcard) serves
-  that condition, a corpus-level job (``structablate.plan.CORPUS_RULES``, the question
-  embedding among them) serves none, and any other job without a condition serves the grid's.
-  So an edit to the fixed-window code reruns only the fixed-window branch, and never the
+  that condition, a corpus-level job (a ``corpus_level`` entry of :mod:`structablate.plan.rules`,
+  the question embedding among them) serves none, and any other job without a condition serves the
+  grid's. So an edit to the fixed-window code reruns only the fixed-window branch, and never the
   question vectors every run reads.
 """
 

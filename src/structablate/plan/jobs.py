@@ -3,10 +3,11 @@ its subclasses, each declared once, here; the rule table :mod:`structablate.plan
 each rule with its class and the builder of its instance), :func:`rule_settings` mapping a
 rule name and a job's wildcards to the rule's instance, holding the typed values that job uses
 and nothing else (a key a job does not use is reset to its default by :func:`only`, so
-changing it reruns nothing), and :func:`trigger` turning the same instance, without its
-``runtime`` keys and with the sha256 of the files the job reads that no job writes
-(:data:`READS`), the digest of the model folders it computes with (:func:`job_models`) and the
-fingerprint of the code the job runs, into the rule's ``params``, so Snakemake reruns a job
+changing it reruns nothing), and :func:`structablate.plan.rules.trigger` turning the same
+instance, without its ``runtime`` keys and with the sha256 of the files the job reads that no
+job writes (each rule's ``reads``), the digest of the model folders it computes with
+(:func:`job_models`) and the fingerprint of the code the job runs, into the rule's ``params``,
+so Snakemake reruns a job
 exactly when something that can change its outputs changes, whatever the files' modification
 times say. The glue reads the instance by attribute (``settings.chunking``;
 :func:`structablate.workflow.setup`)."""
@@ -16,10 +17,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from structablate import mechanisms, study
 from structablate.settings import (
     ChunkingSettings,
     ContextsSettings,
@@ -40,13 +39,12 @@ from structablate.settings import (
     WikipediaXmlSource,
     dump,
 )
-from structablate.user_files import ByoInputError, document_files
 
 if TYPE_CHECKING:
     from structablate.plan import Cell, Plan
 
-__all__ = ["CORPUS_RULES", "READS", "Job", "job_models", "only", "qasper_files", "rule_settings",
-           "trigger", "wikipedia_export", "wildcards_dict"]
+__all__ = ["Job", "job_models", "only", "qasper_files", "rule_settings", "wikipedia_export",
+           "wildcards_dict"]
 
 
 def only(obj: Any, keep: Iterable[str]) -> Any:
@@ -375,17 +373,6 @@ class ReportPageJob(Job):
 
 # ------------------------------------------------------------------------------ triggers
 
-CORPUS_RULES = frozenset({
-    "build_qasper", "build_wikipedia", "build_user_documents", "map_user_questions",
-    "generate_queries",
-    "bm25_check", "induce_structure", "tokenize_corpus", "embed_queries"})
-"""Rules whose outputs belong to a corpus and no condition shapes them (the corpus, its
-questions and their vectors, the induced structure, the token table): the code of
-condition-specific modules (:data:`structablate.plan.code.CONDITION_MODULES`) never counts in
-their fingerprints, even where their glue imports it (``embed_queries`` shares ``embed.py``
-with ``embed_chunks``)."""
-
-
 def rule_settings(plan: Plan, rule: str, wildcards: Mapping[str, str] | Any = None) -> Job:
     """The typed settings a job of ``rule`` uses (:meth:`Plan.rule_settings`: the builder of
     the rule's entry in :data:`structablate.plan.rules.RULES`)."""
@@ -405,50 +392,6 @@ def wikipedia_export(plan: Plan, corpus: str) -> list[str]:
     return [source.path] if source.mode == "xml" else []
 
 
-def _qasper_reads(plan: Plan, w: dict[str, str]) -> list[str]:
-    return qasper_files(plan, w["corpus"])
-
-
-def _wikipedia_reads(plan: Plan, w: dict[str, str]) -> list[str]:
-    return wikipedia_export(plan, w["corpus"])
-
-
-def _document_reads(plan: Plan, w: dict[str, str]) -> list[str]:
-    try:
-        return document_files(plan.settings.corpora[w["corpus"]])
-    except ByoInputError:  # no files: the build names why
-        return []
-
-
-def _questions_reads(plan: Plan, w: dict[str, str]) -> list[str]:
-    path = plan.user_queries(w["corpus"])
-    return [path] if path else []
-
-
-def _stage_reads(stage: str) -> Callable[[Plan, dict[str, str]], list[str]]:
-    """The recorded generations LLM ``stage``'s job replays (the rule's ``recorded`` input;
-    induction's only where the inducer calls its LLM)."""
-    def reads(plan: Plan, w: dict[str, str]) -> list[str]:
-        if stage == "induction" and not plan.induction_uses_llm:
-            return []
-        per_corpus = mechanisms.LLM_STAGE_JOBS[stage].per_corpus
-        return plan.recorded_generations(stage, w.get("corpus") if per_corpus else None)
-    return reads
-
-
-READS: dict[str, Callable[[Plan, dict[str, str]], list[str]]] = {
-    "build_qasper": _qasper_reads,
-    "build_wikipedia": _wikipedia_reads,
-    "build_user_documents": _document_reads,
-    "map_user_questions": _questions_reads,
-    **{job.rule: _stage_reads(stage) for stage, job in mechanisms.LLM_STAGE_JOBS.items()},
-}
-"""Rule -> the files its job reads that no job writes (a user's corpus files, questions file,
-Wikipedia export, recorded generations: the rule's declared inputs outside ``results:``), for
-a job's wildcards. Their sha256 goes into the rule's trigger (:func:`trigger`), so an edit
-reruns the job whatever the files' modification times say."""
-
-
 def job_models(job: Job) -> dict[str, bool]:
     """The models a job computes with, each mapped to whether the job only tokenizes with it:
     an embedder's or reranker's ``model`` among its fields (``False``; a reranker without
@@ -460,40 +403,3 @@ def job_models(job: Job) -> dict[str, bool]:
         elif name == "tokenizer" and isinstance(value, str) and value:
             out.setdefault(value, True)
     return out
-
-
-def trigger(plan: Plan, rule: str, script: str | Path) -> Callable[[Any], dict[str, Any]]:
-    """A ``params`` function: the rule's settings without ``runtime`` keys
-    (:meth:`Job.dump`); ``inputs``, the sha256 of each file the job reads that no job writes
-    (:data:`READS`; absent where there are none); ``models``, the digest of each model it
-    computes with that is known by its files (:func:`job_models`,
-    :func:`structablate.model_paths.model_digest`; absent where none is); and the fingerprint
-    of the package code its job runs (``code``). Digests are cached by each file's size,
-    times and inode (:class:`structablate.digests.DigestCache`): a file is read again only
-    when one of those moved."""
-    from structablate.digests import DigestCache
-    from structablate.model_paths import model_digest
-    from structablate.plan.code import fingerprint
-
-    def params(wildcards: Any = None) -> dict[str, Any]:
-        w = wildcards_dict(wildcards)
-        name = w.get("condition") or w.get("chunkset")
-        if rule in CORPUS_RULES:  # nothing a condition decides
-            serves = []
-        elif name is None:  # a job over the grid
-            serves = [study.condition(c) for c in plan.conditions]
-        else:  # one condition's (or chunkset's) job
-            serves = [study.condition(name)] if study.is_condition(name) else []
-        job = rule_settings(plan, rule, w)
-        out = job.dump(outputs_only=True)
-        reads = READS[rule](plan, w) if rule in READS else []
-        if reads:
-            out["inputs"] = DigestCache.default().files(reads)
-        models = {m: d for m, tok in job_models(job).items()
-                  if (d := model_digest(m, tokenizer=tok)) is not None}
-        if models:
-            out["models"] = models
-        out["code"] = fingerprint(script, serves)
-        return out
-
-    return params

@@ -13,7 +13,10 @@ Each :class:`Rule` names
 * its SLURM group: the CPU group its small jobs share (:class:`CpuGroup`: kind and the
   wildcards that scope one group job), and the GPU group kind it joins when its model is on a
   GPU (:mod:`structablate.plan.groups` computes both from the typed plan);
-* its LLM stage (:data:`structablate.mechanisms.LLM_STAGE_JOBS`), read from the stage table.
+* its LLM stage (:data:`structablate.mechanisms.LLM_STAGE_JOBS`), read from the stage table;
+* the files its job reads that no job writes (``reads``), whose sha256 is in its trigger
+  (:func:`trigger`), and whether it is corpus-level (``corpus_level``: no condition's code
+  counts in its fingerprint).
 
 The rules in ``rules/*.smk`` read ``params``, ``threads``, ``resources`` and ``group``
 through named functions of ``rules/common.smk`` that look the rule up here
@@ -28,9 +31,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from structablate import mechanisms
+from structablate import mechanisms, study
 from structablate.mechanisms import LLM_STAGE_JOBS, STAGE_OF_RULE
 from structablate.plan.jobs import (
     BuildQasperJob,
@@ -57,21 +61,28 @@ from structablate.plan.jobs import (
     SummarizeCellJob,
     SummaryMarkdownJob,
     TokenizeCorpusJob,
+    job_models,
     llm_stage_job,
     only,
+    qasper_files,
+    wikipedia_export,
     wildcards_dict,
 )
 from structablate.settings import Settings, StatisticsSettings, planned_dtype
 from structablate.settings.corpora import USER_QUESTION_KEYS
+from structablate.user_files import ByoInputError, document_files
 
 if TYPE_CHECKING:
     from structablate.plan import Plan
 
-__all__ = ["CpuGroup", "RULES", "Rate", "Rule", "job_class", "planned_rules", "rule",
-           "rule_settings"]
+__all__ = ["CORPUS_RULES", "CpuGroup", "RULES", "Rate", "Rule", "job_class", "planned_rules",
+           "rule", "rule_settings", "stage_reads", "trigger"]
 
 Builder = Callable[["Plan", Settings, dict[str, str]], Job]
 """Builds a rule's job settings from the plan, the settings and the job's wildcards."""
+
+Reads = Callable[["Plan", dict[str, str]], list[str]]
+"""The files a rule's job reads that no job writes, from the plan and the job's wildcards."""
 
 
 @dataclass(frozen=True)
@@ -118,7 +129,15 @@ class Rule:
     the job loads (``embedder``/``reranker``), None for none; ``gpu_group``: the SLURM group
     kind its jobs join when that model is on a GPU (``embed``, ``rerank``; the profile's
     ``group-components`` packs that many per submission); ``reads_questions``: its job reads
-    the corpus's questions, so a GPU group of it waits for their generation too."""
+    the corpus's questions, so a GPU group of it waits for their generation too; ``reads``:
+    the files its job reads that no job writes (:meth:`source_files`; an LLM stage's default
+    is its recorded generations); ``corpus_level``: its outputs belong to a corpus and no
+    condition shapes them (the corpus, its questions and their vectors, the induced
+    structure, the token table), so the code of condition-specific modules
+    (:data:`structablate.plan.code.CONDITION_MODULES`) never counts in its fingerprint, even
+    where its glue imports it (``embed_queries`` shares ``embed.py`` with ``embed_chunks``);
+    ``submit_host``: where it holds of the plan, the rule's jobs run on the submit host
+    (:meth:`on_submit_host`; a rule without a rate always does)."""
 
     name: str
     job: type[Job]
@@ -129,6 +148,33 @@ class Rule:
     model: Literal["embedder", "reranker"] | None = None
     gpu_group: str | None = None
     reads_questions: bool = False
+    reads: Reads | None = None
+    corpus_level: bool = False
+    submit_host: Callable[[Plan], bool] | None = None
+
+    def on_submit_host(self, plan: Plan) -> bool:
+        """Whether its jobs run on the submit host (Snakemake's ``localrule``): always for a
+        rule without a rate (it books nothing), else where its ``submit_host`` holds of the
+        plan (a Wikipedia build from the API: network-bound and light)."""
+        return self.rate is None or (self.submit_host is not None and self.submit_host(plan))
+
+    @property
+    def may_use_gpu(self) -> bool:
+        """Whether a job of it can take a GPU: it loads an embedder or reranker (``model``),
+        or runs an LLM stage whose model may be served on one."""
+        return self.model is not None or self.stage is not None
+
+    def source_files(self, plan: Plan, wildcards: dict[str, str]) -> list[str]:
+        """The files a job of this rule reads that no job writes (a user's corpus files,
+        questions file, Wikipedia export, recorded generations: the rule's declared inputs
+        outside ``results:``): its ``reads``, else an LLM stage's recorded generations
+        (:func:`stage_reads`), else none. Their sha256 goes into the rule's trigger
+        (:func:`trigger`), so an edit reruns the job whatever the files' times say."""
+        if self.reads is not None:
+            return self.reads(plan, wildcards)
+        if self.stage is not None:
+            return stage_reads(self.stage)(plan, wildcards)
+        return []
 
     @property
     def glue(self) -> str:
@@ -139,6 +185,41 @@ class Rule:
     def stage(self) -> str | None:
         """The LLM stage this rule runs (:data:`structablate.mechanisms.STAGE_OF_RULE`)."""
         return STAGE_OF_RULE.get(self.name)
+
+
+# ------------------------------------------------------------------------------ reads
+
+
+def _qasper_reads(plan: Plan, w: dict[str, str]) -> list[str]:
+    return qasper_files(plan, w["corpus"])
+
+
+def _wikipedia_reads(plan: Plan, w: dict[str, str]) -> list[str]:
+    return wikipedia_export(plan, w["corpus"])
+
+
+def _document_reads(plan: Plan, w: dict[str, str]) -> list[str]:
+    try:
+        return document_files(plan.settings.corpora[w["corpus"]])
+    except ByoInputError:  # no files: the build names why
+        return []
+
+
+def _questions_reads(plan: Plan, w: dict[str, str]) -> list[str]:
+    path = plan.user_queries(w["corpus"])
+    return [path] if path else []
+
+
+def stage_reads(stage: str) -> Reads:
+    """The recorded generations LLM ``stage``'s job replays (the rule's ``recorded`` input;
+    induction's only where the inducer calls its LLM): every stage rule's :attr:`Rule.reads`
+    unless its entry names another."""
+    def reads(plan: Plan, w: dict[str, str]) -> list[str]:
+        if stage == "induction" and not plan.induction_uses_llm:
+            return []
+        per_corpus = mechanisms.LLM_STAGE_JOBS[stage].per_corpus
+        return plan.recorded_generations(stage, w.get("corpus") if per_corpus else None)
+    return reads
 
 
 # ------------------------------------------------------------------------------ builders
@@ -152,6 +233,14 @@ def _build_qasper(plan: Plan, s: Settings, w: dict[str, str]) -> BuildQasperJob:
     return BuildQasperJob(
         corpus=replace(c, sources=tuple(plan.qasper_sources(w["corpus"])), data_dir=None),
         seed=s.seed if sampled else None)
+
+
+def _wikipedia_from_api(plan: Plan) -> bool:
+    """Whether a planned corpus reads Wikipedia from the MediaWiki API: its build is then
+    network-bound (about one request per second) and light (17 ms CPU per page, 90 MB), and
+    compute nodes are usually offline, so it runs on the submit host."""
+    return any(getattr(plan.settings.corpora[c], "source", None) is not None
+               and plan.settings.corpora[c].source.mode == "api" for c in plan.corpora)
 
 
 def _user_documents(plan: Plan, s: Settings, w: dict[str, str]) -> BuildUserDocumentsJob:
@@ -244,23 +333,27 @@ def _stage_rate(stage: str) -> Rate:
 _SMALL = Rate(450, 20, 20, 5)
 
 _TABLE: tuple[Rule, ...] = (
-    Rule("build_qasper", BuildQasperJob, _build_qasper, _SMALL),
+    Rule("build_qasper", BuildQasperJob, _build_qasper, _SMALL, reads=_qasper_reads,
+         corpus_level=True),
     Rule("build_wikipedia", BuildWikipediaJob, lambda p, s, w: BuildWikipediaJob(
         source=s.corpora[w["corpus"]].source, selection=s.corpora[w["corpus"]].selection),
-        _SMALL),
-    Rule("build_user_documents", BuildUserDocumentsJob, _user_documents, _SMALL),
-    Rule("map_user_questions", MapUserQuestionsJob, _user_questions, _SMALL, group=CORPUS),
+        _SMALL, reads=_wikipedia_reads, corpus_level=True, submit_host=_wikipedia_from_api),
+    Rule("build_user_documents", BuildUserDocumentsJob, _user_documents, _SMALL,
+         reads=_document_reads, corpus_level=True),
+    Rule("map_user_questions", MapUserQuestionsJob, _user_questions, _SMALL, group=CORPUS,
+         reads=_questions_reads, corpus_level=True),
     Rule("generate_queries", GenerateQueriesJob, lambda p, s, w: GenerateQueriesJob(
         queries=replace(p.query_generation(w["corpus"]), llm=None),
-        llm=p.stage_llm("queries", w["corpus"])), _stage_rate("queries")),
-    Rule("bm25_check", InputsOnlyJob, lambda p, s, w: InputsOnlyJob(), _SMALL, group=CORPUS),
+        llm=p.stage_llm("queries", w["corpus"])), _stage_rate("queries"), corpus_level=True),
+    Rule("bm25_check", InputsOnlyJob, lambda p, s, w: InputsOnlyJob(), _SMALL, group=CORPUS,
+         corpus_level=True),
     Rule("induce_structure", InduceStructureJob, lambda p, s, w: InduceStructureJob(
         induction=replace(s.induction, llm=None),
         llm=p.stage_llm("induction") if p.induction_uses_llm else None),
-        _stage_rate("induction"), group=CORPUS),
+        _stage_rate("induction"), group=CORPUS, corpus_level=True),
     Rule("tokenize_corpus", TokenizeCorpusJob,
          lambda p, s, w: TokenizeCorpusJob(tokenizer=p.tokenizer), Rate(450, 6, 20, 0.4),
-         group=CORPUS),
+         group=CORPUS, corpus_level=True),
     Rule("chunk", ChunkJob, _chunk, Rate(450, 20, 30, 5), group=CORPUS),
     Rule("contextualize", ContextualizeJob, lambda p, s, w: ContextualizeJob(
         contexts=replace(s.contexts, llm=None), llm=p.stage_llm("contexts"),
@@ -269,7 +362,7 @@ _TABLE: tuple[Rule, ...] = (
          script="embed", group=CELL, model="embedder", gpu_group="embed"),
     Rule("embed_queries", EmbedJob, _embed, Rate(800, 19, 30, 50, per_model=True),
          script="embed", group=CELL, model="embedder", gpu_group="embed",
-         reads_questions=True),
+         reads_questions=True, corpus_level=True),
     Rule("retrieve", RetrieveJob, _retrieve, _SMALL, group=CELL),
     Rule("rerank", RerankJob, _rerank, Rate(800, 0.2, 30, 1000, per_model=True),
          model="reranker", gpu_group="rerank", reads_questions=True),
@@ -313,6 +406,10 @@ for _stage, _stage_job in LLM_STAGE_JOBS.items():
                                       _stage_rate(_stage))
 
 
+CORPUS_RULES = frozenset(r.name for r in RULES.values() if r.corpus_level)
+"""The rules whose entry is ``corpus_level`` (see :class:`Rule`)."""
+
+
 def rule(name: str) -> Rule:
     """The table entry of rule ``name``; KeyError naming the table where it has none."""
     if name not in RULES:
@@ -340,3 +437,44 @@ def rule_settings(plan: Plan, name: str, wildcards: Mapping[str, str] | Any = No
     if name not in RULES:
         raise KeyError(f"no settings are planned for rule {name!r}")
     return RULES[name].build(plan, plan.settings, wildcards_dict(wildcards))
+
+
+def trigger(plan: Plan, name: str, script: str | Path) -> Callable[[Any], dict[str, Any]]:
+    """A ``params`` function of rule ``name``: its job's settings without ``runtime`` keys
+    (:meth:`~structablate.plan.jobs.Job.dump`); ``inputs``, the sha256 of each file the job
+    reads that no job writes (:meth:`Rule.source_files`; absent where there are none);
+    ``models``, the digest of each model it computes with that is known by its files
+    (:func:`~structablate.plan.jobs.job_models`,
+    :func:`structablate.model_paths.model_digest`; absent where none is); and the fingerprint
+    of the package code its job runs (``code``; a ``corpus_level`` rule's serves no
+    condition). Digests are cached by each file's size, times and inode
+    (:class:`structablate.digests.DigestCache`): a file is read again only when one of those
+    moved."""
+    from structablate.digests import DigestCache
+    from structablate.model_paths import model_digest
+    from structablate.plan.code import fingerprint
+
+    entry = rule(name)
+
+    def params(wildcards: Any = None) -> dict[str, Any]:
+        w = wildcards_dict(wildcards)
+        condition = w.get("condition") or w.get("chunkset")
+        if entry.corpus_level:  # nothing a condition decides
+            serves = []
+        elif condition is None:  # a job over the grid
+            serves = [study.condition(c) for c in plan.conditions]
+        else:  # one condition's (or chunkset's) job
+            serves = [study.condition(condition)] if study.is_condition(condition) else []
+        job = plan.rule_settings(name, w)
+        out = job.dump(outputs_only=True)
+        reads = entry.source_files(plan, w)
+        if reads:
+            out["inputs"] = DigestCache.default().files(reads)
+        models = {m: d for m, tok in job_models(job).items()
+                  if (d := model_digest(m, tokenizer=tok)) is not None}
+        if models:
+            out["models"] = models
+        out["code"] = fingerprint(script, serves)
+        return out
+
+    return params
