@@ -166,6 +166,12 @@ def test_section_recall_on_hand_built_case():
     spans = section_spans(keys, chunks)
     assert spans.tolist() == [[0, 98], [100, 200], [0, 38], [40, 90]]
     assert section_spans_from_sections(keys, sections).tolist() == spans.tolist()
+    # the spans come back in the keys' order, and a key that names no section is refused
+    assert section_spans(keys[::-1], chunks).tolist() == spans.tolist()[::-1]
+    with pytest.raises(KeyError, match="has no chunk in the chunk table"):
+        section_spans([*keys, ("a", 7)], chunks)
+    with pytest.raises(KeyError, match="names no section of the sections table"):
+        section_spans_from_sections([("c", 0)], sections)
 
     q = _unit([[1, 0.1, 0], [0, 1, 0], [0, 0, 1]])
     _, _, stage, kept = two_stage_search(q, x, sec, cent, k=3, top_sections=1)

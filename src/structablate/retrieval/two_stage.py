@@ -227,13 +227,21 @@ def section_spans(section_keys: Sequence[tuple[str, int]], chunks: pl.DataFrame)
         .agg(pl.col("start").min(), pl.col("end").max())
         .with_columns(pl.col("top_section").cast(pl.Int64))
     )
+    return _spans_in_key_order(section_keys, spans, "has no chunk in the chunk table")
+
+
+def _spans_in_key_order(section_keys: Sequence[tuple[str, int]], spans: pl.DataFrame,
+                        missing: str) -> np.ndarray:
+    """``[S, 2]`` (start, end) of ``spans`` (columns doc_id, top_section, start, end) in the
+    order of ``section_keys``; a key without a row is a ``KeyError`` ("a section key
+    ``missing``")."""
     keys = pl.DataFrame(
         {"doc_id": [d for d, _ in section_keys], "top_section": [int(t) for _, t in section_keys]},
         schema={"doc_id": pl.String, "top_section": pl.Int64},
     ).with_row_index("_i")
     joined = keys.join(spans, on=["doc_id", "top_section"], how="left").sort("_i")
     if joined["start"].null_count():
-        raise KeyError("a section key has no chunk in the chunk table")
+        raise KeyError(f"a section key {missing}")
     return joined.select("start", "end").to_numpy().astype(np.int64)
 
 
@@ -254,14 +262,8 @@ def section_spans_from_sections(
         pl.col("start").min(),
         pl.col("end").max(),
     )
-    keys = pl.DataFrame(
-        {"doc_id": [d for d, _ in section_keys], "top_section": [int(t) for _, t in section_keys]},
-        schema={"doc_id": pl.String, "top_section": pl.Int64},
-    ).with_row_index("_i")
-    joined = keys.join(tops, on=["doc_id", "top_section"], how="left").sort("_i")
-    if joined["start"].null_count():
-        raise KeyError("a section key names no section of the sections table")
-    return joined.select("start", "end").to_numpy().astype(np.int64)
+    return _spans_in_key_order(section_keys, tops.select("doc_id", "top_section", "start", "end"),
+                               "names no section of the sections table")
 
 
 def section_recall(
