@@ -59,7 +59,9 @@ def member_target(chunkset: str) -> str:
 class CancelAfterFirstMember(threading.Thread):
     """Cancel the cell group job once one of its embedding members has finished: both its
     outputs (vectors .npy and their stats .json) exist and neither is marked incomplete any more.
-    Records the job id, the member (chunkset) and its files' bytes and mtimes."""
+    Records the job id, the member (chunkset) and its files' bytes and mtimes, and every job's
+    last state as seen while the run lasts (``seen``): the test cluster forgets an ended job
+    after MinJobAge, and a loaded machine can take longer than that to finish the run."""
 
     def __init__(self, cluster, root: Path):
         super().__init__(daemon=True)
@@ -67,6 +69,7 @@ class CancelAfterFirstMember(threading.Thread):
         self.job: str | None = None
         self.chunkset: str | None = None
         self.files: dict[str, tuple[bytes, int]] = {}
+        self.seen: dict[str, dict[str, str]] = {}
 
     def finished_member(self) -> str | None:
         for npy in sorted((self.root / VECTORS).glob("*.npy")):
@@ -78,11 +81,15 @@ class CancelAfterFirstMember(threading.Thread):
         return None
 
     def run(self):
-        while not self.done.is_set() and self.job is None:
+        while not self.done.is_set():
             try:
                 jobs = self.cluster.jobs()
             except (RuntimeError, subprocess.SubprocessError):
                 jobs = []
+            self.seen.update({j["id"]: j for j in jobs})
+            if self.job is not None:
+                time.sleep(0.5)
+                continue
             running = [j for j in jobs if j["state"] == "RUNNING"
                        and j["comment"].startswith(CELL)]
             member = self.finished_member() if running else None
@@ -119,7 +126,7 @@ def cancelled_run(tmp_path_factory, cluster):
     again = subprocess.run([*cmd, "--dry-run"], cwd=root, env=env, capture_output=True,
                            text=True, timeout=600)
     return {"root": root, "out": out, "watcher": watcher, "again": again.stdout + again.stderr,
-            "jobs": cluster.jobs()}
+            "jobs": list({**watcher.seen, **{j["id"]: j for j in cluster.jobs()}}.values())}
 
 
 def test_the_finished_member_keeps_its_files_and_the_retry_runs_only_the_others(cancelled_run):
