@@ -129,7 +129,7 @@ def test_the_finished_member_keeps_its_files_and_the_retry_runs_only_the_others(
     assert states[w.job] == "CANCELLED", cancelled_run["jobs"]
     assert "Trying to restart job" in out, out[-4000:]
     assert re.search(r"Group job cell-qasper-minilm-none \(\S+\) failed: keeping the "
-                     rf"outputs of its \d+ member\(s\) that had finished: [^\n]*"
+                     r"outputs of its \d+ member\(s\) that had finished: [^\n]*"
                      + re.escape(member_name(w.chunkset)), out), out[-4000:]
     assert len(w.files) == 2, w.files
     for rel, (data, mtime) in w.files.items():
