@@ -18,10 +18,11 @@ from structablate.plan import Plan
 from structablate.plan import jobs as source_files
 from structablate.plan.checks import container_warning
 from structablate.plan.groups import slurm_group
-from structablate.plan.resources import Sizer
+from structablate.plan.resources import Sizer, planned_executor_settings
 from structablate.plan.rules import rule as table_entry
 from structablate.results_paths import page_files
 from structablate.slurm import FAILURES, check_status_command, slurm_extra_problems
+from structablate.slurm_dry_run import install as show_submissions_in_dry_run
 from structablate.workflow import (
     forced_rules,
     guard_results,
@@ -82,6 +83,10 @@ container: PLAN.settings.container
 from snakemake.logging import logger as _logger
 
 keep_finished_members(_logger)
+
+# A dry run with the SLURM profile lists jobs, not group jobs: after the job list it prints
+# what each sbatch submission would book (structablate.slurm_dry_run). Local runs: nothing.
+show_submissions_in_dry_run(workflow, _logger, planned_executor_settings())
 
 
 # Two Snakemakes in one working folder race on Snakemake's own locks: one writing another

@@ -5,18 +5,14 @@ arguments (profiles, executor plugin and all) up to the point where the DAG is b
 group jobs are formed, then writes every submission unit to OUT.json instead of starting the
 job scheduler: each job or group job with its rule(s), wildcards, threads, evaluated resources
 (attempt 1 and 2), the corpus builds and LLM stages it waits for (``upstream``), the container
-image it runs in (``container``, null for none) and whether it runs on the submit host; and the
+image it runs in (``container``, null for none), whether it runs on the submit host and the
+partition the executor plugin would submit it to (structablate.slurm.submission_units); and the
 run's software deployment methods and Apptainer arguments. Nothing is submitted and no sbatch,
 sinfo or sacct is needed. Used by tests/test_profiles.py.
 """
 
 import json
 import sys
-
-
-def _plain(resources) -> dict:
-    return {k: (v if isinstance(v, int | float) else str(v)) for k, v in resources.items()}
-
 
 LONG_STAGES = {"build_qasper", "build_wikipedia", "induce_structure", "contextualize",
                "generate_queries"}
@@ -40,11 +36,13 @@ def _upstream(dag, job) -> list[str]:
 
 
 def _job(job, dag=None) -> dict:
+    from structablate.slurm import plain_resources
+
     upstream = _upstream(dag, job) if dag is not None else []
-    first = _plain(job.resources)
+    first = plain_resources(job.resources)
     job.attempt = 2
     job.reset_params_and_resources()
-    second = _plain(job.resources)
+    second = plain_resources(job.resources)
     job.attempt = 1
     job.reset_params_and_resources()
     return {"rule": job.rule.name, "wildcards": dict(job.wildcards_dict),
@@ -53,19 +51,15 @@ def _job(job, dag=None) -> dict:
 
 
 def dump(workflow, out: str) -> None:
+    """The run's submission units (structablate.slurm.submission_units, each job with its
+    attempt-2 resources, upstream stages and container too) and deployment, to ``out``."""
+    # the Snakefile put the workflow's package on sys.path
+    from structablate.slurm import read_plugin_partitions, submission_units
+
     dag = workflow.dag
-    units, seen = [], set()
-    for job in sorted(dag.needrun_jobs(), key=lambda j: j.jobid):
-        group = dag._group.get(job)
-        if group is None:
-            units.append({"group": None, "local": job.is_local, **_job(job, dag)})
-        elif id(group) not in seen:
-            seen.add(id(group))
-            units.append({"group": group.groupid, "local": group.is_local,
-                          "threads": group.resources["_cores"],
-                          "resources": _plain(group.resources),
-                          "jobs": [_job(j, dag) for j in sorted(group.jobs,
-                                                               key=lambda j: j.jobid)]})
+    partitions = read_plugin_partitions(
+        getattr(workflow.executor_settings, "partition_config", None))
+    units = submission_units(dag, partitions, describe=lambda job: _job(job, dag))
     with open(out, "w") as fh:
         json.dump({"local_exec": workflow.local_exec, "units": units,
                    "deployment": sorted(str(m) for m in

@@ -18,6 +18,12 @@ each job's state as the bare name it compares with (``sacct`` prints ``CANCELLED
 cancelled job and, in a cut column, ``CANCELLED+``; the plugin matches only ``CANCELLED`` and
 would wait forever), and reports a job still ``PREEMPTED`` long after SLURM would have
 requeued it as ended.
+
+:func:`submission_units` reads what a planned run submits (each job or group job of the jobs
+that need to run, with its threads, resources and partition) from Snakemake's DAG;
+:func:`submissions_table` prints what each submission books. tests/slurm_plan.py writes the
+units of a real run stopped before its first submission, and a dry run with the SLURM profile
+prints the table after its job list (:mod:`structablate.slurm_dry_run`).
 """
 
 from __future__ import annotations
@@ -31,8 +37,10 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["PLUGIN_RESOURCE", "StatusChoice", "booked_gpu_hours", "check_status_command",
-           "choose_status_command", "forbidden_options", "gpu_hours_table", "loud_status_polls",
-           "plain_state", "plain_states", "slurm_extra_problems", "submissions_table"]
+           "choose_status_command", "forbidden_options", "gpu_hours_table", "job_fields",
+           "loud_status_polls", "partition_of", "plain_state", "plain_states",
+           "read_plugin_partitions", "slurm_extra_problems", "submission_units",
+           "submissions_table"]
 
 PLUGIN_RESOURCE: dict[str, str] = {
     "quality of service": "the `qos` resource (default-resources: {qos: NAME}) or the "
@@ -381,13 +389,102 @@ def gpu_hours_table(units: list[dict[str, Any]]) -> list[str]:
     return rows
 
 
+def plain_resources(resources: Mapping[str, Any]) -> dict[str, Any]:
+    """A job's evaluated resources as JSON values (a number as it is, anything else as its
+    text)."""
+    return {k: (v if isinstance(v, int | float) else str(v)) for k, v in resources.items()}
+
+
+def job_fields(job: Any) -> dict[str, Any]:
+    """What :func:`submission_units` records of one Snakemake job: its rule, wildcards,
+    threads and evaluated resources."""
+    return {"rule": job.rule.name, "wildcards": dict(job.wildcards_dict),
+            "threads": job.threads, "resources": plain_resources(job.resources)}
+
+
+class _Quiet:
+    """A logger for the plugin's partition choice that says nothing (it logs each choice at
+    info level)."""
+
+    def debug(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    info = warning = error = debug
+
+
+def read_plugin_partitions(path: str | None) -> list[Any] | None:
+    """The partitions of ``path`` (the profile's ``slurm-partition-config``) as
+    snakemake-executor-plugin-slurm reads them for its choice (None without a file or without
+    the plugin). The file's limits were checked when the workflow was read
+    (structablate.plan.resources.read_partitions)."""
+    if not path:
+        return None
+    try:
+        from snakemake_executor_plugin_slurm.partitions import read_partition_file
+    except ImportError:
+        return None
+    from pathlib import Path
+
+    return read_partition_file(Path(path))
+
+
+def partition_of(job: Any, partitions: list[Any] | None) -> str | None:
+    """The partition the plugin submits ``job`` (a Snakemake job or group job) to: its
+    ``slurm_partition`` resource when set, else the best fit among ``partitions``
+    (:func:`read_plugin_partitions`; the plugin's own ``get_best_partition``, which scores each
+    partition by the job's memory, runtime, threads and GPUs); None when neither names one,
+    so SLURM's default partition takes it (the plugin asks ``sinfo`` which that is)."""
+    chosen = job.resources.get("slurm_partition")
+    if chosen:
+        return str(chosen)
+    if not partitions:
+        return None
+    from snakemake_executor_plugin_slurm.partitions import get_best_partition
+
+    return get_best_partition(partitions, job, _Quiet())
+
+
+def submission_units(dag: Any, partitions: list[Any] | None = None,
+                     describe: Callable[[Any], dict[str, Any]] = job_fields
+                     ) -> list[dict[str, Any]]:
+    """Every submission of the jobs of ``dag`` (Snakemake's DAG, its groups formed) that need
+    to run, in job id order: a group job as ``{"group": id, "local", "partition", "threads"
+    (its ``_cores``), "resources" (Snakemake's booking of the group), "jobs": [describe(member)
+    …]}``, a single job as ``{"group": None, "local", "partition", **describe(job)}``.
+    ``local``: it runs on the submit host (no partition then); ``partition``:
+    :func:`partition_of` with ``partitions``."""
+    units: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    for job in sorted(dag.needrun_jobs(), key=lambda j: j.jobid):
+        group = dag.get_job_group(job)
+        unit = job if group is None else group
+        if id(unit) in seen:
+            continue
+        seen.add(id(unit))
+        local = bool(unit.is_local)
+        where = {"local": local, "partition": None if local else partition_of(unit, partitions)}
+        if group is None:
+            units.append({"group": None, **where, **describe(job)})
+        else:
+            units.append({"group": group.groupid, **where,
+                          "threads": group.resources["_cores"],
+                          "resources": plain_resources(group.resources),
+                          "jobs": [describe(j) for j in sorted(group.jobs,
+                                                              key=lambda j: j.jobid)]})
+    return units
+
+
+SUBMISSIONS_HEADER = "| submission | jobs | partition | CPUs | memory MB | runtime min | GPUs |"
+"""The first line of :func:`submissions_table`."""
+
+
 def submissions_table(units: list[dict[str, Any]]) -> list[str]:
     """What each submission of a plan books at attempt 1 on the configured partitions, as a
     Markdown table: the group job (its id, its members' rules and count) or the single job
-    (its rule and wildcards), its CPUs (the fitted threads), memory (MB), runtime (minutes)
-    and GPUs; submit-host jobs are left out (they book nothing)."""
-    rows = ["| submission | jobs | CPUs | memory MB | runtime min | GPUs |",
-            "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    (its rule and wildcards), the partition it goes to (``default``: SLURM's default
+    partition), its CPUs (the fitted threads), memory (MB), runtime (minutes) and GPUs;
+    submit-host jobs are left out (they book nothing)."""
+    rows = [SUBMISSIONS_HEADER, "| --- | ---: | --- | ---: | ---: | ---: | ---: |"]
     for u in units:
         if u["local"]:
             continue
@@ -398,8 +495,8 @@ def submissions_table(units: list[dict[str, Any]]) -> list[str]:
             wc = ",".join(f"{k}={v}" for k, v in sorted(u["wildcards"].items()))
             name, jobs = f"{u['rule']}({wc})", 1
         r = u["resources"]
-        rows.append(f"| {name} | {jobs} | {u['threads']} | {r['mem_mb']} | {r['runtime']} | "
-                    f"{int(r.get('gpu', 0) or 0)} |")
+        rows.append(f"| {name} | {jobs} | {u.get('partition') or 'default'} | {u['threads']} | "
+                    f"{r['mem_mb']} | {r['runtime']} | {int(r.get('gpu', 0) or 0)} |")
     return rows
 
 
