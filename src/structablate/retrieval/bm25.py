@@ -103,22 +103,21 @@ class BM25Index:
         wt = self.weights.T.tocsr()
         wt.sort_indices()
         # and its contributions idf_j · weight, as get_scores multiplies them
-        contrib = np.repeat(self.idf, np.diff(wt.indptr)) * wt.data
-        chunk = wt.indices.astype(np.intp)
         df = np.diff(wt.indptr)
-        dense_terms = np.flatnonzero(df > dense_fraction * n)
-        self._dense = np.zeros((len(dense_terms), n), dtype=np.float64)
-        # per term: ("d", row of self._dense) or ("s", (chunks, contributions)) views
-        self._layout: list[tuple[str, Any]] = []
-        dense_row = {int(j): r for r, j in enumerate(dense_terms)}
-        for j in range(len(self.vocab)):
-            lo, hi = int(wt.indptr[j]), int(wt.indptr[j + 1])
-            r = dense_row.get(j)
-            if r is None:
-                self._layout.append(("s", (chunk[lo:hi], contrib[lo:hi])))
-            else:
-                self._dense[r, chunk[lo:hi]] = contrib[lo:hi]
-                self._layout.append(("d", self._dense[r]))
+        self._ptr = wt.indptr.tolist()
+        self._post_chunk = wt.indices.astype(np.intp)
+        self._post_contrib = np.repeat(self.idf, df) * wt.data
+        # term j is dense when _dense_row[j] >= 0: its contributions over all chunks are
+        # _dense[_dense_row[j]]; otherwise its posting list above is used
+        is_dense = df > dense_fraction * n
+        dense_row = np.full(len(df), -1, dtype=np.int64)
+        dense_row[is_dense] = np.arange(int(is_dense.sum()))
+        self._dense_row = dense_row.tolist()
+        self._dense = np.zeros((int(is_dense.sum()), n), dtype=np.float64)
+        post_term = np.repeat(np.arange(len(df)), df)
+        in_dense = is_dense[post_term]
+        self._dense[dense_row[post_term[in_dense]], self._post_chunk[in_dense]] = \
+            self._post_contrib[in_dense]
 
     def query_matrix(self, queries: Sequence[Sequence[str]]) -> sparse.csr_matrix:
         """``idf``-weighted term counts of the queries (a repeated query term counts again,
@@ -145,17 +144,18 @@ class BM25Index:
     def _row(self, tokens: Sequence[str], row: np.ndarray) -> np.ndarray:
         """One query's scores over every chunk, added into ``row`` (all ``+0.0`` on entry),
         token by token in the query's order (class docstring); returns ``row``."""
-        vocab, layout = self.vocab, self._layout
+        vocab, dense_row, dense = self.vocab, self._dense_row, self._dense
+        ptr, chunk, contrib = self._ptr, self._post_chunk, self._post_contrib
         for w in tokens:
             j = vocab.get(w)
             if j is None:
                 continue
-            kind, data = layout[j]
-            if kind == "d":
-                np.add(row, data, out=row)
+            r = dense_row[j]
+            if r >= 0:
+                np.add(row, dense[r], out=row)
             else:
-                cells, contrib = data
-                row[cells] += contrib
+                lo, hi = ptr[j], ptr[j + 1]
+                row[chunk[lo:hi]] += contrib[lo:hi]
         return row
 
     def top1(
