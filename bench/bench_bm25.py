@@ -32,8 +32,8 @@ Measured 2026-12-07 on 2 shared cores, full QASPER (79,981 paragraphs, 5,049 que
   layout at load 9.4-9.8 gave 1.01 / 1.05 / 1.14, 1.86 s against 2.01 s). The issue's target
   (within 1.5x of bm25s numba, ratio >= 0.67) is reached. Bit-equality with ``get_scores``
   is asserted by tests/test_bm25.py; ``--check-queries 100000`` checks every question here
-  (``get_scores`` takes about 0.3 s a question on this corpus: over 25 minutes at that load,
-  not finished when this was written).
+  (``get_scores`` over 79,981 chunks is slow: the run above had not finished the 5,049
+  questions after 23 minutes at load average 3-10, when this was written).
 """
 
 from __future__ import annotations
