@@ -175,3 +175,40 @@ def test_top1_is_the_dense_argmax_in_both_scopes(n_chunks, floor):
     want = [int(c[int(row[c].argmax())]) for row, c in zip(dense, cands, strict=True)]
     assert top.tolist() == want
     assert best.tolist() == [row[i] for row, i in zip(dense, want, strict=True)]
+
+
+@pytest.mark.parametrize("dense_fraction", [0.0, 0.125, 0.3, 2.0])
+def test_dense_and_sparse_term_layouts_equal_rank_bm25(dense_fraction):
+    """Frequent terms are added as dense rows, rare ones from posting lists, in the query's
+    token order either way: every split of the vocabulary between the two (all dense, the
+    default, more sparse, all sparse) gives ``get_scores``'s bits, with repeated query terms
+    interleaving the layouts, a term absent from the index, an empty query, a one-chunk corpus
+    and floored (negative) idfs; the top chunk is the first maximum."""
+    rng = np.random.default_rng(7)
+    common = [f"c{i}" for i in range(4)]  # in most chunks (negative idf, floored)
+    rare = [f"r{i}" for i in range(60)]  # in a few chunks each
+    corpus = [list(rng.choice(common, size=int(rng.integers(1, 6))))
+              + list(rng.choice(rare, size=int(rng.integers(0, 4)))) for _ in range(50)]
+    corpus += [list(corpus[3]), ["r0"] * 4]  # a tie with an earlier chunk; a repeated term
+    queries = [["c0", "r3", "c0", "r3", "c1", "r7", "c0"], ["r0", "c2", "r0", "nope", "r0"],
+               ["nope"], [], ["c3"], ["r59", "r58"], list(corpus[3])]
+    queries += [list(rng.choice(common + rare + ["nope"], size=9)) for _ in range(40)]
+    one = [["solo", "word", "solo"]]
+    for corp, qs in ((corpus, queries), (one, [["solo", "solo"], ["word", "x"], ["x"], []])):
+        index = BM25Index(corp, dense_fraction=dense_fraction)
+        n_dense = len(index._dense)
+        if corp is corpus and dense_fraction == 0.125:
+            assert 0 < n_dense < len(index.vocab)  # both layouts in play
+        assert n_dense == (len(index.vocab) if dense_fraction == 0 else
+                           0 if dense_fraction > 1 else n_dense)
+        ref = BM25Okapi(corp)
+        dense = index.scores(qs)
+        for q, row in zip(qs, dense, strict=True):
+            assert np.array_equal(row, ref.get_scores(q)), q
+        top, best = index.top1(qs)
+        assert top.tolist() == [int(np.argmax(ref.get_scores(q))) for q in qs]
+        assert best.tolist() == [float(np.max(ref.get_scores(q))) for q in qs]
+        cands = [np.arange(len(corp))[len(corp) // 2:] for _ in qs]
+        top, _ = index.top1(qs, cands)
+        assert top.tolist() == [int(c[np.argmax(ref.get_scores(q)[c])])
+                                for q, c in zip(qs, cands, strict=True)]
