@@ -25,7 +25,7 @@ from pathlib import Path
 
 from benchdata import default_data_file, require_file
 
-from structablate.corpus.flatten import DocumentBuilder
+from structablate.corpus.qasper import flatten_paper
 from structablate.llm.client import client_from_config
 from structablate.llm.contextualize import contextualize
 from structablate.structure import induce_documents
@@ -34,18 +34,9 @@ QASPER = ("qasper", "qasper-test-v0.3.json")
 
 
 def qasper_docs(path: str, n: int):
+    """The first ``n`` papers (by id) of a QASPER v0.3 file, flattened as the build does."""
     data = json.load(open(path, encoding="utf-8"))
-    out = []
-    for pid in sorted(data)[:n]:
-        p = data[pid]
-        b = DocumentBuilder(pid, p["title"])
-        b.add_paragraph(p["abstract"], ["Abstract"])
-        for s in p["full_text"]:
-            sec = [x.strip() or "Untitled" for x in (s["section_name"] or "").split(" ::: ")]
-            for t in s["paragraphs"]:
-                b.add_paragraph(t, sec)
-        out.append(b.build())
-    return out
+    return [flatten_paper(pid, data[pid]) for pid in sorted(data)[:n]]
 
 
 def main() -> None:

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import polars as pl
 
-from structablate.corpus.flatten import DocumentBuilder
+from structablate.corpus.qasper import flatten_paper
 from structablate.llm.client import client_from_config
 from structablate.llm.contextualize import contextualize_chunks
 
@@ -48,15 +48,8 @@ SAMPLE = REPO / "resources" / "qasper" / "qasper-sample-v0.3.json"
 
 
 def sample_document(doc_id: str):
-    """One paper of the bundled QASPER sample as a flat document."""
-    p = json.loads(SAMPLE.read_text(encoding="utf-8"))[doc_id]
-    b = DocumentBuilder(doc_id, p["title"])
-    b.add_paragraph(p["abstract"], ["Abstract"])
-    for s in p["full_text"]:
-        sec = [x.strip() or "Untitled" for x in (s["section_name"] or "").split(" ::: ")]
-        for t in s["paragraphs"]:
-            b.add_paragraph(t, sec)
-    return b.build()
+    """One paper of the bundled QASPER sample, flattened as the QASPER build does."""
+    return flatten_paper(doc_id, json.loads(SAMPLE.read_text(encoding="utf-8"))[doc_id])
 
 
 def windows(text: str, n: int, size: int) -> list[tuple[int, int]]:
