@@ -266,18 +266,12 @@ class LLMClient:
         """Generate one reply to ``messages`` (see :meth:`request` for the arguments)."""
         return self.generate(self.request(messages, json_schema=json_schema, **sampling))
 
-    def generate_many(self, requests: Sequence[Request]) -> list[str]:
-        """Texts for ``requests`` in order; misses go to the backend in its preferred way.
-
-        vLLM gets the misses in batches of ``batch_size`` (one ``LLM.chat`` call each, committed
-        to the cache after each batch: a killed job loses at most the batch in flight); an
-        OpenAI server gets up to its ``concurrency`` requests at once and llama.cpp runs them
-        one by one in order (prompts that share a prefix follow each other), each committed as
-        it returns, so a killed job loses no completed call. Duplicate requests are generated
-        once.
-        """
-        records = [self.request_record(r) for r in requests]
-        keys = [cache_key(rec) for rec in records]
+    def _misses(self, keys: Sequence[str], records: Sequence[Mapping[str, Any]]
+                ) -> tuple[dict[str, str], dict[str, int]]:
+        """The cached texts of ``keys`` by key, and each key still to generate with the index
+        of its first request (a duplicate is generated once). When any is missing the stage
+        lock is taken, and what the lock's previous holder committed meanwhile is looked up
+        again: never generate twice."""
         texts: dict[str, str] = {}
         todo: dict[str, int] = {}
         for i, (k, rec) in enumerate(zip(keys, records, strict=True)):
@@ -290,12 +284,27 @@ class LLMClient:
                 texts[k] = t
         if todo and self._ensure_stage_lock():
             # a generator of the same stage (e.g. the orphan of a killed Snakemake) may have
-            # committed some of them while this one waited for its lock: never generate twice
+            # committed some of them while this one waited for its lock
             for k, i in list(todo.items()):
                 t = self._lookup(k, records[i])
                 if t is not None:
                     texts[k] = t
                     del todo[k]
+        return texts, todo
+
+    def generate_many(self, requests: Sequence[Request]) -> list[str]:
+        """Texts for ``requests`` in order; misses go to the backend in its preferred way.
+
+        vLLM gets the misses in batches of ``batch_size`` (one ``LLM.chat`` call each, committed
+        to the cache after each batch: a killed job loses at most the batch in flight); an
+        OpenAI server gets up to its ``concurrency`` requests at once and llama.cpp runs them
+        one by one in order (prompts that share a prefix follow each other), each committed as
+        it returns, so a killed job loses no completed call. Duplicate requests are generated
+        once.
+        """
+        records = [self.request_record(r) for r in requests]
+        keys = [cache_key(rec) for rec in records]
+        texts, todo = self._misses(keys, records)
         if todo:
             backend = self.backend
             idx = list(todo.values())
@@ -328,7 +337,6 @@ class LLMClient:
                 self.cache.flush()
         return [texts[k] for k in keys]
 
-
     def _worker_pool(self) -> Any:
         """The client's pool of :attr:`processes` worker processes, started on first use (by
         fork: the workflow's glue scripts cannot be re-imported by a spawned child), each
@@ -355,47 +363,35 @@ class LLMClient:
         once) as its group returns. Cache keys, the stage lock and duplicates (generated once)
         are as in :meth:`generate_many`: the order of generation changes no key.
         """
-        if self.processes <= 1:
-            flat = self.generate_many([r for g in groups for r in g])
-            out, k = [], 0
-            for g in groups:
-                out.append(flat[k : k + len(g)])
-                k += len(g)
-            return out
-        records = [[self.request_record(r) for r in g] for g in groups]
-        keys = [[cache_key(rec) for rec in g] for g in records]
-        texts: dict[str, str] = {}
-        todo: dict[str, tuple[int, int]] = {}
-        for gi, g in enumerate(keys):
-            for j, k in enumerate(g):
-                if k in texts or k in todo:
-                    continue
-                t = self._lookup(k, records[gi][j])
-                if t is None:
-                    todo[k] = (gi, j)
-                else:
-                    texts[k] = t
-        if todo and self._ensure_stage_lock():
-            for k, (gi, j) in list(todo.items()):  # committed while this one waited
-                t = self._lookup(k, records[gi][j])
-                if t is not None:
-                    texts[k] = t
-                    del todo[k]
+        flat = (self.generate_many([r for g in groups for r in g]) if self.processes <= 1
+                else self._generate_in_workers(groups))
+        out, k = [], 0
+        for g in groups:
+            out.append(flat[k : k + len(g)])
+            k += len(g)
+        return out
+
+    def _generate_in_workers(self, groups: Sequence[Sequence[Request]]) -> list[str]:
+        """The texts of every group's requests, flattened in order, the misses generated by
+        the worker processes a group at a time (:meth:`generate_documents`)."""
+        where = [(gi, j) for gi, g in enumerate(groups) for j in range(len(g))]
+        records = [self.request_record(groups[gi][j]) for gi, j in where]
+        keys = [cache_key(rec) for rec in records]
+        texts, todo = self._misses(keys, records)
         if todo:
-            work: dict[int, list[int]] = {}
-            for gi, j in todo.values():
-                work.setdefault(gi, []).append(j)
-            tasks = [(gi, [groups[gi][j] for j in js]) for gi, js in work.items()]
+            work: dict[int, list[int]] = {}  # group -> the flat indices it generates, in order
+            for i in todo.values():
+                work.setdefault(where[i][0], []).append(i)
+            tasks = [(gi, [groups[gi][where[i][1]] for i in idx]) for gi, idx in work.items()]
             pool = self._worker_pool()
             for gi, gens in pool.imap_unordered(_worker_generate, tasks):
                 self._still_held()
-                for j, gen in zip(work[gi], gens, strict=True):
-                    self._record(keys[gi][j], records[gi][j], gen)
-                    texts[keys[gi][j]] = gen.text
+                for i, gen in zip(work[gi], gens, strict=True):
+                    self._record(keys[i], records[i], gen)
+                    texts[keys[i]] = gen.text
             if self.cache is not None:
                 self.cache.flush()
-        return [[texts[k] for k in g] for g in keys]
-
+        return [texts[k] for k in keys]
 
 _WORKER_BACKEND: Backend | None = None
 """The backend of a worker process of :meth:`LLMClient.generate_documents`."""

@@ -15,7 +15,7 @@ vLLM's ``enable_prefix_caching`` (on by default in
 batch. The prompt is the recipe's single user message, without a system message of its own:
 the chat template adds its default system prompt, the same in every call (SmolLM2's and
 Qwen2.5's do), so the rendered prompts of one document are identical token for token up to and
-including ``<chunk>\n`` (tests/test_contextualize_prefix.py checks this with the GGUF's
+including ``<chunk>\n`` (tests/test_prefix_reuse.py checks this with the GGUF's
 template where the model is installed). Adding a system message would change every cache key.
 
 Long documents: the recipe shows the whole document, and so does this module whenever the
