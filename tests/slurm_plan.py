@@ -36,18 +36,17 @@ def _upstream(dag, job) -> list[str]:
 
 
 def _job(job, dag=None) -> dict:
-    from structablate.slurm import plain_resources
+    from structablate.slurm import job_fields, plain_resources
 
     upstream = _upstream(dag, job) if dag is not None else []
-    first = plain_resources(job.resources)
+    fields = job_fields(job)  # rule, wildcards, threads and resources at attempt 1
     job.attempt = 2
     job.reset_params_and_resources()
     second = plain_resources(job.resources)
     job.attempt = 1
     job.reset_params_and_resources()
-    return {"rule": job.rule.name, "wildcards": dict(job.wildcards_dict),
-            "threads": job.threads, "resources": first, "resources_attempt2": second,
-            "upstream": upstream, "container": job.container_img_url or None}
+    return {**fields, "resources_attempt2": second, "upstream": upstream,
+            "container": job.container_img_url or None}
 
 
 def dump(workflow, out: str) -> None:
