@@ -49,7 +49,7 @@ import numpy as np
 from structablate.corpus.flatten import FlatDocument
 from structablate.structure.texttiling import STOP_WORDS, depth_scores
 
-FEATURE_SET = "gap-v1"
+FEATURE_SET = "gap-v2"
 """The name of this feature definition; a pretrained model records it and the inducer refuses
 a model trained on another definition."""
 

@@ -75,9 +75,10 @@ from structablate.structure.features import (
     gap_features,
 )
 from structablate.structure.induce import InducedStructure
+from structablate.structure.lexical import OpeningModel, fit_opening_model, gap_tokens
 from structablate.structure.tiling import Entry, entries_to_sections
 
-MODEL_FORMAT = "structablate-gap-model/1"
+MODEL_FORMAT = "structablate-gap-model/2"
 """The ``format`` of a model file; another is refused."""
 
 THRESHOLDS = tuple(round(0.15 + 0.05 * i, 2) for i in range(10))
@@ -120,9 +121,18 @@ def context_features(f: np.ndarray) -> np.ndarray:
 
 
 def model_feature_names(embedding: bool) -> tuple[str, ...]:
-    """Column names of the model's rows: the gap's features, then each neighbour's."""
+    """Column names of the model's rows: the gap's features, then each neighbour's, then the
+    opening-words score of the gap and of its neighbours (:func:`opening_columns`)."""
     base = feature_names(embedding)
-    return base + tuple(f"{n}@{d:+d}" for d in CONTEXT_OFFSETS for n in base)
+    return (base + tuple(f"{n}@{d:+d}" for d in CONTEXT_OFFSETS for n in base)
+            + ("opening", *(f"opening@{d:+d}" for d in CONTEXT_OFFSETS)))
+
+
+def opening_columns(scores: np.ndarray) -> np.ndarray:
+    """The opening-words scores of one document's gaps (:mod:`structablate.structure.lexical`)
+    as model columns: the gap's own, then those of the gaps at :data:`CONTEXT_OFFSETS` (zeros
+    beyond the document's ends)."""
+    return context_features(np.asarray(scores, dtype=np.float64).reshape(-1, 1))
 
 
 def gold_labels(doc: FlatDocument) -> tuple[np.ndarray, np.ndarray]:
@@ -250,11 +260,16 @@ class GapModel:
     feature_set: str
     embedder: str | None
     features: tuple[str, ...]
+    opening: OpeningModel
     provenance: dict[str, Any] = field(default_factory=dict)
 
+    def rows(self, item: DocRows) -> np.ndarray:
+        """``item``'s full model rows: its gap rows with this model's opening-words scores
+        (:func:`opening_columns`) appended."""
+        return np.hstack([item.rows, opening_columns(self.opening.score(item.tokens))])
+
     def predict(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(boundary probability, level class)`` per gap row (rows as
-        :func:`context_features` gives them)."""
+        """``(boundary probability, level class)`` per full gap row (:meth:`rows`)."""
         if rows.shape[0] == 0:
             return np.zeros(0), np.zeros(0, dtype=np.int64)
         p = self.boundary.proba(rows)[:, 1]
@@ -266,7 +281,8 @@ class GapModel:
                 "embedder": self.embedder, "features": list(self.features),
                 "threshold": self.threshold, "suppress": self.suppress,
                 "level_classes": list(self.level_classes), "provenance": self.provenance,
-                "boundary": self.boundary.as_data(), "level": self.level.as_data()}
+                "boundary": self.boundary.as_data(), "level": self.level.as_data(),
+                "opening": self.opening.as_data()}
 
     @classmethod
     def from_data(cls, d: Mapping[str, Any], where: str = "model") -> GapModel:
@@ -276,7 +292,8 @@ class GapModel:
         return cls(Trees.from_data(d["boundary"]), Trees.from_data(d["level"]),
                    tuple(int(c) for c in d["level_classes"]), float(d["threshold"]),
                    bool(d["suppress"]), str(d["feature_set"]), d.get("embedder"),
-                   tuple(d["features"]), dict(d.get("provenance") or {}))
+                   tuple(d["features"]), OpeningModel.from_data(d["opening"]),
+                   dict(d.get("provenance") or {}))
 
     def write(self, path: str | Path) -> None:
         """The model as JSON (sorted keys, floats written to round-trip exactly)."""
@@ -439,6 +456,9 @@ class DocRows:
     rows: np.ndarray
     boundary: np.ndarray
     level: np.ndarray
+    tokens: list[list[str]]
+    """The gap tokens of the opening-words model (:func:`structablate.structure.lexical.
+    gap_tokens`)."""
 
 
 def doc_rows(docs: Sequence[FlatDocument], vectors: Mapping[str, np.ndarray] | None
@@ -450,7 +470,7 @@ def doc_rows(docs: Sequence[FlatDocument], vectors: Mapping[str, np.ndarray] | N
         v = None if vectors is None else vectors[d.doc_id]
         f = context_features(gap_features(d, v))
         y, lv = gold_labels(d) if d.sections else (np.zeros(f.shape[0], np.int64),) * 2
-        out.append(DocRows(d, f, y, lv))
+        out.append(DocRows(d, f, y, lv, gap_tokens(d)))
     return out
 
 
@@ -463,8 +483,11 @@ def _learner(settings: SupervisedSettings, multiclass: bool):
         min_samples_leaf=20, l2_regularization=0.0, early_stopping=False, random_state=0)
 
 
-def _fit_trees(settings: SupervisedSettings, items: Sequence[DocRows]) -> tuple[Trees, Trees]:
-    x = np.vstack([r.rows for r in items])
+def _fit_trees(settings: SupervisedSettings, items: Sequence[DocRows],
+               rows: Mapping[str, np.ndarray]) -> tuple[Trees, Trees]:
+    """Boundary and level trees on ``items``' gold, their full rows from ``rows`` (by
+    ``doc_id``)."""
+    x = np.vstack([rows[r.doc.doc_id] for r in items])
     y = np.concatenate([r.boundary for r in items])
     lv = np.concatenate([r.level for r in items])
     b = _learner(settings, False).fit(x, y)
@@ -560,23 +583,48 @@ def _refuse_too_few_boundaries(items: Sequence[DocRows], minimum: int, where: st
     return n_b
 
 
+def _opening_model(items: Sequence[DocRows]) -> OpeningModel:
+    return fit_opening_model([t for it in items for t in it.tokens],
+                             np.concatenate([it.boundary for it in items]))
+
+
+def out_of_fold_rows(items: Sequence[DocRows], folds: Mapping[str, int], n_folds: int
+                     ) -> dict[str, np.ndarray]:
+    """Every item's full rows (:meth:`GapModel.rows`) with out-of-fold opening-words scores:
+    the scores of fold ``k``'s documents come from an opening model trained on the other
+    folds' documents only (all of ``items`` when there is one fold)."""
+    out: dict[str, np.ndarray] = {}
+    for k in range(n_folds):
+        test = [it for it in items if folds[it.doc.doc_id] == k]
+        train = [it for it in items if folds[it.doc.doc_id] != k] if n_folds > 1 else test
+        if not test:
+            continue
+        opening = _opening_model(train)
+        for it in test:
+            out[it.doc.doc_id] = np.hstack([it.rows, opening_columns(opening.score(it.tokens))])
+    return out
+
+
 def train_model(items: Sequence[DocRows], settings: SupervisedSettings, *,
                 embedder: str | None, provenance: Mapping[str, Any] | None = None,
                 where: str = "corpus") -> GapModel:
-    """A model trained on ``items``' gold, its decoding chosen by an inner cross-fit over
-    ``settings.inner_folds`` folds of ``items`` (module docstring). Refuses (naming the
-    count) when ``items`` hold fewer than ``settings.min_train_boundaries`` gold
-    boundaries."""
+    """A model trained on ``items``' gold (module docstring): the opening-words model on all
+    of ``items``; the trees on rows whose opening scores are out of fold over
+    ``settings.inner_folds`` folds of ``items`` (:func:`out_of_fold_rows`: the kind of score
+    the trees meet when applied to a document the opening model never saw); the decoding
+    chosen by an inner cross-fit of the trees over the same folds. Refuses (naming the count)
+    when ``items`` hold fewer than ``settings.min_train_boundaries`` gold boundaries."""
     n_b = _refuse_too_few_boundaries(items, settings.min_train_boundaries, where)
     inner = fold_of([it.doc.doc_id for it in items], settings.inner_folds)
+    rows = out_of_fold_rows(items, inner, settings.inner_folds)
     probs: dict[str, np.ndarray] = {}
     for k in range(settings.inner_folds):
         train = [it for it in items if inner[it.doc.doc_id] != k]
         test = [it for it in items if inner[it.doc.doc_id] == k]
         if not train or not test:
             continue
-        b, _ = _fit_trees(settings, train)
-        p = b.proba(np.vstack([it.rows for it in test]))[:, 1]
+        b, _ = _fit_trees(settings, train, rows)
+        p = b.proba(np.vstack([rows[it.doc.doc_id] for it in test]))[:, 1]
         lo = 0
         for it in test:  # one call for the fold: row-wise the same numbers, far fewer calls
             probs[it.doc.doc_id] = p[lo:lo + len(it.rows)]
@@ -584,13 +632,14 @@ def train_model(items: Sequence[DocRows], settings: SupervisedSettings, *,
     tuned = [it for it in items if it.doc.doc_id in probs]
     threshold, suppress, inner_kappa = tune_decoding(
         tuned, [probs[it.doc.doc_id] for it in tuned])
-    boundary, level = _fit_trees(settings, items)
+    boundary, level = _fit_trees(settings, items, rows)
     prov = dict(provenance or {})
     prov |= {"documents": len(items), "gold_boundaries": n_b,
              "inner_folds": settings.inner_folds, "inner_kappa": round(inner_kappa, 6),
              "learner": _learner_description(settings), **_library_versions()}
     return GapModel(boundary, level, LEVEL_CLASSES, threshold, suppress, FEATURE_SET,
-                    embedder, model_feature_names(embedder is not None), prov)
+                    embedder, model_feature_names(embedder is not None),
+                    _opening_model(items), prov)
 
 
 def _learner_description(settings: SupervisedSettings) -> str:
@@ -616,7 +665,7 @@ def segment(item: DocRows, model: GapModel,
     n = len(item.doc.paragraphs)
     if n == 0:
         raise ValueError(f"{item.doc.doc_id}: document has no paragraphs")
-    p, lv = predicted if predicted is not None else model.predict(item.rows)
+    p, lv = predicted if predicted is not None else model.predict(model.rows(item))
     gaps = decode(p, model.threshold, model.suppress)
     entries = entries_from_gaps(n, gaps, lv[gaps], [""] * (len(gaps) + 1))
     return titled_entries(item.doc, entries)
@@ -664,7 +713,8 @@ def induce_items(items: Sequence[DocRows], models: Mapping[str, GapModel]
     for it in items:  # one prediction call per model: row-wise the same numbers
         groups.setdefault(id(models[it.doc.doc_id]), []).append(it)
     for group in groups.values():
-        p, lv = models[group[0].doc.doc_id].predict(np.vstack([it.rows for it in group]))
+        model = models[group[0].doc.doc_id]
+        p, lv = model.predict(np.vstack([model.rows(it) for it in group]))
         lo = 0
         for it in group:
             m = len(it.rows)
