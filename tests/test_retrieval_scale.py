@@ -113,6 +113,7 @@ def test_threads_blocks_and_batch_change_no_bit(monkeypatch):
     x[300:600] = x[7] + rng.standard_normal((300, d)).astype(np.float32) * 1e-7  # near-ties
     q = np.vstack([x[5], x[7], rng.standard_normal((90, d)).astype(np.float32)])
     want = reference(q, x, 40)
+    monkeypatch.setattr(flat, "_THREADED_MIN_SCORES", 0)  # threads even at this small size
     for threads in ("1", "2", "3"):
         monkeypatch.setenv("OMP_NUM_THREADS", threads)
         assert flat._search_threads() == int(threads)

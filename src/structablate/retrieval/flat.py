@@ -259,6 +259,8 @@ def _rank_rows(s32: np.ndarray, qb: np.ndarray, x: np.ndarray, k: int, group: in
 # queries per ranking task of exact_search: their float32 score rows (a few MB at 36k chunks)
 # stay in cache from the group maxima to the candidates' gather
 _RANK_ROWS = 32
+# query-chunk pairs below which exact_search ranks on the calling thread alone
+_THREADED_MIN_SCORES = 1 << 22
 
 
 def exact_search(
@@ -295,7 +297,8 @@ def exact_search(
     bsz = min(block, nq)
     group = _group_size(n, k)
     s32_buf = np.full((bsz, group_columns(n, group) * group), -np.inf, dtype=np.float32)
-    threads = _search_threads()
+    # threads pay off only on large searches (starting them costs more than ranking a small one)
+    threads = _search_threads() if nq * n >= _THREADED_MIN_SCORES else 1
     pool = ThreadPoolExecutor(threads, thread_name_prefix="exact-rank") if threads > 1 else None
     try:
         for s in range(0, nq, block):
