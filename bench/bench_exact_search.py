@@ -9,18 +9,30 @@ outside the timing, as a run builds it once), both with the same thread count, a
 the ratio faiss-seconds / ours-seconds (> 1: ours faster). Equality is checked, not assumed:
 ours against a float64 brute force (same lists and float32 scores, ties by row), and faiss's
 lists against ours (the share of queries whose top k differ as a set or in order, which
-float32 summation makes non-zero).
+float32 summation makes non-zero). Beside the wall-clock ratio it prints the ratio of CPU
+seconds (``time.process_time``, all threads), which a loaded machine disturbs far less.
 
     python bench/bench_exact_search.py                       # needs the bench extra (faiss-cpu)
     python bench/bench_exact_search.py --queries 1024 --dims 384 --rounds 3
 
-Measured 2026-12-07 on 2 shared cores at load average 8-10 (noisy: rounds of one contender
-vary by 1.5x), 4,301 queries x 36,217 chunks, k 100, faiss-cpu 1.15.1, faiss/ours min /
-median / max over 3 rounds: 384 d 0.83 / 0.92 / 1.08, 768 d 0.59 / 0.92 / 1.48, 1024 d
-0.85 / 0.88 / 1.21; ours equal to the float64 brute force (100 queries checked per
-dimension); faiss's lists differ from ours on 1.3 / 2.2 / 1.8 % of queries. In the same
-runs the float32 matrix product alone took about 70-85 % of ours at 1024 d, the float64
-re-scoring of the ~105 candidates per query most of the rest.
+Measured 2026-12-07 22:26-22:35 UTC on 2 shared cores at load average 4.0-5.8 (very noisy:
+one contender's rounds varied up to 5x in wall time), 4,301 queries x 36,217 chunks, k 100,
+faiss-cpu 1.15.1, 3 rounds, ``nice -n 5``, the commit that threads the ranking (after) and the
+one before it (before) run one after the other; faiss/ours min / median / max:
+
+| dim | wall, before | wall, after | CPU-s, before | CPU-s, after |
+| --- | --- | --- | --- | --- |
+| 384 | 1.03 / 1.08 / 1.10 | 0.92 / 1.19 / 1.24 | 1.06 / 1.07 / 1.16 | 1.05 / 1.10 / 1.20 |
+| 768 | 0.50 / 0.71 / 0.87 | 0.75 / 1.08 / 1.23 | 0.73 / 0.78 / 0.89 | 0.90 / 0.98 / 1.03 |
+| 1024 | 0.88 / 1.27 / 1.47 | 0.73 / 0.76 / 1.01 | 0.86 / 0.93 / 0.94 | 0.91 / 0.96 / 1.00 |
+
+Ours equal to the float64 brute force in every run (100 queries checked per dimension);
+faiss's lists differ from ours on 1.3 / 2.2 / 1.8 % of queries. Where the time goes (CPU
+seconds, one thread, 384 d / 1024 d): the float32 matrix product about 1.25 / 3.2, the
+ranking 0.53 / 0.88, of which the float64 re-scoring of the ~105 candidates per query (a
+gather of their rows, bound by memory) 0.27 / 0.65 and the group maxima, k-th bound and
+candidate gather 0.18 / 0.17. faiss spends about 1 CPU-second on its heaps at every
+dimension, so at 1024 d the re-scoring leaves ours near parity, not ahead.
 """
 
 from __future__ import annotations
@@ -67,28 +79,33 @@ def main(argv: list[str] | None = None) -> None:
     faiss.omp_set_num_threads(threads)
     print(f"threads {threads}, load average {os.getloadavg()[0]:.2f}, faiss {faiss.__version__}")
     print("| dim | ours s (median) | faiss s (median) | faiss/ours min / median / max | "
-          "ours = float64 brute force | faiss lists differing from ours |")
-    print("| --- | --- | --- | --- | --- | --- |")
+          "CPU-s faiss/ours min / median / max | ours = float64 brute force | "
+          "faiss lists differing from ours |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for d in args.dims:
         q, x = vectors("clustered", args.chunks, args.queries, d, args.seed)
         index = faiss.IndexFlatIP(d)
         index.add(x)
-        ours_t, faiss_t = [], []
+        ours_t, faiss_t, ours_c, faiss_c = [], [], [], []
         for _ in range(args.rounds):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             idx, sc = exact_search(q, x, args.k)
             ours_t.append(time.perf_counter() - t)
-            t = time.perf_counter()
+            ours_c.append(time.process_time() - c)
+            t, c = time.perf_counter(), time.process_time()
             _, fidx = index.search(q, args.k)
             faiss_t.append(time.perf_counter() - t)
+            faiss_c.append(time.process_time() - c)
         m = min(args.check_queries, len(q))
         bidx, bsc = brute_force(q[:m], x, args.k)
         equal = np.array_equal(bidx, idx[:m]) and np.array_equal(bsc, sc[:m])
         differ = float(np.mean([a.tolist() != b.tolist() for a, b in zip(fidx, idx,
                                                                          strict=True)]))
         ratios = [f / o for f, o in zip(faiss_t, ours_t, strict=True)]
+        cpu = [f / o for f, o in zip(faiss_c, ours_c, strict=True)]
         print(f"| {d} | {statistics.median(ours_t):.3f} | {statistics.median(faiss_t):.3f} | "
               f"{min(ratios):.2f} / {statistics.median(ratios):.2f} / {max(ratios):.2f} | "
+              f"{min(cpu):.2f} / {statistics.median(cpu):.2f} / {max(cpu):.2f} | "
               f"{'yes' if equal else 'NO'} ({m} queries) | {100 * differ:.1f} % |")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 

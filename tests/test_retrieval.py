@@ -162,15 +162,15 @@ def test_exact_search_scores_a_block_that_overflows_float32_in_float64():
 def test_exact_matches_brute_force_when_the_top_share_groups():
     # the best chunks sit in few of the lower bound's strided groups (columns j, j + m, ...),
     # so the bound is far below the k-th score: more candidates, the same result
-    from structablate.retrieval.flat import _group_size
+    from structablate.retrieval.flat import _group_size, group_columns
 
     rng = np.random.default_rng(5)
     n, k = 3000, 50
     c = _unit(rng, n)
     q = _unit(rng, 12)
     group = _group_size(n, k)
-    m = n // group
-    best = np.array([j + i * m for j in range(8) for i in range(group)])
+    m = group_columns(n, group)
+    best = np.array([j + i * m for j in range(8) for i in range(group) if j + i * m < n])
     assert len(best) >= k
     c[best] = q[0] + 0.01 * _unit(rng, len(best))
     idx, sc = exact_search(q, c, k)

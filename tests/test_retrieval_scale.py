@@ -100,6 +100,69 @@ def test_ties_near_ties_and_cancellation_equal_the_float64_route():
             assert_same(exact_search(qq, xx, k, block=16), reference(qq, xx, k))
 
 
+def test_threads_blocks_and_batch_change_no_bit(monkeypatch):
+    """The float32 product runs per block, the ranking in tasks on threads: any block size,
+    thread count and batch gives every query the float64 route's list and scores, near-ties
+    included, and a query searched alone gets its row of the batch."""
+    from structablate.retrieval import flat
+
+    rng = np.random.default_rng(11)
+    d, n = 64, 2500
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    x[10:200] = x[5]  # exact copies: row order decides
+    x[300:600] = x[7] + rng.standard_normal((300, d)).astype(np.float32) * 1e-7  # near-ties
+    q = np.vstack([x[5], x[7], rng.standard_normal((90, d)).astype(np.float32)])
+    want = reference(q, x, 40)
+    monkeypatch.setattr(flat, "_THREADED_MIN_SCORES", 0)  # threads even at this small size
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("OMP_NUM_THREADS", threads)
+        assert flat._search_threads() == int(threads)
+        for block in (5, 33, 512):
+            assert_same(exact_search(q, x, 40, block=block), want)
+    for i in (0, 1, 50, 91):
+        alone = exact_search(q[i : i + 1], x, 40)
+        assert_same((alone[0][0], alone[1][0]), (want[0][i], want[1][i]))
+
+
+def test_pair_scores_do_not_depend_on_the_batch(monkeypatch):
+    """Each pair's score is the same bits whatever other pairs share the call, in any order,
+    when the gather buffer splits one query's pairs over pieces, and equal to the float64 dot
+    product rounded to float32."""
+    from structablate.retrieval import flat
+
+    rng = np.random.default_rng(12)
+    d = 96
+    x = rng.standard_normal((700, d)).astype(np.float32)
+    q = rng.standard_normal((9, d)).astype(np.float32)
+    qrow = rng.integers(0, len(q), 1500)
+    crow = rng.integers(0, len(x), 1500)
+    alone = np.array([flat.pair_scores(q, x, qrow[t : t + 1], crow[t : t + 1])[0]
+                      for t in range(len(qrow))])
+    assert np.array_equal(flat.pair_scores(q, x, qrow, crow), alone)
+    monkeypatch.setattr(flat, "_PAIR_BUFFER_BYTES", 8 * d * 7)  # 7 pairs per piece
+    assert np.array_equal(flat.pair_scores(q, x, qrow, crow), alone)
+    srt = np.argsort(qrow, kind="stable")
+    assert np.array_equal(flat.pair_scores(q, x, qrow[srt], crow[srt]), alone[srt])
+    ref = np.einsum("ij,ij->i", q[qrow].astype(np.float64), x[crow].astype(np.float64))
+    assert np.array_equal(alone, ref.astype(np.float32))
+
+
+def test_threshold_below_float32_range_keeps_to_the_chunks():
+    """Huge orthogonal vectors: every score is a finite 0 but the error margin passes float32's
+    range, so the candidate threshold is clamped (the score buffer's -inf padding columns past
+    the last chunk are never candidates) and every chunk ties, ranked by row."""
+    n = 37  # not a multiple of the group size: the buffer has padding columns
+    q = np.array([[1e38, 0.0]], dtype=np.float32)
+    x = np.tile(np.array([[0.0, 1e38]], dtype=np.float32), (n, 1))
+    from structablate.retrieval.flat import _group_size, group_columns
+
+    k = 2
+    assert group_columns(n, _group_size(n, k)) * _group_size(n, k) > n
+    idx, sc = exact_search(q, x, k)
+    assert idx.tolist() == [[0, 1]] and (sc == 0).all()
+    assert_same((idx, sc), reference(q, x, k))
+
+
 def test_error_bound_holds():
     rng = np.random.default_rng(3)
     for d in (8, 384, 1024):

@@ -13,8 +13,10 @@ broken by ascending row index, so the ranking is a pure function of the vectors.
   lower bound of the query's ``k``-th float32 score (:func:`kth_lower_bound`: the ``k``-th
   largest of group maxima, which ``k`` chunks reach) is kept as a candidate (provably a
   superset of the top ``k``: anything below is beaten by ``k`` chunks for certain); only the
-  candidates are re-scored in
-  float64 and ranked by (score desc, row asc). The result is the same as scoring every chunk in
+  candidates are re-scored in float64 and ranked by (score desc, row asc). The float32 product
+  runs per block of queries on BLAS's threads; the ranking runs in tasks of a few dozen queries
+  on as many threads (:func:`_search_threads`), each query from its own row only, so block
+  size and thread count change no bit. The result is the same as scoring every chunk in
   float64; as with any float64 route, a score whose float64 sum lies within a few float64 ulps
   of a float32 rounding boundary (~1e-8 per score) may round to either neighbour depending on
   the summation order. Inputs that are not finite take the full float64 route.
@@ -27,6 +29,8 @@ broken by ascending row index, so the ranking is a pure function of the vectors.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 
 import numpy as np
@@ -69,6 +73,11 @@ def score_matrix(query_vecs: np.ndarray, chunk_vecs: np.ndarray) -> np.ndarray:
     return (q @ x.T).astype(np.float32)
 
 
+# bytes of the float64 gather buffer of pair_scores: a cache-sized piece (a fresh array per
+# query is a fresh mapping of up to a few MB, and page faults cost more than the dot products)
+_PAIR_BUFFER_BYTES = 1 << 21
+
+
 def pair_scores(query_vecs: np.ndarray, chunk_vecs: np.ndarray, qrow: np.ndarray,
                 crow: np.ndarray) -> np.ndarray:
     """Float32 inner products of the row pairs ``(qrow[t], crow[t])``, float64 accumulation.
@@ -77,32 +86,33 @@ def pair_scores(query_vecs: np.ndarray, chunk_vecs: np.ndarray, qrow: np.ndarray
     here: each is one contiguous length-``d`` float64 dot product (numpy's einsum kernel, the
     same for every pair whatever the others), so its value does not depend on the batch or on
     which other pairs are scored with it. (A float64 matrix product gives the same float32
-    numbers up to the rare double rounding of the module docstring.)"""
+    numbers up to the rare double rounding of the module docstring.) The pairs, grouped by
+    query, are gathered in pieces of about a MB, widened to float64 once per piece and
+    reduced against each query's widened row: no float64 copy of the corpus is made."""
     q = np.asarray(query_vecs)
     x = np.asarray(chunk_vecs)
     qrow = np.asarray(qrow, dtype=np.int64)
     crow = np.asarray(crow, dtype=np.int64)
-    out = np.empty(len(qrow), dtype=np.float32)
-    if not len(qrow):
+    total = len(qrow)
+    out = np.empty(total, dtype=np.float32)
+    if not total:
         return out
     order = None if np.all(qrow[1:] >= qrow[:-1]) else np.argsort(qrow, kind="stable")
     qs = qrow if order is None else qrow[order]
     cs = crow if order is None else crow[order]
-    bounds = np.flatnonzero(np.diff(qs)) + 1
-    starts = np.concatenate([[0], bounds])
-    ends = np.append(bounds, len(qs))
-    # one gather buffer and one float64 buffer for every query (a fresh array per query is a
-    # fresh mapping of up to a few MB: page faults cost more than the dot products)
-    width = int((ends - starts).max())
-    buf32 = np.empty((width, x.shape[1]), dtype=x.dtype)
-    buf64 = np.empty((width, x.shape[1]), dtype=np.float64)
-    res = np.empty(len(qs), dtype=np.float32)
-    for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
-        qv = q[qs[a]].astype(np.float64)
-        rows = np.take(x, cs[a:b], axis=0, out=buf32[: b - a])
-        wide = buf64[: b - a]
-        wide[...] = rows
-        res[a:b] = np.einsum("ij,j->i", wide, qv)
+    d = x.shape[1]
+    step = min(total, max(1, _PAIR_BUFFER_BYTES // (8 * max(d, 1))))
+    xg = np.empty((step, d), dtype=x.dtype)
+    x64 = np.empty((step, d), dtype=np.float64)
+    res = np.empty(total, dtype=np.float32)
+    for a in range(0, total, step):
+        b = min(a + step, total)
+        w = b - a
+        x64[:w] = np.take(x, cs[a:b], axis=0, out=xg[:w])
+        seg = qs[a:b]
+        cuts = (np.flatnonzero(seg[1:] != seg[:-1]) + 1).tolist()
+        for lo, hi in zip([0, *cuts], [*cuts, w], strict=True):
+            res[a + lo : a + hi] = np.einsum("ij,j->i", x64[lo:hi], q[seg[lo]].astype(np.float64))
     if order is None:
         return res
     out[order] = res
@@ -148,17 +158,32 @@ def _group_size(n: int, k: int) -> int:
     return int(max(1, min(32, n // (8 * max(k, 1)))))
 
 
-def group_maxima(scores: np.ndarray, group: int) -> np.ndarray:
-    """Per row, the maxima of ``m = n // group`` disjoint column groups (group ``j`` holds
-    columns ``j, j + m, …, j + (group − 1)·m``; the ``n − m·group`` columns left over form one
-    more group, the last). Strided groups reduce with elementwise maxima of contiguous slabs."""
+def group_columns(n: int, group: int) -> int:
+    """``m = ⌈n / group⌉``: the number of groups of :func:`group_maxima` over ``n`` columns."""
+    return -(-n // group)
+
+
+def _padded(scores: np.ndarray, group: int) -> np.ndarray:
+    """``scores`` with ``−inf`` columns appended up to a multiple of ``group`` (itself, no copy,
+    when it is one already)."""
     b, n = scores.shape
-    m = n // group
-    maxima = scores[:, : m * group].reshape(b, group, m).max(axis=1)
-    if m * group < n:
-        maxima = np.concatenate([maxima, scores[:, m * group:].max(axis=1, keepdims=True)],
-                                axis=1)
-    return maxima
+    width = group_columns(n, group) * group
+    if width == n:
+        return scores
+    out = np.full((b, width), -np.inf, dtype=scores.dtype)
+    out[:, :n] = scores
+    return out
+
+
+def group_maxima(scores: np.ndarray, group: int) -> np.ndarray:
+    """Per row, the maxima of ``m = ⌈n / group⌉`` disjoint column groups: group ``j`` holds the
+    columns ``j, j + m, …, j + (group − 1)·m`` below ``n``. On a matrix ``group·m`` columns
+    wide (the caller pads with ``−inf``, as :func:`exact_search` does in its score buffer) the
+    groups are one reshape and ``group − 1`` elementwise maxima of contiguous slabs; narrower
+    ones are padded here (a copy)."""
+    scores = _padded(scores, group)
+    b, width = scores.shape
+    return scores.reshape(b, group, width // group).max(axis=1)
 
 
 def kth_of_maxima(maxima: np.ndarray, k: int) -> np.ndarray:
@@ -179,19 +204,63 @@ def kth_lower_bound(scores: np.ndarray, k: int, group: int) -> np.ndarray:
 
 def group_candidates(scores: np.ndarray, maxima: np.ndarray, thr: np.ndarray, group: int
                      ) -> tuple[np.ndarray, np.ndarray]:
-    """``(row, column)`` of every entry ``scores[i, j] >= thr[i]``, rows ascending, found
-    through the :func:`group_maxima` (only a group whose maximum reaches ``thr`` can hold one):
-    the full matrix is never compared or scanned again."""
-    b, n = scores.shape
-    m = n // group
-    qi, gj = np.divmod(np.flatnonzero(maxima >= thr[:, None]), maxima.shape[1])
-    step = np.arange(group)
-    cols = np.where((gj < m)[:, None], gj[:, None] + m * step, m * group + step)
-    valid = cols < n
-    cols = np.minimum(cols, n - 1)
-    rows = np.broadcast_to(qi[:, None], cols.shape)
-    hit = valid & (scores[rows, cols] >= thr[qi][:, None])
-    return rows[hit], cols[hit]
+    """``(row, column)`` of every entry ``scores[i, j] >= thr[i]``, rows ascending (``thr``
+    finite), found through the :func:`group_maxima` (only a group whose maximum reaches
+    ``thr`` can hold one): the full matrix is never compared or scanned again. The members of
+    the groups that reach it are read with one flat ``take``."""
+    scores = np.ascontiguousarray(_padded(scores, group))
+    b, width = scores.shape
+    m = width // group
+    qi, gj = np.divmod(np.flatnonzero(maxima >= thr[:, None]), m)
+    cols = gj[:, None] + m * np.arange(group)
+    vals = scores.reshape(-1).take(cols + (qi * width)[:, None])
+    hit = vals >= thr[qi][:, None]
+    return np.broadcast_to(qi[:, None], cols.shape)[hit], cols[hit]
+
+
+def _search_threads() -> int:
+    """Threads for the ranking step of :func:`exact_search`: ``OMP_NUM_THREADS`` where set (a
+    workflow job sets it to its ``threads``, as BLAS reads it), else the CPUs this process may
+    run on. The result does not depend on it."""
+    env = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return max(1, len(os.sched_getaffinity(0)))
+
+
+def _rank_rows(s32: np.ndarray, qb: np.ndarray, x: np.ndarray, k: int, group: int,
+               margin: np.ndarray, idx_out: np.ndarray, sc_out: np.ndarray) -> None:
+    """Top ``k`` of the queries ``qb`` from their float32 scores ``s32`` (``[b, group·m]``,
+    C-contiguous, padded with ``−inf``; ``margin``: each query's ``γ·‖q‖·max‖x‖`` + underflow
+    slack), written into ``idx_out`` / ``sc_out`` (``[b, k]``): the candidates within
+    ``2·margin`` of the ``k``-th float32 score's lower bound, re-scored by :func:`pair_scores`
+    and ranked by (score desc, row asc). Each row's result depends on that row alone."""
+    b = s32.shape[0]
+    maxima = group_maxima(s32, group)
+    thr = kth_of_maxima(maxima, k).astype(np.float64) - 2 * margin
+    with np.errstate(over="ignore"):  # below float32's range: clamped just below
+        thr32 = thr.astype(np.float32)
+    low = thr32.astype(np.float64) > thr  # round the threshold down, never up
+    thr32[low] = np.nextafter(thr32[low], np.float32(-np.inf))
+    # never -inf (the buffer's padding columns must not pass): every finite score reaches
+    # float32's lowest value anyway
+    np.maximum(thr32, -np.finfo(np.float32).max, out=thr32)
+    qi, cj = group_candidates(s32, maxima, thr32, group)  # by query
+    ref = pair_scores(qb, x, qi, cj)  # rows widened per candidate: no float64 corpus copy
+    order = np.lexsort((cj, -ref, qi))  # per query: score desc, then row asc
+    first = np.searchsorted(qi, np.arange(b))
+    pos = np.arange(len(qi)) - first[qi[order]]
+    sel = pos < k
+    keep = order[sel]
+    idx_out[qi[keep], pos[sel]] = cj[keep]
+    sc_out[qi[keep], pos[sel]] = ref[keep]
+
+
+# queries per ranking task of exact_search: their float32 score rows (a few MB at 36k chunks)
+# stay in cache from the group maxima to the candidates' gather
+_RANK_ROWS = 32
+# query-chunk pairs below which exact_search ranks on the calling thread alone
+_THREADED_MIN_SCORES = 1 << 22
 
 
 def exact_search(
@@ -199,7 +268,10 @@ def exact_search(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact inner-product top-``k`` (see module docstring for the scores and the tie rule).
 
-    Returns ``min(k, n_chunks)`` columns.
+    Each block of ``block`` queries is scored by one float32 matrix product (BLAS threads);
+    its rows are then ranked (:func:`_rank_rows`) in tasks of a few dozen queries on
+    :func:`_search_threads` threads. A query's result depends on its own row only, so it is the
+    same for any block size and thread count. Returns ``min(k, n_chunks)`` columns.
     """
     x = np.ascontiguousarray(chunks, dtype=np.float32)
     queries = np.ascontiguousarray(queries, dtype=np.float32)
@@ -216,38 +288,40 @@ def exact_search(
     # below float32's largest value no product can overflow, and the scan for inf/NaN is moot
     may_overflow = (1 + gamma) * float(q_norm.max(initial=0.0)) * x_norm_max \
         >= 0.5 * float(np.finfo(np.float32).max)
+    tiny = x.shape[1] * 2.0**-120  # products and sums that underflow or flush to zero
+    margin = gamma * q_norm * x_norm_max + tiny
     idx_out = np.zeros((nq, k), dtype=np.int64)
     sc_out = np.zeros((nq, k), dtype=np.float32)
-    tiny = x.shape[1] * 2.0**-120  # products and sums that underflow or flush to zero
     # one score buffer reused across blocks (a fresh 10-100 MB array per block costs page
-    # faults)
+    # faults); its columns past n stay -inf, so the groups of group_maxima are contiguous slabs
     bsz = min(block, nq)
-    s32_buf = np.empty((bsz, n), dtype=np.float32)
     group = _group_size(n, k)
-    for s in range(0, nq, block):
-        qb = queries[s : s + block]
-        b = qb.shape[0]
-        s32 = np.matmul(qb, x.T, out=s32_buf[:b])
-        if may_overflow and not np.isfinite(s32).all():  # score this block in float64
-            i, sc = _exact_float64(qb, x.astype(np.float64), k, block)
-            idx_out[s : s + b], sc_out[s : s + b] = i, sc
-            continue
-        maxima = group_maxima(s32, group)
-        kth = kth_of_maxima(maxima, k).astype(np.float64)
-        margin = gamma * q_norm[s : s + b] * x_norm_max + tiny
-        thr = kth - 2 * margin
-        thr32 = thr.astype(np.float32)
-        low = thr32.astype(np.float64) > thr  # round the threshold down, never up
-        thr32[low] = np.nextafter(thr32[low], np.float32(-np.inf))
-        qi, cj = group_candidates(s32, maxima, thr32, group)  # by query
-        ref = pair_scores(qb, x, qi, cj)  # rows widened per candidate: no float64 corpus copy
-        order = np.lexsort((cj, -ref, qi))  # per query: score desc, then row asc
-        first = np.searchsorted(qi, np.arange(b))
-        pos = np.arange(len(qi)) - first[qi[order]]
-        sel = pos < k
-        keep = order[sel]
-        idx_out[s + qi[keep], pos[sel]] = cj[keep]
-        sc_out[s + qi[keep], pos[sel]] = ref[keep]
+    s32_buf = np.full((bsz, group_columns(n, group) * group), -np.inf, dtype=np.float32)
+    # threads pay off only on large searches (starting them costs more than ranking a small one)
+    threads = _search_threads() if nq * n >= _THREADED_MIN_SCORES else 1
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="exact-rank") if threads > 1 else None
+    try:
+        for s in range(0, nq, block):
+            qb = queries[s : s + block]
+            b = qb.shape[0]
+            s32 = s32_buf[:b]
+            np.matmul(qb, x.T, out=s32[:, :n])
+            if may_overflow and not np.isfinite(s32[:, :n]).all():  # this block in float64
+                i, sc = _exact_float64(qb, x.astype(np.float64), k, block)
+                idx_out[s : s + b], sc_out[s : s + b] = i, sc
+                continue
+            rows = [(r, min(r + _RANK_ROWS, b)) for r in range(0, b, _RANK_ROWS)]
+            tasks = [(s32[r:e], qb[r:e], x, k, group, margin[s + r : s + e],
+                      idx_out[s + r : s + e], sc_out[s + r : s + e]) for r, e in rows]
+            if pool is None:
+                for t in tasks:
+                    _rank_rows(*t)
+            else:
+                for f in [pool.submit(_rank_rows, *t) for t in tasks]:
+                    f.result()
+    finally:
+        if pool is not None:
+            pool.shutdown()
     return idx_out, sc_out
 
 
