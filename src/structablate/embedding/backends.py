@@ -68,9 +68,10 @@ class OpenVinoTransformer:
     compute natively is refused, naming the fix."""
 
     rows_independent = True
-    """OpenVINO's CPU kernels gave every row bit-identical outputs at 1 to 16 rows (and padded
-    lengths 16 to 64) in float32 for MiniLM and mpnet (docs/embedding.md, "Rows per batch");
-    the embedder still checks it on this machine before it runs batches without filler rows."""
+    """OpenVINO's CPU kernels gave every row bit-identical outputs in float32: MiniLM at 1 to
+    16 rows and padded lengths 16 to 64, MiniLM and mpnet at 1 to 4 rows on real QASPER chunks
+    (docs/embedding.md, "Rows per batch"); the embedder still checks it on this machine before
+    it runs batches without filler rows."""
 
     def __init__(self, module, tokenizer, dtype: str, cfg: EmbedderSettings):
         try:
