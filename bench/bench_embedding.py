@@ -18,6 +18,14 @@ Three parts, each a subcommand (not a test: figures depend on the machine):
            (gate: >= 0.999), the share of questions whose exact top-10 over the chunks equals
            float32's, in order (gate: >= 99 %) and as a set, and whether a second embedder of
            the same variant gives byte-identical vectors.
+``calls``  Per call size (``--sizes``, real QASPER G2 chunks, a seeded sample) and model
+           (``--models``: MiniLM and the packaged mpnet): plain ``SentenceTransformer.encode``
+           (float32, batch 32) against the default CPU embedder (OpenVINO float32, bucket 16,
+           batch 4) twice, with filler rows (``fill``, the path before rows per batch followed
+           the call) and without (``trim``, the path now), interleaved in one process (the
+           contenders' order rotates each round); prints min / median / max over ``--rounds``
+           of plain encode's wall time over each contender's, the min cosine against plain
+           encode, whether fill and trim gave the same bytes, and the load average.
 ``cache``  (the default) The default run's chunksets (A0, G2, G3, G4) of the bundled QASPER
            sample through one fresh content-addressed cache: chunks/s and the share the cache
            saved.
@@ -26,6 +34,7 @@ A variant is ``backend:dtype:length_bucket:batch_size``, e.g. ``openvino:bfloat1
 
     .venv/bin/python bench/bench_embedding.py speed --qasper DATA/qasper-test-v0.3.json
     .venv/bin/python bench/bench_embedding.py fidelity --qasper DATA/qasper-test-v0.3.json
+    nice -n 5 .venv/bin/python bench/bench_embedding.py calls --qasper DATA/qasper-test-v0.3.json
     .venv/bin/python bench/bench_embedding.py cache     # also what no subcommand runs
 """
 
@@ -290,6 +299,76 @@ def cmd_speed(args) -> None:
 
 
 # ------------------------------------------------------------------------------------------
+# calls: ratio against plain encode per call size
+
+
+def cmd_calls(args) -> None:
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    from structablate.model_paths import resolve_model_path
+
+    torch.set_num_threads(args.threads)
+    chunks, _ = g2_texts(args.qasper, args.papers)
+    sample = random.Random(args.seed).sample(chunks, min(max(args.sizes), len(chunks)))
+    print(f"load average at start {os.getloadavg()}; {args.threads} thread(s); "
+          f"{args.rounds} rounds; sizes {args.sizes}", flush=True)
+    for model, max_seq in args.models:
+        raw = SentenceTransformer(resolve_model_path(model), device="cpu")
+        raw.max_seq_length = max_seq
+        ours = Embedder(EmbedderSettings(model=model, max_seq_length=max_seq,
+                                         backend="openvino", dtype="float32",
+                                         length_bucket=16, batch_size=4))
+        trims = not ours.fill_batches
+
+        def ours_run(texts, fill, ours=ours, trims=trims):
+            ours.fill_batches = fill or not trims
+            return ours.encode(texts)
+
+        runs = {"raw": lambda x, raw=raw: raw.encode(x, batch_size=32,
+                                                     normalize_embeddings=True),
+                "fill": lambda x: ours_run(x, True), "trim": lambda x: ours_run(x, False)}
+        for n in args.sizes:  # warm-up: OpenVINO compiles kernels per new shape
+            for k in ("fill", "trim"):
+                runs[k](sample[:n])
+        times = {(n, k): [] for n in args.sizes for k in runs}
+        order = list(runs)
+        for r in range(args.rounds):
+            for n in args.sizes:
+                texts, reps = sample[:n], max(1, 8 // n)
+                for k in order[r % 3:] + order[: r % 3]:
+                    t = time.perf_counter()
+                    for _ in range(reps):
+                        runs[k](texts)
+                    times[n, k].append((time.perf_counter() - t) / reps)
+        state = "on" if trims else "OFF: rows check failed"
+        print(f"\n{model} (max {max_seq} tokens; trim {state}); load average now "
+              f"{os.getloadavg()}")
+        print(f"{'texts':>6} {'raw s':>8} {'fill: x raw min/med/max':>24} "
+              f"{'trim: x raw min/med/max':>24} {'tok/real fill':>13} {'trim':>5} "
+              f"{'min cos':>8} {'same bytes':>10}")
+        for n in args.sizes:
+            texts = sample[:n]
+            ref = runs["raw"](texts)
+            vf, vt = runs["fill"](texts), runs["trim"](texts)
+            tok = ours.tokenize(texts)
+            real = sum(min(x, ours.max_seq_length) for x in tok.lengths)
+            plan = ours.plan(tok)
+
+            def mmm(k, n=n, times=times):
+                rs = sorted(a / b for a, b in zip(times[n, "raw"], times[n, k], strict=True))
+                return f"{rs[0]:.2f} / {statistics.median(rs):.2f} / {rs[-1]:.2f}"
+
+            print(f"{n:6d} {statistics.median(times[n, 'raw']):8.3f} {mmm('fill'):>24} "
+                  f"{mmm('trim'):>24} {padded_tokens(plan, 4) / real:13.2f} "
+                  f"{padded_tokens(plan, None) / real:5.2f} "
+                  f"{float(np.min(np.sum(vt * ref, axis=1))):8.6f} "
+                  f"{str(np.array_equal(vf, vt)):>10}", flush=True)
+    print(f"\nload average at end {os.getloadavg()}. 'x raw': plain encode's wall time over "
+          f"the contender's, per round (a call of n < 8 texts repeated 8 // n times).")
+
+
+# ------------------------------------------------------------------------------------------
 # fidelity
 
 
@@ -402,6 +481,16 @@ def main() -> None:
     sp.add_argument("--save", type=Path, default=None,
                     help="save the variants' vectors (.npy, variant x text x dim) to compare "
                          "two versions of the code byte for byte")
+    kp = sub.add_parser("calls", help="x plain encode per call size, fill vs trim")
+    kp.add_argument("--qasper", type=Path, required=True, help="a QASPER v0.3 JSON file")
+    kp.add_argument("--papers", type=int, default=200, help="first N papers")
+    kp.add_argument("--sizes", type=int, nargs="+", default=[1, 8, 32, 64, 256, 1024])
+    kp.add_argument("--models", type=_model_arg, nargs="+",
+                    default=[(MODEL, MAX_SEQ), ("pkg:all_mpnet_base_v2", 384)],
+                    help="MODEL:MAX_SEQ each (default MiniLM at 512, mpnet at 384)")
+    kp.add_argument("--rounds", type=int, default=3)
+    kp.add_argument("--threads", type=int, default=2)
+    kp.add_argument("--seed", type=int, default=0)
     fp = sub.add_parser("fidelity", help="cosine and top-10 agreement against float32")
     fp.add_argument("--qasper", type=Path, required=True, help="a QASPER v0.3 JSON file")
     fp.add_argument("--papers", type=int, default=150)
@@ -419,7 +508,13 @@ def main() -> None:
     cp.add_argument("--variant", default="torch:float32:32:32")
     cp.add_argument("--threads", type=int, default=2)
     args = ap.parse_args(sys.argv[1:] or ["cache"])  # `make bench`: the cache part
-    {"speed": cmd_speed, "fidelity": cmd_fidelity, "cache": cmd_cache}[args.cmd](args)
+    {"speed": cmd_speed, "calls": cmd_calls, "fidelity": cmd_fidelity,
+     "cache": cmd_cache}[args.cmd](args)
+
+
+def _model_arg(spec: str) -> tuple[str, int]:
+    model, _, max_seq = spec.rpartition(":")
+    return model, int(max_seq)
 
 
 if __name__ == "__main__":

@@ -327,3 +327,33 @@ def test_openvino_on_real_qasper_paragraphs_passes_the_cosine_gate(openvino_f32,
     ref = embedder.encode(paras)
     got = openvino_f32.encode(paras)
     assert np.min(np.sum(got * ref, axis=1)) >= 0.999
+
+
+def test_openvino_runs_a_buckets_last_batch_without_filler_rows_at_the_same_bytes(
+        openvino_f32, embedder):
+    """A text's vector is the same bytes alone, in a small call and in a large call, where
+    the batches of a bucket run with only their real rows (no empty filler rows) on OpenVINO,
+    and equal those of batches filled to ``batch_size``; torch keeps the filler rows."""
+    assert openvino_f32.rows_invariant()
+    assert openvino_f32.fill_batches is False and embedder.fill_batches is True
+    # 41 texts: buckets holding 1, 2, 3, 4 and more texts, so every count of real rows runs
+    many = ([f"{TEXTS[i % 4]} number {i}" + " more" * (i % 7) for i in range(37)]
+            + ["a text alone in its bucket " * 40] + TEXTS)
+    tok = openvino_f32.tokenize(many)
+    plan = openvino_f32.plan(tok)
+    assert {len(rows) for _, rows in plan} == {1, 2, 3, 4}
+    large = openvino_f32.encode(many)
+    small = openvino_f32.encode(TEXTS[1:3] + many[:3])
+    alone = np.stack([openvino_f32.encode([t])[0] for t in TEXTS])
+    assert np.array_equal(large[-4:], alone)
+    assert np.array_equal(small[:2], alone[1:3]) and np.array_equal(small[2:], large[:3])
+    before = openvino_f32.padded_tokens
+    openvino_f32.encode_tokens(tok)
+    trimmed_tokens = openvino_f32.padded_tokens - before
+    assert trimmed_tokens == padded_tokens(plan, None) < padded_tokens(plan, 4)
+    openvino_f32.fill_batches = True
+    try:
+        filled = openvino_f32.encode(many)
+    finally:
+        openvino_f32.fill_batches = False
+    assert np.array_equal(filled, large)

@@ -6,7 +6,10 @@ text's vector a function of the text alone, every batch has a fixed shape: texts
 by token length rounded up to a multiple of ``length_bucket`` (capped at the model's maximum
 sequence length), padded to that length, and each batch is filled to ``batch_size`` rows with
 empty texts. So the same text gives byte-identical vectors whichever condition, order or cache
-state it is embedded in, and the measured half stays deterministic.
+state it is embedded in, and the measured half stays deterministic. Where a row's output does
+not depend on the number of rows (OpenVINO on the CPU, checked when the embedder is built:
+``Embedder.rows_invariant``), a bucket's last batch runs with its real rows only
+(``Embedder.fill_batches`` False), giving the same bytes without computing empty rows.
 
 Precision and backend (per embedder, part of the cache signature because vectors differ):
 

@@ -40,6 +40,11 @@ class TorchTransformer:
     a precision below float32 through autocast on the CPU, by converting the module on other
     devices (:func:`~structablate.embedding.device.autocast_dtype`)."""
 
+    rows_independent = False
+    """Whether a row's output may be taken as independent of how many rows its batch has
+    (then checked on this machine by :meth:`structablate.embedding.Embedder.rows_invariant`):
+    not claimed for torch (MKL and cuBLAS pick kernels by the matrix shape)."""
+
     def __init__(self, module, tokenizer, dtype: str, cfg: EmbedderSettings):
         import torch
 
@@ -61,6 +66,12 @@ class OpenVinoTransformer:
     compiled for the CPU with ``dtype`` as OpenVINO's inference precision, over torch's
     thread count (CPU only; needs the ``openvino`` package). A precision this CPU does not
     compute natively is refused, naming the fix."""
+
+    rows_independent = True
+    """OpenVINO's CPU kernels gave every row bit-identical outputs in float32: MiniLM at 1 to
+    16 rows and padded lengths 16 to 64, MiniLM and mpnet at 1 to 4 rows on real QASPER chunks
+    (docs/embedding.md, "Rows per batch"); the embedder still checks it on this machine before
+    it runs batches without filler rows."""
 
     def __init__(self, module, tokenizer, dtype: str, cfg: EmbedderSettings):
         try:

@@ -34,9 +34,12 @@ def plan_batches(lengths: Sequence[int], length_bucket: int, batch_size: int,
             for k in range(0, len(idx), batch_size)]
 
 
-def padded_tokens(plan: Sequence[tuple[int, list[int]]], batch_size: int) -> int:
-    """Tokens a plan computes, empty filler rows included (``batch_size * padded`` each)."""
-    return sum(batch_size * padded for padded, _ in plan)
+def padded_tokens(plan: Sequence[tuple[int, list[int]]], batch_size: int | None) -> int:
+    """Tokens a plan computes: ``batch_size * padded`` per batch when batches are filled with
+    empty rows to ``batch_size``; ``len(rows) * padded`` when ``batch_size`` is None (batches
+    run with their real rows only, :attr:`structablate.embedding.Embedder.fill_batches`)."""
+    return sum((len(rows) if batch_size is None else batch_size) * padded
+               for padded, rows in plan)
 
 
 @dataclass

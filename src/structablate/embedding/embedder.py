@@ -80,10 +80,36 @@ class Embedder:
         if self._cuda:
             self.attention = use_sdpa(self._transformer.auto_model)
         self._builder = BatchBuilder(self.tokenizer, self.tokenize([""]))
+        self.fill_batches = not (getattr(self.backend, "rows_independent", False)
+                                 and self.rows_invariant())
+        """Whether each batch is filled with empty texts to ``batch_size`` rows (the last one
+        of each bucket). False only where the backend claims that a row's output does not
+        depend on the number of rows (OpenVINO) *and* :meth:`rows_invariant` confirms it on
+        this machine: then a bucket's last batch runs with its real rows only, and the vectors
+        are the same bytes as with filler rows (small calls no longer pay for empty rows)."""
         self.padded_tokens = 0
-        """Tokens of the batches :meth:`encode_tokens` ran so far, filler rows included."""
+        """Tokens of the batches :meth:`encode_tokens` ran so far, filler rows included
+        (none where :attr:`fill_batches` is False)."""
         self.real_tokens = 0
         """Tokens of the texts those batches held (after truncation)."""
+
+    def rows_invariant(self) -> bool:
+        """Whether every probe text's vector is the same bytes in a batch of ``1 ..
+        batch_size`` rows, at two padded lengths (the bucket and eight buckets, capped at the
+        model's length): the check that lets :attr:`fill_batches` be False. A few small
+        forward passes when the embedder is built."""
+        bs = self.cfg.batch_size
+        tok = self.tokenize([f"probe {i}: structure of a document, chunk {i * 7}."
+                             for i in range(bs)])
+        longest = max(tok.lengths)
+        lengths = sorted({min(self.max_seq_length, n * self.cfg.length_bucket) for n in (1, 8)})
+        for padded in (n for n in lengths if n >= longest):
+            full = self._forward(self._builder.build(tok, range(bs), padded, bs)).cpu().numpy()
+            for rows in range(1, bs):
+                part = self._forward(self._builder.build(tok, range(rows), padded, rows))
+                if not np.array_equal(part.cpu().numpy(), full[:rows]):
+                    return False
+        return True
 
     def token_lengths(self, texts: Sequence[str]) -> list[int]:
         """Token counts including the model's special tokens, without truncation."""
@@ -117,7 +143,8 @@ class Embedder:
                  ) -> Iterator[tuple[list[int], dict[str, np.ndarray]]]:
         bs = self.cfg.batch_size
         for padded, rows in plan:
-            yield rows, self._builder.build(tok, rows, padded, bs)
+            yield rows, self._builder.build(tok, rows, padded, bs if self.fill_batches
+                                            else len(rows))
 
     def encode_tokens(self, tok: Tokenized, progress: bool = False, desc: str = "embed"
                       ) -> np.ndarray:
@@ -147,7 +174,8 @@ class Embedder:
             if hasattr(batches, "close"):
                 batches.close()
         out[rows_done] = self._torch.cat(parts).cpu().numpy()
-        self.padded_tokens += padded_tokens(plan, self.cfg.batch_size)
+        self.padded_tokens += padded_tokens(plan, self.cfg.batch_size if self.fill_batches
+                                            else None)
         self.real_tokens += sum(min(n, self.max_seq_length) for n in tok.lengths)
         return out
 
