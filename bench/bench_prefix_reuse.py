@@ -24,6 +24,20 @@ contexts in every run: ``--layout in-process --threads 2`` with main's code (its
 100.6 and 106.3 CPU-s, 25.1 and 26.6 per call (2.5-2.6x less). Both reuse the document's KV
 cache (llama.cpp: "891 prefix-match hit" on a 1,040-token prompt, the later call 7 CPU-s
 against 19 for the first): the gain is the layout, one thread per process.
+
+Rounds, 2026-12-07 22:42-23:10 UTC, same machine, model and paper, 2 calls per run, layouts
+interleaved, each run in its own process:
+
+    nice -n 5 python bench/bench_prefix_reuse.py --model <SmolLM2 Q4_1 .gguf> --threads 2 \\
+        --processes 2 --chunks 2 --rounds 3 --out bench/out/prefix_rounds.json
+
+4 of 9 runs finished before the load (other jobs) reached 7.5 and the run was stopped.
+CPU-s per call: ``in-process`` (2 threads, reuse) 94.7 (1 run, load 4.8-3.6); ``per-core``
+26.5 / 32.3 / 38.0 min / median / max (2 runs, load 2.6-3.6); ``no-reuse`` (2 threads, KV
+cache cleared) 45.9 (1 run, load 2.8-2.7; the stopped round-1 run had spent 222 CPU-s on its 2
+calls at load 7.2-7.5). The 2-thread layouts' CPU-s follow the load (a thread spins while it
+waits for the other on a shared core), so these runs do not separate reuse from no reuse; see
+docs/llm.md.
 """
 
 from __future__ import annotations
