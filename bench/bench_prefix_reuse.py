@@ -25,7 +25,7 @@ contexts in every run: ``--layout in-process --threads 2`` with main's code (its
 cache (llama.cpp: "891 prefix-match hit" on a 1,040-token prompt, the later call 7 CPU-s
 against 19 for the first): the gain is the layout, one thread per process.
 
-Rounds, 2026-12-07 22:42-23:10 UTC, same machine, model and paper, 2 calls per run, layouts
+Rounds, 2026-12-07 22:42-23:06 UTC, same machine, model and paper, 2 calls per run, layouts
 interleaved, each run in its own process:
 
     nice -n 5 python bench/bench_prefix_reuse.py --model <SmolLM2 Q4_1 .gguf> --threads 2 \\
@@ -161,8 +161,8 @@ def run_rounds(args: argparse.Namespace) -> None:
 
     The order of the layouts rotates by one every round. Writes every run and the summary to
     ``args.out`` and prints, per layout, CPU-seconds per call (min / median / max over rounds)
-    and the 1-minute load average read before and after each run (min / max). The contexts of every run
-    must be equal (the run stops with an error naming the layout and round otherwise).
+    and the 1-minute load average read before and after each run (min / max). The contexts of
+    every run must be equal (the run stops with an error naming the layout and round otherwise).
     """
     layouts = [s.strip() for s in args.layouts.split(",") if s.strip()]
     bad = [name for name in layouts if name not in ("in-process", "per-core", "no-reuse")]
