@@ -24,6 +24,20 @@ contexts in every run: ``--layout in-process --threads 2`` with main's code (its
 100.6 and 106.3 CPU-s, 25.1 and 26.6 per call (2.5-2.6x less). Both reuse the document's KV
 cache (llama.cpp: "891 prefix-match hit" on a 1,040-token prompt, the later call 7 CPU-s
 against 19 for the first): the gain is the layout, one thread per process.
+
+Rounds, 2026-12-07 22:42-23:06 UTC, same machine, model and paper, 2 calls per run, layouts
+interleaved, each run in its own process:
+
+    nice -n 5 python bench/bench_prefix_reuse.py --model <SmolLM2 Q4_1 .gguf> --threads 2 \\
+        --processes 2 --chunks 2 --rounds 3 --out bench/out/prefix_rounds.json
+
+4 of 9 runs finished before the load (other jobs) reached 7.5 and the run was stopped.
+CPU-s per call: ``in-process`` (2 threads, reuse) 94.7 (1 run, load 4.8-3.6); ``per-core``
+26.5 / 32.3 / 38.0 min / median / max (2 runs, load 2.6-3.6); ``no-reuse`` (2 threads, KV
+cache cleared) 45.9 (1 run, load 2.8-2.7; the stopped round-1 run had spent 222 CPU-s on its 2
+calls at load 7.2-7.5). The 2-thread layouts' CPU-s follow the load (a thread spins while it
+waits for the other on a shared core), so these runs do not separate reuse from no reuse; see
+docs/llm.md.
 """
 
 from __future__ import annotations
@@ -32,6 +46,8 @@ import argparse
 import json
 import os
 import resource
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -84,7 +100,15 @@ def main() -> None:
     ap.add_argument("--processes", type=int, default=2, help="worker processes (per-core)")
     ap.add_argument("--n-ctx", type=int, default=8192)
     ap.add_argument("--out", default="bench/out/prefix_reuse.json")
+    ap.add_argument("--rounds", type=int, default=0,
+                    help="run --layouts in turn this many rounds, each run in its own process, "
+                         "and summarise CPU-s per call (min / median / max) and load average")
+    ap.add_argument("--layouts", default="in-process,per-core,no-reuse",
+                    help="comma-separated layouts for --rounds")
     args = ap.parse_args()
+    if args.rounds > 0:
+        run_rounds(args)
+        return
 
     doc = sample_document(args.doc)
     spans = windows(doc.text, args.chunks, args.chunk_chars)
@@ -130,6 +154,55 @@ def main() -> None:
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     json.dump({k: v for k, v in result.items() if k not in ("contexts", "llm")}, sys.stdout)
     print()
+
+
+def run_rounds(args: argparse.Namespace) -> None:
+    """Interleave the layouts over ``args.rounds`` rounds, each run in a fresh process.
+
+    The order of the layouts rotates by one every round. Writes every run and the summary to
+    ``args.out`` and prints, per layout, CPU-seconds per call (min / median / max over rounds)
+    and the 1-minute load average read before and after each run (min / max). The contexts of
+    every run must be equal (the run stops with an error naming the layout and round otherwise).
+    """
+    layouts = [s.strip() for s in args.layouts.split(",") if s.strip()]
+    bad = [name for name in layouts if name not in ("in-process", "per-core", "no-reuse")]
+    if bad:
+        raise SystemExit(f"--layouts: unknown layout(s) {bad}; use in-process, per-core, no-reuse")
+    tmp = Path(tempfile.mkdtemp(prefix="bench_prefix_rounds_"))
+    runs: list[dict] = []
+    reference: list[str] | None = None
+    for r in range(args.rounds):
+        order = layouts[r % len(layouts):] + layouts[:r % len(layouts)]
+        for layout in order:
+            out = tmp / f"r{r}-{layout}.json"
+            load = os.getloadavg()[0]
+            subprocess.run([sys.executable, __file__, "--model", args.model, "--doc", args.doc,
+                            "--chunks", str(args.chunks), "--chunk-chars", str(args.chunk_chars),
+                            "--layout", layout, "--threads", str(args.threads),
+                            "--processes", str(args.processes), "--n-ctx", str(args.n_ctx),
+                            "--out", str(out)], check=True, stdout=subprocess.DEVNULL)
+            run = json.loads(out.read_text(encoding="utf-8"))
+            if reference is None:
+                reference = run["contexts"]
+            elif run["contexts"] != reference:
+                raise SystemExit(f"round {r}, layout {layout}: contexts differ from the first run")
+            run.update(round=r, load_before=round(load, 2), load_after=round(os.getloadavg()[0], 2))
+            runs.append(run)
+            print(json.dumps({k: run[k] for k in ("round", "layout", "calls", "cpu_s",
+                                                  "cpu_s_per_call", "wall_s", "load_before",
+                                                  "load_after")}), flush=True)
+    summary = {}
+    for layout in layouts:
+        per_call = [run["cpu_s_per_call"] for run in runs if run["layout"] == layout]
+        loads = [run[k] for run in runs if run["layout"] == layout
+                 for k in ("load_before", "load_after")]
+        summary[layout] = {"cpu_s_per_call_min": min(per_call),
+                           "cpu_s_per_call_median": statistics.median(per_call),
+                           "cpu_s_per_call_max": max(per_call),
+                           "load_min": min(loads), "load_max": max(loads), "rounds": len(per_call)}
+        print(layout, json.dumps(summary[layout]))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps({"summary": summary, "runs": runs}, indent=2) + "\n")
 
 
 if __name__ == "__main__":
