@@ -51,7 +51,8 @@ from structablate.structure.texttiling import STOP_WORDS, depth_scores
 
 FEATURE_SET = "gap-v2"
 """The name of this feature definition; a pretrained model records it and the inducer refuses
-a model trained on another definition."""
+a model trained on another definition. ``gap-v2``: these columns plus the opening-words
+log-odds of :mod:`structablate.structure.lexical` (``gap-v1`` had the columns alone)."""
 
 BLOCKS = (1, 2, 3)
 """Paragraphs per side of the cohesion blocks."""

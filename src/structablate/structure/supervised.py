@@ -6,8 +6,10 @@ and says, per gap, how likely a section starts at ``b`` and, if one does, at whi
 
 * **boundary model**: gradient-boosted trees (scikit-learn's
   ``HistGradientBoostingClassifier``, log-loss, no early stopping, so no random split) on the
-  gap's features and those of its neighbours (:func:`context_features`), target "a gold
-  section starts at ``b``";
+  gap's features and those of its neighbours (:func:`context_features`) and the
+  opening-words log-odds of the gap and its neighbours (:mod:`structablate.structure.lexical`,
+  :func:`opening_columns`; the trees learn on out-of-fold log-odds, :func:`out_of_fold_rows`),
+  target "a gold section starts at ``b``";
 * **level model**: the same learner, multi-class, on the gold boundaries only, target the
   section's level class: ``1`` when it opens a new top-level group (the chunker's rule,
   :func:`structablate.corpus.flatten.top_section_ids`), else ``2`` for a heading path of depth
